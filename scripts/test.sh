@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run every check CI runs: ruff, then the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check src tests bench
+.venv/bin/python -m pytest "$@"

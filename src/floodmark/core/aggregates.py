@@ -1,0 +1,322 @@
+"""Incremental aggregations (Flink's ``AggregateFunction``, Beam's ``CombineFn``).
+
+An :class:`Aggregate` keeps one small accumulator per (key, window) and never
+buffers raw records (except :func:`collect_list` and :class:`FullWindow`, whose
+result *is* the records). The contract:
+
+* ``create()`` -> a new, empty accumulator;
+* ``add_many(acc, values)`` -> the accumulator after adding ``values``, a 1-d
+  numpy array (possibly of dtype object) of the aggregate's input values, in
+  arrival order; the built-ins do it with one numpy reduction;
+* ``merge(accs)`` -> one accumulator combining several (session merges,
+  combining partial results);
+* ``result(acc)`` -> the value a pane carries.
+
+Accumulators must be picklable: they are snapshotted into the runtime's state.
+Each aggregate reads one input: ``field`` names the record field (a DataFrame
+column on Spark); ``None`` means the whole value (the harness's element value).
+:func:`several` runs several aggregates side by side and yields a ``dict``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class Aggregate:
+    """Base class; see the module docstring for the contract."""
+
+    field: str | None = None
+
+    def create(self) -> Any:
+        raise NotImplementedError
+
+    def add_many(self, acc: Any, values: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def merge(self, accs: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def result(self, acc: Any) -> Any:
+        return acc
+
+    @property
+    def fields(self) -> list[str | None]:
+        """Every input field this aggregate reads."""
+        return [self.field]
+
+    def result_is_list(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Count(Aggregate):
+    """Number of records (``field`` is ignored)."""
+
+    field: str | None = None
+
+    def create(self) -> int:
+        return 0
+
+    def add_many(self, acc: int, values: np.ndarray) -> int:
+        return acc + len(values)
+
+    def merge(self, accs: Sequence[int]) -> int:
+        return int(builtins.sum(accs))
+
+
+def _numeric(values: np.ndarray) -> np.ndarray:
+    if values.dtype == object:
+        return values.astype(np.float64)
+    return values
+
+
+@dataclass(frozen=True)
+class Sum(Aggregate):
+    """Sum of ``field`` (ints stay ints). An empty window sums to 0."""
+
+    field: str | None = None
+
+    def create(self) -> Any:
+        return 0
+
+    def add_many(self, acc: Any, values: np.ndarray) -> Any:
+        if len(values) == 0:
+            return acc
+        return acc + _numeric(values).sum().item()
+
+    def merge(self, accs: Sequence[Any]) -> Any:
+        return builtins.sum(accs)
+
+
+@dataclass(frozen=True)
+class Min(Aggregate):
+    """Smallest value of ``field``; ``None`` for an empty pane."""
+
+    field: str | None = None
+
+    def create(self) -> Any:
+        return None
+
+    def add_many(self, acc: Any, values: np.ndarray) -> Any:
+        if len(values) == 0:
+            return acc
+        low = _numeric(values).min().item()
+        return low if acc is None else builtins.min(acc, low)
+
+    def merge(self, accs: Sequence[Any]) -> Any:
+        present = [a for a in accs if a is not None]
+        return builtins.min(present) if present else None
+
+
+@dataclass(frozen=True)
+class Max(Aggregate):
+    """Largest value of ``field``; ``None`` for an empty pane."""
+
+    field: str | None = None
+
+    def create(self) -> Any:
+        return None
+
+    def add_many(self, acc: Any, values: np.ndarray) -> Any:
+        if len(values) == 0:
+            return acc
+        high = _numeric(values).max().item()
+        return high if acc is None else builtins.max(acc, high)
+
+    def merge(self, accs: Sequence[Any]) -> Any:
+        present = [a for a in accs if a is not None]
+        return builtins.max(present) if present else None
+
+
+@dataclass(frozen=True)
+class Mean(Aggregate):
+    """Arithmetic mean of ``field`` as a float; ``None`` for an empty pane.
+
+    The accumulator is ``(sum, count)`` so that means merge exactly.
+    """
+
+    field: str | None = None
+
+    def create(self) -> tuple[float, int]:
+        return (0.0, 0)
+
+    def add_many(self, acc: tuple[float, int], values: np.ndarray) -> tuple[float, int]:
+        if len(values) == 0:
+            return acc
+        return (acc[0] + float(_numeric(values).sum()), acc[1] + len(values))
+
+    def merge(self, accs: Sequence[tuple[float, int]]) -> tuple[float, int]:
+        return (builtins.sum(a[0] for a in accs), builtins.sum(a[1] for a in accs))
+
+    def result(self, acc: tuple[float, int]) -> float | None:
+        return acc[0] / acc[1] if acc[1] else None
+
+
+@dataclass(frozen=True)
+class CollectList(Aggregate):
+    """All values of ``field`` in arrival order (buffers them: its result is the records)."""
+
+    field: str | None = None
+
+    def create(self) -> list[Any]:
+        return []
+
+    def add_many(self, acc: list[Any], values: np.ndarray) -> list[Any]:
+        return acc + values.tolist()
+
+    def merge(self, accs: Sequence[list[Any]]) -> list[Any]:
+        merged: list[Any] = []
+        for acc in accs:
+            merged.extend(acc)
+        return merged
+
+    def result(self, acc: list[Any]) -> list[Any]:
+        return list(acc)
+
+    def result_is_list(self) -> bool:
+        return True
+
+
+class UserAggregate(Aggregate):
+    """A user-defined aggregate from four functions (Flink's ``AggregateFunction``).
+
+    :arg create: ``() -> acc``. :arg add: ``(acc, value) -> acc``.
+    :arg merge: ``(acc, acc) -> acc``; needed for session windows.
+    :arg result: ``acc -> value``. :arg field: the input field (None = whole value).
+    """
+
+    def __init__(
+        self,
+        create: Callable[[], Any],
+        add: Callable[[Any, Any], Any],
+        merge: Callable[[Any, Any], Any] | None = None,
+        result: Callable[[Any], Any] | None = None,
+        field: str | None = None,
+    ) -> None:
+        self._create = create
+        self._add = add
+        self._merge = merge
+        self._result = result
+        self.field = field
+
+    def create(self) -> Any:
+        return self._create()
+
+    def add_many(self, acc: Any, values: np.ndarray) -> Any:
+        for value in values.tolist():
+            acc = self._add(acc, value)
+        return acc
+
+    def merge(self, accs: Sequence[Any]) -> Any:
+        if self._merge is None:
+            raise TypeError("this aggregate has no merge function; session windows need one")
+        merged = accs[0]
+        for acc in accs[1:]:
+            merged = self._merge(merged, acc)
+        return merged
+
+    def result(self, acc: Any) -> Any:
+        return acc if self._result is None else self._result(acc)
+
+
+class FullWindow(Aggregate):
+    """A full-window function: buffers every value and calls ``fn(values)`` when the pane fires.
+
+    For logic that needs all elements at once (a median, a sort). It costs memory
+    proportional to the window's contents, unlike the incremental aggregates.
+    """
+
+    def __init__(self, fn: Callable[[list[Any]], Any], field: str | None = None) -> None:
+        self.fn = fn
+        self.field = field
+
+    def create(self) -> list[Any]:
+        return []
+
+    def add_many(self, acc: list[Any], values: np.ndarray) -> list[Any]:
+        return acc + values.tolist()
+
+    def merge(self, accs: Sequence[list[Any]]) -> list[Any]:
+        return [v for acc in accs for v in acc]
+
+    def result(self, acc: list[Any]) -> Any:
+        return self.fn(list(acc))
+
+
+class Several(Aggregate):
+    """Several named aggregates over one window; the result is ``{name: result}``."""
+
+    def __init__(self, parts: dict[str, Aggregate]) -> None:
+        if not parts:
+            raise ValueError("several() needs at least one aggregate")
+        for name, part in parts.items():
+            if not isinstance(part, Aggregate):
+                raise TypeError(f"aggregate {name!r} is {type(part).__name__}, not an Aggregate")
+        self.parts = dict(parts)
+
+    @property
+    def fields(self) -> list[str | None]:
+        return [part.field for part in self.parts.values()]
+
+    def create(self) -> dict[str, Any]:
+        return {name: part.create() for name, part in self.parts.items()}
+
+    def add_many(self, acc: dict[str, Any], values: np.ndarray) -> dict[str, Any]:
+        raise TypeError("Several reads several fields: use add_many_fields")
+
+    def add_many_fields(self, acc: dict[str, Any], columns: dict[str | None, np.ndarray]) -> dict[str, Any]:
+        return {name: part.add_many(acc[name], columns[part.field]) for name, part in self.parts.items()}
+
+    def merge(self, accs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {name: part.merge([a[name] for a in accs]) for name, part in self.parts.items()}
+
+    def result(self, acc: dict[str, Any]) -> dict[str, Any]:
+        return {name: part.result(acc[name]) for name, part in self.parts.items()}
+
+
+def add_columns(aggregate: Aggregate, acc: Any, columns: dict[str | None, np.ndarray]) -> Any:
+    """Add a slice of records, given as ``{field: values}``, to ``acc``."""
+    if isinstance(aggregate, Several):
+        return aggregate.add_many_fields(acc, columns)
+    return aggregate.add_many(acc, columns[aggregate.field])
+
+
+def count() -> Count:
+    """Number of records."""
+    return Count()
+
+
+def sum(field: str | None = None) -> Sum:  # noqa: A001 - mirrors SQL's name, module-qualified
+    """Sum of ``field`` (or of the values)."""
+    return Sum(field)
+
+
+def min(field: str | None = None) -> Min:  # noqa: A001
+    """Minimum of ``field``."""
+    return Min(field)
+
+
+def max(field: str | None = None) -> Max:  # noqa: A001
+    """Maximum of ``field``."""
+    return Max(field)
+
+
+def mean(field: str | None = None) -> Mean:
+    """Mean of ``field``."""
+    return Mean(field)
+
+
+def collect_list(field: str | None = None) -> CollectList:
+    """Every value of ``field`` in arrival order."""
+    return CollectList(field)
+
+
+def several(**parts: Aggregate) -> Several:
+    """``several(n=count(), total=sum("amount"))`` -> panes carry ``{"n": ..., "total": ...}``."""
+    return Several(parts)

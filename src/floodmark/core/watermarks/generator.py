@@ -1,0 +1,66 @@
+"""The watermark generator protocol (Flink's ``WatermarkGenerator``), in Python.
+
+A generator sees the timestamps of one split and decides its watermark. It is
+driven two ways:
+
+* ``on_event(event, timestamp, output)`` for every record (punctuated
+  generators emit from here);
+* ``on_periodic_emit(output)`` every auto-watermark interval of processing time
+  (Flink's default: 200 ms), whether or not records arrived.
+
+Micro-batch mode (how the Spark runtime drives generators): a batch's records of
+one split are not replayed one by one. The generator receives one
+:class:`~floodmark.core.watermarks.batch_stats.SplitBatchStats` through
+``on_batch(stats, output)``. The default ``on_batch`` calls
+``on_event(None, stats.max_timestamp, output)`` once when the batch had records
+for the split: exactly what a generator that only tracks the maximum timestamp
+(bounded out-of-orderness, ascending, seed 000, seed 001) would have computed
+from the records themselves. A generator that needs more (the minimum, the
+count, quantiles, the records' payload) overrides ``on_batch``. Note that
+``event`` is ``None`` in that default call.
+
+State: ``snapshot()`` returns a plain, JSON-serialisable ``dict`` and
+``restore(state)`` puts it back. The default copies the instance's public and
+private attributes, which is right for generators whose attributes are ints,
+floats, strings, lists and dicts; override both for anything else.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from floodmark.core.watermarks.batch_stats import SplitBatchStats
+from floodmark.core.watermarks.output import WatermarkOutput
+
+
+class WatermarkGenerator:
+    """Base class of every watermark generator, built-in and user-defined.
+
+    Subclasses override :meth:`on_event` and/or :meth:`on_periodic_emit`.
+    Both default to doing nothing, so a generator that only emits periodically
+    need not define ``on_event`` and vice versa.
+    """
+
+    def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
+        """Called for every record of the split, with its timestamp in ms."""
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        """Called every auto-watermark interval of processing time."""
+
+    def on_batch(self, stats: SplitBatchStats, output: WatermarkOutput) -> None:
+        """Called once per micro-batch with the split's batch statistics.
+
+        Default: one ``on_event(None, stats.max_timestamp, output)`` when the
+        batch had records for this split, nothing otherwise.
+        """
+        if stats.count > 0:
+            self.on_event(None, stats.max_timestamp, output)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The generator's state as a plain ``dict`` (see the module docstring)."""
+        return copy.deepcopy(vars(self))
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Replace the generator's state with ``state`` from :meth:`snapshot`."""
+        vars(self).update(copy.deepcopy(state))

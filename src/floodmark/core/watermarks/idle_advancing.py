@@ -1,0 +1,60 @@
+"""Seed 000's generator: event time keeps moving when input stops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from floodmark.core.time import MIN_TIMESTAMP, Duration, non_negative_millis, positive_millis
+from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.output import WatermarkOutput
+
+
+class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
+    """Bounded out-of-orderness that advances on its own after ``wait`` of silence.
+
+    Seed 000's ``BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait,
+    interval)``, with its exact arithmetic:
+
+    * ``on_event``: ``max_ts = max(max_ts, ts)``; ``last_event = max_ts``;
+      ``logical = max_ts``.
+    * ``on_periodic_emit``: ``logical += interval``; if ``logical - last_event >
+      wait`` (strictly): emit ``logical - bound - 1`` and set ``max_ts = logical``;
+      otherwise emit ``max_ts - bound - 1``.
+
+    Every periodic call is assumed to stand for ``interval`` ms of processing
+    time, so ``interval`` must equal the auto-watermark interval the generator is
+    driven with (the coordinator's ``periodic_interval``). A lone last record's
+    window [start, end) closes once ``wait`` has passed and ``logical - bound - 1
+    >= end - 1``: after about ``wait + (end - ts) + bound`` ms of silence.
+
+    Interplay with idleness (seed 000, section 9.7): while a split is idle its
+    ``on_periodic_emit`` is not called, so ``wait`` must be shorter than the idle
+    timeout or this generator never gets to advance; and ``wait`` longer than the
+    window size delays every window of a quiet split by more than a window.
+
+    :arg bound: out-of-orderness bound (>= 0).
+    :arg wait: silence after which event time starts advancing (>= 0).
+    :arg interval: the auto-watermark interval in ms (> 0), Flink's default 200.
+    """
+
+    def __init__(self, bound: Duration, wait: Duration, interval: Duration = 200) -> None:
+        self.bound = non_negative_millis(bound, "the out-of-orderness bound")
+        self.wait = non_negative_millis(wait, "wait")
+        self.interval = positive_millis(interval, "interval")
+        start = MIN_TIMESTAMP + self.bound + 1
+        self.max_timestamp = start
+        self.last_event_timestamp = start
+        self.logical_time = start
+
+    def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
+        self.max_timestamp = max(self.max_timestamp, timestamp)
+        self.last_event_timestamp = self.max_timestamp
+        self.logical_time = self.max_timestamp
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        self.logical_time += self.interval
+        if self.logical_time - self.last_event_timestamp > self.wait:
+            output.emit_watermark(self.logical_time - self.bound - 1)
+            self.max_timestamp = self.logical_time
+        else:
+            output.emit_watermark(self.max_timestamp - self.bound - 1)

@@ -1,0 +1,91 @@
+"""Idleness detection (Flink's ``IdlenessTimer`` and ``WatermarksWithIdleness``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from floodmark.core.clock import Clock
+from floodmark.core.time import Duration, positive_millis
+from floodmark.core.watermarks.batch_stats import SplitBatchStats
+from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.output import WatermarkOutput
+
+
+class IdlenessTimer:
+    """Decides that a split is idle after ``timeout`` ms of processing time without records.
+
+    Flink's arithmetic: the first periodic check that sees no activity since the
+    previous check starts the inactivity timer; a later check declares the split
+    idle once strictly more than ``timeout`` ms have passed since then. A split
+    is therefore marked idle between ``timeout`` and ``timeout + one periodic
+    interval`` after its last record. Any activity resets the timer.
+    """
+
+    def __init__(self, clock: Clock, timeout: Duration) -> None:
+        self.clock = clock
+        self.timeout = positive_millis(timeout, "the idle timeout")
+        self.counter = 0
+        self.last_counter = 0
+        self.start_of_inactivity: int | None = None
+
+    def activity(self) -> None:
+        self.counter += 1
+
+    def check_if_idle(self) -> bool:
+        if self.counter != self.last_counter:
+            self.last_counter = self.counter
+            self.start_of_inactivity = None
+            return False
+        now = self.clock.now_ms()
+        if self.start_of_inactivity is None:
+            self.start_of_inactivity = now
+            return False
+        return now - self.start_of_inactivity > self.timeout
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "counter": self.counter,
+            "last_counter": self.last_counter,
+            "start_of_inactivity": self.start_of_inactivity,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.counter = state["counter"]
+        self.last_counter = state["last_counter"]
+        self.start_of_inactivity = state["start_of_inactivity"]
+
+
+class WatermarksWithIdleness(WatermarkGenerator):
+    """Wraps any generator: marks the split idle after ``timeout`` without records.
+
+    While idle, the wrapped generator's ``on_periodic_emit`` is not called (as in
+    Flink); the next record calls its ``on_event`` and marks the output active.
+    """
+
+    def __init__(self, generator: WatermarkGenerator, timeout: Duration, clock: Clock) -> None:
+        self.generator = generator
+        self.timer = IdlenessTimer(clock, timeout)
+
+    def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
+        self.generator.on_event(event, timestamp, output)
+        self.timer.activity()
+        output.mark_active()
+
+    def on_batch(self, stats: SplitBatchStats, output: WatermarkOutput) -> None:
+        self.generator.on_batch(stats, output)
+        if stats.count > 0:
+            self.timer.activity()
+            output.mark_active()
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        if self.timer.check_if_idle():
+            output.mark_idle()
+        else:
+            self.generator.on_periodic_emit(output)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"generator": self.generator.snapshot(), "timer": self.timer.snapshot()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.generator.restore(state["generator"])
+        self.timer.restore(state["timer"])

@@ -1,0 +1,206 @@
+"""Window assigners: tumbling, sliding, sessions, global.
+
+A window is the half-open interval ``[start, end)`` of event time in ms; its
+max timestamp is ``end - 1``, the last instant it contains and the watermark at
+which it fires on time (Flink's convention; see ``docs/semantics.md``).
+
+Assignment is vectorised: :meth:`WindowAssigner.assign` takes an ``int64`` array
+of timestamps and returns, for every (record, window) pair, the record's
+position and the window's start and end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive_millis, to_millis
+
+
+@dataclass(frozen=True, order=True)
+class Window:
+    """The event-time interval ``[start, end)`` in ms (``end`` exclusive)."""
+
+    start: int
+    end: int
+
+    @property
+    def max_timestamp(self) -> int:
+        """``end - 1``: the largest timestamp inside the window."""
+        return self.end - 1
+
+    def contains(self, timestamp: int) -> bool:
+        return self.start <= timestamp < self.end
+
+    def intersects(self, other: Window) -> bool:
+        """True if the intervals overlap; windows that only touch do not (Beam's rule)."""
+        return self.start < other.end and other.start < self.end
+
+    def cover(self, other: Window) -> Window:
+        """The smallest window containing both."""
+        return Window(min(self.start, other.start), max(self.end, other.end))
+
+    def __repr__(self) -> str:
+        return f"Window[{self.start}, {self.end})"
+
+
+GLOBAL_WINDOW = Window(MIN_TIMESTAMP, MAX_TIMESTAMP)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Vectorised result of assigning windows to a batch of timestamps.
+
+    Row ``i`` says: record ``record_index[i]`` belongs to ``[start[i], end[i])``.
+    Rows of one record are consecutive and ordered by window start.
+    """
+
+    record_index: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+class WindowAssigner:
+    """Decides which windows a record belongs to. Subclasses are frozen dataclasses."""
+
+    is_merging: bool = False
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        raise NotImplementedError
+
+    def assign_one(self, timestamp: int) -> list[Window]:
+        assigned = self.assign(np.array([timestamp], dtype=np.int64))
+        return [Window(int(s), int(e)) for s, e in zip(assigned.start, assigned.end, strict=True)]
+
+    def output_times(self, timestamps: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """The times records contribute to their windows' pane timestamps (vectorised)."""
+        return timestamps
+
+
+def _window_start(timestamps: np.ndarray, offset: int, slide: int) -> np.ndarray:
+    # Flink's TimeWindow.getWindowStartWithOffset, with floor semantics for negative timestamps.
+    return timestamps - np.mod(timestamps - offset, slide)
+
+
+@dataclass(frozen=True)
+class Tumbling(WindowAssigner):
+    """Fixed windows ``[k*size + offset, (k+1)*size + offset)`` for integer k.
+
+    :arg size: window length (ms or timedelta, > 0).
+    :arg offset: shift of the window grid (ms or timedelta), e.g. a time-zone offset.
+    """
+
+    size: int
+    offset: int = 0
+
+    def __init__(self, size: Duration, offset: Duration = 0) -> None:
+        size_ms = positive_millis(size, "the window size")
+        object.__setattr__(self, "size", size_ms)
+        object.__setattr__(self, "offset", to_millis(offset) % size_ms)
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        timestamps = np.asarray(timestamps, dtype=np.int64)
+        start = _window_start(timestamps, self.offset, self.size)
+        return Assignment(np.arange(len(timestamps), dtype=np.int64), start, start + self.size)
+
+
+@dataclass(frozen=True)
+class Sliding(WindowAssigner):
+    """Overlapping windows of length ``size`` starting every ``slide``.
+
+    A record belongs to ``ceil(size / slide)`` windows (fewer when ``size`` is not
+    a multiple of ``slide``). Pane timestamps obey Beam's (and *Streaming
+    Systems*') overlapping-window rule: a record's output time in a window is at
+    least the end of the previous window (``end - slide``), so window N+1's
+    output is never earlier than window N's end and a downstream stage is not
+    held back needlessly.
+
+    :arg size: window length (> 0). :arg slide: distance between starts (> 0, <= size).
+    :arg offset: shift of the grid.
+    """
+
+    size: int
+    slide: int
+    offset: int = 0
+
+    def __init__(self, size: Duration, slide: Duration, offset: Duration = 0) -> None:
+        size_ms = positive_millis(size, "the window size")
+        slide_ms = positive_millis(slide, "the window slide")
+        if slide_ms > size_ms:
+            raise ValueError(f"the slide ({slide_ms} ms) must not exceed the size ({size_ms} ms)")
+        object.__setattr__(self, "size", size_ms)
+        object.__setattr__(self, "slide", slide_ms)
+        object.__setattr__(self, "offset", to_millis(offset) % slide_ms)
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        timestamps = np.asarray(timestamps, dtype=np.int64)
+        last_start = _window_start(timestamps, self.offset, self.slide)
+        per_record = -(-self.size // self.slide)
+        # Candidate starts: last_start, last_start - slide, ...; keep those whose window contains ts.
+        steps = np.arange(per_record - 1, -1, -1, dtype=np.int64) * self.slide
+        starts = last_start[:, None] - steps[None, :]
+        keep = (starts + self.size) > timestamps[:, None]
+        record_index = np.broadcast_to(np.arange(len(timestamps), dtype=np.int64)[:, None], starts.shape)
+        start = starts[keep]
+        return Assignment(record_index[keep], start, start + self.size)
+
+    def output_times(self, timestamps: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        return np.maximum(timestamps, end - self.slide)
+
+
+@dataclass(frozen=True)
+class Sessions(WindowAssigner):
+    """Per-key sessions: each record opens ``[ts, ts + gap)``; overlapping windows merge.
+
+    Two records of a key are in one session when their timestamps are strictly
+    less than ``gap`` apart (Beam's rule; Flink also merges windows that only
+    touch, i.e. records exactly ``gap`` apart). A late record can bridge two
+    sessions into one.
+
+    :arg gap: the inactivity gap (ms or timedelta, > 0).
+    """
+
+    gap: int
+    is_merging = True
+
+    def __init__(self, gap: Duration) -> None:
+        object.__setattr__(self, "gap", positive_millis(gap, "the session gap"))
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        timestamps = np.asarray(timestamps, dtype=np.int64)
+        return Assignment(np.arange(len(timestamps), dtype=np.int64), timestamps, timestamps + self.gap)
+
+
+@dataclass(frozen=True)
+class Global(WindowAssigner):
+    """One window for all time: ``[MIN_TIMESTAMP, MAX_TIMESTAMP)``.
+
+    It fires on time only when the watermark reaches its max timestamp, i.e. at
+    the end of a bounded input; use a count or processing-time trigger for
+    results before that.
+    """
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        n = len(timestamps)
+        return Assignment(
+            np.arange(n, dtype=np.int64),
+            np.full(n, GLOBAL_WINDOW.start, dtype=np.int64),
+            np.full(n, GLOBAL_WINDOW.end, dtype=np.int64),
+        )
+
+
+def merge_windows(windows: list[Window]) -> list[tuple[Window, list[Window]]]:
+    """Merge overlapping windows (sessions): ``[(merged, [constituents...]), ...]``.
+
+    Sorted by start; a window joins the current group when it starts strictly
+    before the group's end (Beam's ``Sessions.merge``).
+    """
+    groups: list[tuple[Window, list[Window]]] = []
+    for window in sorted(windows):
+        if groups and window.start < groups[-1][0].end:
+            merged, members = groups[-1]
+            groups[-1] = (merged.cover(window), [*members, window])
+        else:
+            groups.append((window, [window]))
+    return groups
