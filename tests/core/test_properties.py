@@ -1,0 +1,224 @@
+"""Property tests on random streams (hypothesis)."""
+
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from floodmark import AccumulationMode, LateReason, WatermarkStrategy, aggregates, triggers, windows
+from floodmark.core.operator import WindowOperator, WindowSpec
+from floodmark.core.records import RecordBatch
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats
+
+WINDOWS = [
+    windows.Tumbling(10),
+    windows.Tumbling(7, offset=3),
+    windows.Sliding(10, 5),
+    windows.Sliding(9, 4),
+    windows.Sessions(5),
+]
+TRIGGERS = [
+    triggers.Default(),
+    triggers.AfterWatermark(),
+    triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+    triggers.AfterWatermark(early=triggers.AfterProcessingTime(5), late=triggers.AfterCount(2)),
+    triggers.Repeatedly(triggers.AfterCount(3)),
+    triggers.AfterCount(2),
+    triggers.Never(),
+    triggers.OrFinally(triggers.Repeatedly(triggers.AfterCount(2)), triggers.AfterWatermark()),
+    triggers.AfterEach(triggers.AfterCount(2), triggers.AfterWatermark()),
+    triggers.Repeatedly(triggers.AfterAny(triggers.AfterCount(4), triggers.AfterProcessingTime(3))),
+    triggers.AfterAll(triggers.AfterCount(2), triggers.AfterWatermark()),
+]
+
+op = st.one_of(
+    st.tuples(
+        st.just("add"),
+        st.lists(st.tuples(st.sampled_from("abc"), st.integers(-5, 80)), min_size=1, max_size=6),
+    ),
+    st.tuples(st.just("wm"), st.integers(0, 15)),
+    st.tuples(st.just("pt"), st.integers(0, 6)),
+)
+scenario = st.tuples(
+    st.sampled_from(WINDOWS),
+    st.sampled_from(TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.lists(op, min_size=1, max_size=25),
+)
+
+
+def numbered(ops):
+    """Give every record a unique id (its value); returns ops with (key, id, ts) records."""
+    out, next_id = [], 0
+    for kind, arg in ops:
+        if kind == "add":
+            records = []
+            for key, ts in arg:
+                records.append((key, next_id, ts))
+                next_id += 1
+            out.append(("add", records))
+        else:
+            out.append((kind, arg))
+    return out
+
+
+def batch_of(records):
+    keys = np.empty(len(records), dtype=object)
+    keys[:] = [k for k, _, _ in records]
+    values = np.empty(len(records), dtype=object)
+    values[:] = [i for _, i, _ in records]
+    return RecordBatch(keys, np.array([t for _, _, t in records], dtype=np.int64), {None: values})
+
+
+def run(spec, ops, start_watermark=-10):
+    operator = WindowOperator(spec, watermark=start_watermark)
+    panes, late = [], []
+    watermark, now = start_watermark, 0
+    for kind, arg in ops:
+        if kind == "add":
+            emitted = operator.add_records(batch_of(arg))
+        elif kind == "wm":
+            watermark += arg
+            emitted = operator.advance_watermark(watermark)
+        else:
+            now += arg
+            emitted = operator.advance_processing_time(now)
+        panes += emitted.panes
+        late += emitted.late
+    final = operator.advance_watermark(MAX_TIMESTAMP)
+    assert operator.window_count() == 0, "everything is garbage collected at the end of input"
+    return panes + final.panes, late
+
+
+def make_spec(window, trigger, lateness, mode):
+    return WindowSpec(window, aggregates.collect_list(), trigger, lateness, mode)
+
+
+def pane_key(p):
+    return (p.key, p.window, tuple(p.value), p.timestamp, p.timing, p.index, p.nonspeculative_index, p.is_last)
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenario)
+def test_every_record_ends_exactly_once_per_window(case):
+    window, trigger, lateness, raw_ops = case
+    ops = numbered(raw_ops)
+    panes, late = run(make_spec(window, trigger, lateness, AccumulationMode.DISCARDING), ops)
+    records = [r for kind, arg in ops if kind == "add" for r in arg]
+    in_panes = Counter((p.key, p.window, i) for p in panes for i in p.value)
+    in_late = Counter((r.key, r.window, r.value) for r in late)
+    if window.is_merging:
+        # A record's session is decided by merging; count it once wherever it ended.
+        per_record = Counter(i for (_, _, i) in in_panes.elements()) + Counter(i for (_, _, i) in in_late.elements())
+        assert all(per_record[i] == 1 for _, i, _ in records), per_record
+        assert sum(per_record.values()) == len(records)
+        return
+    for key, ident, ts in records:
+        for w in window.assign_one(ts):
+            assert in_panes[(key, w, ident)] + in_late[(key, w, ident)] == 1, (key, ident, ts, w)
+    expected_pairs = sum(len(window.assign_one(ts)) for _, _, ts in records)
+    assert sum(in_panes.values()) + sum(in_late.values()) == expected_pairs
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenario.filter(lambda c: not c[0].is_merging))
+def test_discarding_panes_add_up_to_the_final_accumulating_pane(case):
+    window, trigger, lateness, raw_ops = case
+    ops = numbered(raw_ops)
+    discarding, late_d = run(make_spec(window, trigger, lateness, AccumulationMode.DISCARDING), ops)
+    accumulating, late_a = run(make_spec(window, trigger, lateness, AccumulationMode.ACCUMULATING), ops)
+    assert [(r.key, r.window, r.value, r.reason) for r in late_d] == [
+        (r.key, r.window, r.value, r.reason) for r in late_a
+    ]
+    summed: dict = {}
+    for p in discarding:
+        summed.setdefault((p.key, p.window), []).extend(p.value)
+    last: dict = {}
+    for p in accumulating:
+        last[(p.key, p.window)] = p.value
+    assert summed == last
+    assert [(p.key, p.window, p.timing, p.index) for p in discarding] == [
+        (p.key, p.window, p.timing, p.index) for p in accumulating
+    ]
+
+
+def rebatch(ops, how):
+    """Same records, same order, different batch boundaries."""
+    out = []
+    for kind, arg in ops:
+        if kind != "add":
+            out.append((kind, arg))
+        elif how == "split":
+            out.extend(("add", [record]) for record in arg)
+        elif out and out[-1][0] == "add":
+            out[-1] = ("add", out[-1][1] + arg)
+        else:
+            out.append(("add", list(arg)))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenario, st.sampled_from(list(AccumulationMode)))
+def test_panes_do_not_depend_on_batch_boundaries(case, mode):
+    window, trigger, lateness, raw_ops = case
+    ops = numbered(raw_ops)
+    spec = make_spec(window, trigger, lateness, mode)
+    baseline_panes, baseline_late = run(spec, ops)
+    for how in ("split", "join"):
+        panes, late = run(spec, rebatch(ops, how))
+        assert sorted(map(pane_key, panes)) == sorted(map(pane_key, baseline_panes))
+        assert sorted((r.key, r.window, r.value, r.reason) for r in late) == sorted(
+            (r.key, r.window, r.value, r.reason) for r in baseline_late
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            WatermarkStrategy.for_bounded_out_of_orderness(20),
+            WatermarkStrategy.for_bounded_out_of_orderness(5).with_idleness(300),
+            WatermarkStrategy.for_idle_advancing(10, 200, 100),
+            WatermarkStrategy.for_idle_advancing(10, 200, 100).with_idleness(500),
+            WatermarkStrategy.for_legacy_bounded_out_of_orderness(7),
+            WatermarkStrategy.for_monotonous_timestamps(),
+        ]
+    ),
+    st.sampled_from([100.0, 50.0]),
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("event"), st.sampled_from("xyz"), st.integers(0, 5_000)),
+            st.tuples(st.just("batch"), st.sampled_from("xyz"), st.integers(0, 5_000)),
+            st.tuples(st.just("time"), st.just(""), st.integers(0, 700)),
+        ),
+        max_size=40,
+    ),
+)
+def test_watermarks_never_regress(strategy, percentile, ops):
+    source = SourceWatermarks(strategy, periodic_interval=100, percentile=percentile)
+    now = 0
+    seen = [source.watermark]
+    split_seen: dict = {}
+    for kind, split, value in ops:
+        if kind == "event":
+            source.on_event(split, None, value)
+        elif kind == "batch":
+            source.on_batch([SplitBatchStats(split, 2, max(0, value - 50), value)])
+        else:
+            now += value
+            source.advance_processing_time(now)
+        seen.append(source.watermark)
+        for s, (wm, _) in source.split_watermarks().items():
+            assert wm >= split_seen.get(s, wm)
+            split_seen[s] = wm
+    assert seen == sorted(seen)
+
+
+def test_late_reasons_cover_closed_and_expired():
+    spec = make_spec(windows.Tumbling(10), triggers.AfterWatermark(), 5, AccumulationMode.DISCARDING)
+    _, late = run(
+        spec, numbered([("add", [("a", 1)]), ("wm", 20), ("add", [("a", 2)]), ("wm", 10), ("add", [("a", 3)])])
+    )
+    assert [r.reason for r in late] == [LateReason.WINDOW_CLOSED, LateReason.EXPIRED]
