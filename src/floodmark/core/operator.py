@@ -505,3 +505,24 @@ def _as_object_array(values: Any) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = list(values) if not isinstance(values, np.ndarray) else values.tolist()
     return array
+
+
+def step(
+    spec: WindowSpec,
+    snapshot: bytes | None,
+    batch: RecordBatch | None,
+    watermark: int,
+    processing_time: int,
+) -> tuple[bytes, Emitted, WindowOperator]:
+    """The operator as a pure function: ``(state, records, watermark, processing time) -> (state, output)``.
+
+    Advances processing time, then the watermark, then adds the records (the
+    micro-batch order). ``snapshot=None`` starts from an empty state. Returns the
+    new snapshot, what was emitted, and the live operator (for holds and gauges).
+    """
+    operator = WindowOperator(spec) if snapshot is None else WindowOperator.restore(spec, snapshot)
+    out = operator.advance_processing_time(processing_time)
+    out.extend(operator.advance_watermark(watermark))
+    if batch is not None and len(batch):
+        out.extend(operator.add_records(batch))
+    return operator.snapshot(), out, operator
