@@ -1,0 +1,15 @@
+"""floodmark's Spark runtime: the only package that imports pyspark.
+
+It hosts :mod:`floodmark.core` on Spark Structured Streaming: the coordinator
+on the driver (:mod:`.controller`), a control source that ticks the query and
+carries the watermark (:mod:`.control_source`, :mod:`.control_log`), the core
+window operator inside a bucketed ``transformWithStateInPandas``
+(:mod:`.processor`) and a ``foreachBatch`` sink (:mod:`.sinks`). Users start at
+:class:`EventTimeAggregation` (:mod:`.pipeline`) and :func:`local_session`.
+"""
+
+from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery
+from floodmark.spark.session import local_session
+from floodmark.spark.sinks import FileOutputs
+
+__all__ = ["EventTimeAggregation", "FileOutputs", "FloodmarkQuery", "local_session"]

@@ -1,0 +1,141 @@
+"""The driver side: after each batch, feed the splits' statistics to the core coordinator.
+
+:class:`BatchController` is called from the ``foreachBatch`` sink with the STATS
+and GAUGE rows of batch N. It restores :class:`SourceWatermarks` from control
+entry N (the one batch N consumed), feeds it the batch's per-split statistics,
+advances processing time to now (periodic emits, idleness), and writes entry
+N+1 for the next batch. The driver holds per-split state only: its memory does
+not grow with the number of keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from floodmark.core.clock import Clock, SystemClock
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
+from floodmark.spark.control_log import ControlEntry, ControlLog
+
+
+@dataclass
+class BatchReport:
+    """What one batch did, for metrics and the live view."""
+
+    batch_id: int
+    seq: int
+    watermark: int
+    next_watermark: int
+    processing_time: int
+    splits: dict[str, tuple[int, bool]]
+    records: int
+    panes: int = 0
+    late: int = 0
+    bad: int = 0
+    output_watermark: int = MIN_TIMESTAMP
+    oldest_pending: int | None = None
+    open_windows: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class BatchController:
+    """Computes control entry N+1 from entry N and batch N's statistics.
+
+    :arg log: the control log (under the query's checkpoint).
+    :arg strategy: the watermark strategy (per-split generators).
+    :arg periodic_interval: auto-watermark interval in ms.
+    :arg clock: processing time source (injected; the wall clock by default).
+    """
+
+    def __init__(
+        self,
+        log: ControlLog,
+        strategy: WatermarkStrategy,
+        periodic_interval: int = 200,
+        percentile: float = 100.0,
+        splits: Iterable[str] = (),
+        clock: Clock | None = None,
+        metrics_path: Path | None = None,
+    ) -> None:
+        self.log = log
+        self.strategy = strategy
+        self.periodic_interval = periodic_interval
+        self.percentile = percentile
+        self.splits = [str(s) for s in splits]
+        self.clock = clock or SystemClock()
+        self.metrics_path = metrics_path
+        self.end_of_input_requested = False
+        self.reports: list[BatchReport] = []
+
+    def _source(self, start: int) -> SourceWatermarks:
+        return SourceWatermarks(
+            self.strategy,
+            periodic_interval=self.periodic_interval,
+            percentile=self.percentile,
+            splits=self.splits,
+            start_processing_time=start,
+        )
+
+    def ensure_initial_entry(self) -> ControlEntry:
+        """Entry 0 for a new query (a restarted query keeps its log)."""
+        latest = self.log.latest_seq()
+        if latest is None:
+            now = self.clock.now_ms()
+            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, coordinator=self._source(now).snapshot()))
+            latest = 0
+        entry = self.log.read(latest)
+        assert entry is not None
+        return entry
+
+    def on_batch(
+        self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
+    ) -> BatchReport:
+        seqs = [g["seq"] for g in gauges if g.get("seq") is not None]
+        seq = max(seqs) if seqs else (self.log.latest_seq() or 0)
+        entry = self.log.read(seq)
+        if entry is None:
+            raise RuntimeError(f"control entry {seq} missing: the checkpoint's floodmark/control directory was altered")
+        source = self._source(entry.processing_time)
+        source.restore(entry.coordinator)
+        merged: dict[str, list[int]] = {}
+        for row in stats:
+            acc = merged.setdefault(str(row["split"]), [0, row["min_ts"], row["max_ts"]])
+            acc[0] += int(row["count"])
+            acc[1] = min(acc[1], int(row["min_ts"]))
+            acc[2] = max(acc[2], int(row["max_ts"]))
+        source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in sorted(merged.items()))
+        now = max(self.clock.now_ms(), entry.processing_time)
+        watermark = source.advance_processing_time(now)
+        end = entry.end_of_input or self.end_of_input_requested
+        if end:
+            watermark = MAX_TIMESTAMP
+        self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
+        written = self.log.read(seq + 1)
+        assert written is not None
+        holds = [g["hold"] for g in gauges if g.get("hold") is not None]
+        pending = [g["oldest_pending"] for g in gauges if g.get("oldest_pending") is not None]
+        report = BatchReport(
+            batch_id=batch_id,
+            seq=seq,
+            watermark=entry.watermark,
+            next_watermark=written.watermark,
+            processing_time=entry.processing_time,
+            splits=source.split_watermarks(),
+            records=sum(c for c, _, _ in merged.values()),
+            panes=counts.get("PANE", 0),
+            late=counts.get("LATE", 0),
+            bad=counts.get("BAD", 0),
+            output_watermark=min([entry.watermark, *holds]),
+            oldest_pending=min(pending) if pending else None,
+            open_windows=sum(int(g.get("open_windows") or 0) for g in gauges),
+        )
+        self.reports.append(report)
+        if self.metrics_path is not None:
+            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a") as handle:
+                handle.write(json.dumps(report.__dict__, default=str) + "\n")
+        return report

@@ -1,0 +1,285 @@
+"""The user entry point on Spark: a windowed event-time aggregation as a streaming query.
+
+::
+
+    from floodmark.spark import EventTimeAggregation
+    agg = EventTimeAggregation(
+        events,                                   # any streaming DataFrame
+        event_time="ts",                          # long ms, timestamp, or a Column
+        key_by=["channel", "behavior"],
+        split="partition",                        # Kafka's partition; default: one split
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
+                                    .with_idleness(timedelta(seconds=30)),
+        window=windows.Tumbling(timedelta(minutes=1)),
+        aggregations={"count": aggregates.count()},
+    )
+    query = agg.start(checkpoint="/tmp/ckpt", output="/tmp/out", trigger_interval="1 second")
+
+The query is a normal :class:`~pyspark.sql.streaming.StreamingQuery` (exposed
+as ``query.query``) with the floodmark pieces around it: the control source
+unioned with the input, a bucketed ``transformWithStateInPandas`` hosting the
+core window operator, and a ``foreachBatch`` sink that writes panes, late
+records and dead letters and runs the coordinator. :meth:`run_to_completion`
+runs a bounded input (files) and ends with watermark MAX, so every window fires.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType, IntegerType, LongType, ShortType, TimestampNTZType, TimestampType
+
+from floodmark.core import aggregates as agg
+from floodmark.core.operator import WindowSpec
+from floodmark.core.panes import AccumulationMode
+from floodmark.core.time import Duration, non_negative_millis, positive_millis
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.triggers import Default, Trigger
+from floodmark.core.watermarks import WatermarkStrategy
+from floodmark.core.windows import WindowAssigner
+from floodmark.spark import plan as p
+from floodmark.spark.control_log import ControlLog
+from floodmark.spark.control_source import ControlSource
+from floodmark.spark.controller import BatchController, BatchReport
+from floodmark.spark.processor import WindowBucketProcessor
+from floodmark.spark.sinks import BatchSink, FileOutputs
+
+NUMERIC = (agg.Sum, agg.Min, agg.Max, agg.Mean)
+
+
+@dataclass
+class EventTimeAggregation:
+    """A keyed, windowed aggregation with floodmark's event-time semantics (see module docstring).
+
+    :arg source: a streaming DataFrame. :arg event_time: column name or Column;
+        long = ms since the epoch, timestamp types are converted; anything that
+        cannot be read as ms makes the record a bad record.
+    :arg key_by: key column names. :arg split: the split column (Kafka's
+        ``partition``); ``None`` = one split for the whole input.
+    :arg aggregations: ``{output column: aggregate}``; numeric aggregates read
+        their ``field`` column.
+    :arg max_future_skew: records whose event time is more than this ahead of
+        processing time go to the dead-letter output (one corrupt far-future
+        record must not push the watermark over every window); ``None`` disables.
+    :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``).
+    """
+
+    source: DataFrame
+    event_time: str | Column
+    key_by: Sequence[str]
+    window: WindowAssigner
+    aggregations: dict[str, agg.Aggregate]
+    watermarks: WatermarkStrategy
+    split: str | Column | None = None
+    trigger: Trigger = field(default_factory=Default)
+    allowed_lateness: Duration = 0
+    accumulation: AccumulationMode = AccumulationMode.DISCARDING
+    timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
+    max_future_skew: Duration | None = None
+    buckets: int | None = None
+    periodic_interval: Duration = 200
+    percentile: float = 100.0
+    known_splits: Iterable[str] = ()
+
+    def __post_init__(self) -> None:
+        if not self.source.isStreaming:
+            raise ValueError("source must be a streaming DataFrame (spark.readStream...)")
+        if not self.key_by:
+            raise ValueError("key_by needs at least one column")
+        missing = [c for c in self.key_by if c not in self.source.columns]
+        if missing:
+            raise ValueError(f"key columns {missing} are not in the input {self.source.columns}")
+        if not self.aggregations:
+            raise ValueError("aggregations must name at least one aggregate")
+        for name, aggregate in self.aggregations.items():
+            if aggregate.field is not None and aggregate.field not in self.source.columns:
+                raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
+        self.spark: SparkSession = self.source.sparkSession
+        self.spec = WindowSpec(
+            window=self.window,
+            aggregate=agg.several(**self.aggregations),
+            trigger=self.trigger,
+            allowed_lateness=self.allowed_lateness,
+            accumulation=self.accumulation,
+            timestamp_combiner=self.timestamp_combiner,
+        )
+        skew = None if self.max_future_skew is None else non_negative_millis(self.max_future_skew, "max_future_skew")
+        types = {f.name: f.dataType for f in self.source.schema.fields}
+        self.plan = p.RuntimePlan(
+            spec=self.spec,
+            key_columns=tuple(self.key_by),
+            key_types=tuple(types[c] for c in self.key_by),
+            result_types=tuple((name, p.result_type(a, types)) for name, a in self.aggregations.items()),
+            numeric_fields=tuple(
+                sorted({a.field for a in self.aggregations.values() if isinstance(a, NUMERIC) and a.field})
+            ),
+            user_columns=tuple(self.source.columns),
+            max_future_skew_ms=skew,
+            integral_columns=tuple(
+                f.name for f in self.source.schema.fields if isinstance(f.dataType, LongType | IntegerType | ShortType)
+            ),
+        )
+        clashes = [c for c in self.source.columns if c.startswith("fm_")]
+        if clashes:
+            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
+        self.bucket_count = self.buckets or int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2")
+        self.periodic_ms = positive_millis(self.periodic_interval, "periodic_interval")
+
+    # --------------------------------------------------------------- building
+    def _event_time_ms(self) -> tuple[Column, Column]:
+        column = F.col(self.event_time) if isinstance(self.event_time, str) else self.event_time
+        dtype = self.source.select(column).schema.fields[0].dataType
+        if isinstance(dtype, TimestampType | TimestampNTZType):
+            ms = F.unix_millis(column.cast(TimestampType()))
+        elif isinstance(dtype, LongType | IntegerType | ShortType):
+            ms = column.cast("long")
+        elif isinstance(dtype, DoubleType | FloatType):
+            ms = F.when(column == F.floor(column), column.cast("long"))
+        else:
+            as_long = column.try_cast("long")
+            ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.cast("string"))))
+        return ms, column.cast("string")
+
+    def build(self, checkpoint: str) -> tuple[DataFrame, BatchController]:
+        """The transformed streaming DataFrame (before the sink) and its controller."""
+        control_dir = str(Path(checkpoint) / "floodmark" / "control")
+        controller = BatchController(
+            ControlLog(control_dir),
+            self.watermarks,
+            periodic_interval=self.periodic_ms,
+            percentile=self.percentile,
+            splits=self.known_splits,
+            metrics_path=Path(checkpoint) / "floodmark" / "metrics.jsonl",
+        )
+        controller.ensure_initial_entry()
+        self.spark.dataSource.register(ControlSource)
+        control = (
+            self.spark.readStream.format(ControlSource.name())
+            .option("path", control_dir)
+            .option("buckets", str(self.bucket_count))
+            .load()
+        )
+        ms, raw = self._event_time_ms()
+        split = (
+            F.lit("0")
+            if self.split is None
+            else (F.col(self.split) if isinstance(self.split, str) else self.split).cast("string")
+        )
+        data = self.source.select(
+            "*",
+            ms.alias(p.TS),
+            raw.alias(p.TS_RAW),
+            F.coalesce(split, F.lit("")).alias(p.SPLIT),
+            F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
+        )
+        unioned = data.unionByName(control, allowMissingColumns=True)
+        output = unioned.groupBy(p.BUCKET).transformWithStateInPandas(
+            statefulProcessor=WindowBucketProcessor(self.plan),
+            outputStructType=self.plan.output_schema(),
+            outputMode="Append",
+            timeMode="None",
+        )
+        return output, controller
+
+    # ---------------------------------------------------------------- running
+    def start(
+        self,
+        checkpoint: str,
+        output: str | FileOutputs,
+        trigger_interval: str = "1 second",
+        query_name: str | None = None,
+        listeners: Sequence[Callable[[BatchReport], None]] = (),
+    ) -> FloodmarkQuery:
+        """Start the streaming query; outputs are exactly-once per batch id across restarts."""
+        outputs = output if isinstance(output, FileOutputs) else FileOutputs(output)
+        frame, controller = self.build(checkpoint)
+        sink = BatchSink(self.plan, outputs, controller)
+        sink.listeners.extend(listeners)
+        writer = (
+            frame.writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(Path(checkpoint) / "spark"))
+            .trigger(processingTime=trigger_interval)
+        )
+        if query_name:
+            writer = writer.queryName(query_name)
+        return FloodmarkQuery(writer.start(), controller, outputs)
+
+    def run_to_completion(
+        self,
+        checkpoint: str,
+        output: str | FileOutputs,
+        trigger_interval: str = "0 seconds",
+        timeout_s: float = 3600.0,
+        listeners: Sequence[Callable[[BatchReport], None]] = (),
+    ) -> FloodmarkQuery:
+        """Run a bounded input (files already in place) to the end, then fire everything.
+
+        Once a batch reads no new input rows, the next control entry carries
+        watermark MAX (end of input, as in Flink); the query stops after that
+        batch. Returns the stopped query (reports, outputs).
+        """
+        handle = self.start(checkpoint, output, trigger_interval, listeners=listeners)
+        handle.finish_when_input_exhausted(timeout_s)
+        return handle
+
+
+class FloodmarkQuery:
+    """A running floodmark query: the Spark query, its controller and outputs."""
+
+    def __init__(self, query, controller: BatchController, outputs: FileOutputs) -> None:
+        self.query = query
+        self.controller = controller
+        self.outputs = outputs
+
+    @property
+    def reports(self) -> list[BatchReport]:
+        return self.controller.reports
+
+    def stop(self) -> None:
+        self.query.stop()
+
+    def await_batches(self, count: int, timeout_s: float = 120.0) -> None:
+        """Wait until ``count`` more batches have completed."""
+        target = len(self.reports) + count
+        deadline = time.monotonic() + timeout_s
+        while len(self.reports) < target:
+            self._check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
+            time.sleep(0.05)
+
+    def finish_when_input_exhausted(self, timeout_s: float = 3600.0) -> None:
+        """Request end of input after the first batch that read no records, then stop after the flush."""
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        while True:
+            self._check()
+            reports = self.reports
+            if len(reports) > seen:
+                seen = len(reports)
+                last = reports[-1]
+                if last.watermark == 2**63 - 1:
+                    break
+                if last.records == 0 and last.bad == 0 and self._input_rows(last.batch_id) == 0:
+                    self.controller.end_of_input_requested = True
+            if time.monotonic() > deadline:
+                self.query.stop()
+                raise TimeoutError("the bounded run did not finish in time")
+            time.sleep(0.05)
+        self.query.stop()
+
+    def _input_rows(self, batch_id: int) -> int:
+        for progress in self.query.recentProgress:
+            if progress.batchId == batch_id:
+                return sum(s.numInputRows for s in progress.sources if "floodmark_control" not in s.description.lower())
+        return 0 if batch_id > 0 else 1
+
+    def _check(self) -> None:
+        error = self.query.exception()
+        if error is not None:
+            raise RuntimeError(f"the floodmark query failed: {error}") from None

