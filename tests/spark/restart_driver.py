@@ -1,0 +1,36 @@
+"""A floodmark driver process for the kill -9 restart test (run as a script).
+
+Usage: restart_driver.py INPUT CHECKPOINT OUTPUT
+Runs the bounded input to completion from the checkpoint (starting or resuming).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from floodmark import WatermarkStrategy, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, local_session
+
+
+def main(input_dir: str, checkpoint: str, output: str) -> None:
+    spark = local_session("floodmark-restart", cores=2, shuffle_partitions=2)
+    source = (
+        spark.readStream.schema("ts LONG, k STRING, p INT, v DOUBLE").option("maxFilesPerTrigger", 1).parquet(input_dir)
+    )
+    agg = EventTimeAggregation(
+        source,
+        event_time="ts",
+        key_by=["k"],
+        split="p",
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(0),
+        window=windows.Tumbling(10_000),
+        trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)),
+        aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
+        known_splits=["0", "1"],
+    )
+    agg.run_to_completion(checkpoint, output, trigger_interval="0 seconds", timeout_s=600)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,155 @@
+"""Exactly-once across a driver crash, and pane equivalence with the core."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from spark_helpers import read_output, write_batches
+
+from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
+from floodmark.core.operator import WindowSpec, step
+from floodmark.core.records import RecordBatch
+from floodmark.spark import EventTimeAggregation
+
+pytestmark = pytest.mark.spark
+
+DRIVER = Path(__file__).with_name("restart_driver.py")
+
+
+def ordered_batches(count: int, seed: int) -> list[pd.DataFrame]:
+    """In-order records per split (no late data), so panes do not depend on batch timing."""
+    rng = random.Random(seed)
+    batches = []
+    for b in range(count):
+        rows = []
+        for split in (0, 1):
+            for i in range(5):
+                ts = b * 4_000 + split * 500 + i * 700
+                rows.append((ts, rng.choice("abcd"), split, float(rng.randint(1, 9))))
+        batches.append(pd.DataFrame(rows, columns=["ts", "k", "p", "v"]).astype({"p": "int32"}))
+    return batches
+
+
+def run_driver(input_dir: Path, checkpoint: Path, output: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(input_dir), str(checkpoint), str(output)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: kill -9 takes the JVM with it
+    )
+
+
+def batches_done(checkpoint: Path) -> int:
+    metrics = checkpoint / "floodmark" / "metrics.jsonl"
+    return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+
+
+def outputs(spark, root: Path) -> tuple[list, list]:
+    panes = read_output(spark, root / "panes")
+    cols = ["k", "window_start", "window_end", "timing", "pane_index", "is_last", "n", "total"]
+    late = read_output(spark, root / "late")
+    return sorted(map(tuple, panes[cols].values.tolist())), sorted(map(tuple, late.values.tolist())) if len(
+        late
+    ) else []
+
+
+def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
+    write_batches(tmp_path / "in", ordered_batches(12, seed=7))
+    reference = run_driver(tmp_path / "in", tmp_path / "ref" / "ckpt", tmp_path / "ref" / "out")
+    assert reference.wait(timeout=600) == 0
+
+    first = run_driver(tmp_path / "in", tmp_path / "crash" / "ckpt", tmp_path / "crash" / "out")
+    deadline = time.monotonic() + 300
+    while batches_done(tmp_path / "crash" / "ckpt") < 5:
+        assert first.poll() is None, "the driver ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    killed_after = batches_done(tmp_path / "crash" / "ckpt")
+    assert 5 <= killed_after < 13, "killed in the middle of the stream"
+    second = run_driver(tmp_path / "in", tmp_path / "crash" / "ckpt", tmp_path / "crash" / "out")
+    assert second.wait(timeout=600) == 0
+
+    expected_panes, expected_late = outputs(spark, tmp_path / "ref" / "out")
+    got_panes, got_late = outputs(spark, tmp_path / "crash" / "out")
+    assert got_panes == expected_panes, "no duplicate and no missing pane"
+    assert got_late == expected_late
+    total = sum(len(b) for b in ordered_batches(12, seed=7))
+    assert sum(p[6] for p in got_panes) == total, "discarding panes count every record exactly once"
+
+
+def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path):
+    rng = np.random.default_rng(11)
+    batches = []
+    for b in range(8):
+        n = int(rng.integers(3, 12))
+        ts = (b * 3_000 + rng.integers(-4_000, 3_000, n)).clip(0)
+        batches.append(
+            pd.DataFrame(
+                {
+                    "ts": ts,
+                    "k": rng.choice(list("xyz"), n),
+                    "p": rng.integers(0, 3, n).astype("int32"),
+                    "v": rng.random(n),
+                }
+            )
+        )
+    write_batches(tmp_path / "in", batches)
+    spec_args = dict(
+        window=windows.Sliding(4_000, 2_000),
+        trigger=triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+        allowed_lateness=2_000,
+        accumulation=AccumulationMode.ACCUMULATING,
+    )
+    agg = EventTimeAggregation(
+        spark.readStream.schema("ts LONG, k STRING, p INT, v DOUBLE")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(tmp_path / "in")),
+        event_time="ts",
+        key_by=["k"],
+        split="p",
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(1_000),
+        aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
+        known_splits=["0", "1", "2"],
+        **spec_args,
+    )
+    handle = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+
+    # Replay the same batches through the core with the watermark and processing time each batch used.
+    spec = WindowSpec(aggregate=aggregates.several(n=aggregates.count(), total=aggregates.sum("v")), **spec_args)
+    snapshot, core_panes = None, []
+    for report in handle.reports:
+        frame = batches[report.batch_id] if report.batch_id < len(batches) else batches[0].iloc[:0]
+        batch = None
+        if len(frame):
+            keys = frame["k"].to_numpy(dtype=object)
+            batch = RecordBatch(
+                keys, frame["ts"].to_numpy(dtype=np.int64), {None: np.arange(len(frame)), "v": frame["v"].to_numpy()}
+            )
+        snapshot, out, _ = step(spec, snapshot, batch, report.watermark, report.processing_time)
+        core_panes += out.panes
+    expected = sorted(
+        (p.key, p.window.start, p.timing.value, p.index, p.is_last, p.value["n"], round(p.value["total"], 9))
+        for p in core_panes
+    )
+    spark_panes = read_output(spark, tmp_path / "out" / "panes")
+    got = sorted(
+        (r.k, r.window_start, r.timing, r.pane_index, r.is_last, r.n, round(r.total, 9))
+        for r in spark_panes.itertuples()
+    )
+    assert got == expected
+    assert len(got) > 10
+    assert json.dumps([r.batch_id for r in handle.reports]) == json.dumps(list(range(len(handle.reports))))
