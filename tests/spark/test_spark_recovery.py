@@ -17,8 +17,9 @@ import pytest
 from spark_helpers import read_output, write_batches
 
 from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
-from floodmark.core.operator import WindowSpec, step
+from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
+from floodmark.core.step import step
 from floodmark.spark import EventTimeAggregation
 
 pytestmark = pytest.mark.spark

@@ -113,16 +113,58 @@ class WindowState:
 
 @dataclass
 class Emitted:
-    """What one operator call produced."""
+    """What one operator call produced.
+
+    Panes come as :class:`Pane` objects (``panes``, the general operator) or as
+    pandas frames (``pane_frames``, the columnar operator: columns ``key``,
+    ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``index``,
+    ``nonspeculative_index``, ``is_last`` and ``value`` or ``value.<name>``).
+    :meth:`all_panes` gives both as objects.
+    """
 
     panes: list[Pane] = field(default_factory=list)
     late: list[LateRecord] = field(default_factory=list)
     bad: list[BadRecord] = field(default_factory=list)
+    pane_frames: list[pd.DataFrame] = field(default_factory=list)
 
     def extend(self, other: Emitted) -> None:
         self.panes.extend(other.panes)
         self.late.extend(other.late)
         self.bad.extend(other.bad)
+        self.pane_frames.extend(other.pane_frames)
+
+    def pane_count(self) -> int:
+        return len(self.panes) + sum(len(f) for f in self.pane_frames)
+
+    def all_panes(self) -> list[Pane]:
+        """Every pane as a :class:`Pane` object (frames converted, in order after ``panes``)."""
+        panes = list(self.panes)
+        for frame in self.pane_frames:
+            value_columns = [c for c in frame.columns if c == "value" or c.startswith("value.")]
+            for row in frame.to_dict("records"):
+                named = {c[len("value.") :]: _py(row[c]) for c in value_columns if c != "value"}
+                value = _py(row["value"]) if "value" in row else named
+                panes.append(
+                    Pane(
+                        key=row["key"],
+                        window=Window(int(row["window_start"]), int(row["window_end"])),
+                        value=value,
+                        timestamp=int(row["timestamp"]),
+                        timing=Timing(row["timing"]),
+                        index=int(row["index"]),
+                        nonspeculative_index=int(row["nonspeculative_index"]),
+                        is_last=bool(row["is_last"]),
+                    )
+                )
+        return panes
+
+
+def _py(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
 
 
 def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -505,24 +547,3 @@ def _as_object_array(values: Any) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = list(values) if not isinstance(values, np.ndarray) else values.tolist()
     return array
-
-
-def step(
-    spec: WindowSpec,
-    snapshot: bytes | None,
-    batch: RecordBatch | None,
-    watermark: int,
-    processing_time: int,
-) -> tuple[bytes, Emitted, WindowOperator]:
-    """The operator as a pure function: ``(state, records, watermark, processing time) -> (state, output)``.
-
-    Advances processing time, then the watermark, then adds the records (the
-    micro-batch order). ``snapshot=None`` starts from an empty state. Returns the
-    new snapshot, what was emitted, and the live operator (for holds and gauges).
-    """
-    operator = WindowOperator(spec) if snapshot is None else WindowOperator.restore(spec, snapshot)
-    out = operator.advance_processing_time(processing_time)
-    out.extend(operator.advance_watermark(watermark))
-    if batch is not None and len(batch):
-        out.extend(operator.add_records(batch))
-    return operator.snapshot(), out, operator

@@ -28,8 +28,9 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import BinaryType, BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
 
-from floodmark.core.operator import Emitted, step
+from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
+from floodmark.core.step import restore_operator, step
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.spark import plan as p
 
@@ -80,15 +81,14 @@ class WindowBucketProcessor(StatefulProcessor):
         batch = self._batch(good, data)
         if watermark is None:
             # No control row (should not happen: every batch carries one per bucket): keep time still.
-            from floodmark.core.operator import WindowOperator
-
-            current = WindowOperator.restore(self.plan.spec, snapshot) if snapshot else None
+            current = restore_operator(self.plan.spec, snapshot) if snapshot else None
             watermark = current.watermark if current else MIN_TIMESTAMP
             processing_time = current.processing_time if current else 0
         new_snapshot, emitted, operator = step(self.plan.spec, snapshot, batch, watermark, processing_time)
         if operator.window_count() or snapshot is not None:
             self.state.update((new_snapshot,))
         out_rows += self._emitted(emitted, data)
+        pane_frames = [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         out_rows.append(
             {
                 "fm_kind": p.GAUGE,
@@ -99,7 +99,7 @@ class WindowBucketProcessor(StatefulProcessor):
                 "open_windows": operator.window_count(),
             }
         )
-        yield self._frame(out_rows)
+        yield self._frame(out_rows, pane_frames)
 
     # ------------------------------------------------------------------ input
     def _validate(self, data: pd.DataFrame, processing_time: int | None) -> tuple[np.ndarray, list[dict]]:
@@ -236,11 +236,38 @@ class WindowBucketProcessor(StatefulProcessor):
                 rows.append(row)
         return rows
 
-    def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    def _pane_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Columnar panes (see ``Emitted.pane_frames``) as output rows, without a Python object per pane."""
+        columns: dict[str, Any] = {"fm_kind": np.full(len(frame), p.PANE, dtype=object)}
+        integral = self.plan.integral_columns
+        if len(self.plan.key_columns) == 1:
+            name = self.plan.key_columns[0]
+            columns[name] = [_plain(v, name in integral) for v in frame["key"].tolist()]
+        else:
+            parts = list(zip(*frame["key"].tolist(), strict=True))
+            for name, values in zip(self.plan.key_columns, parts, strict=True):
+                columns[name] = [_plain(v, name in integral) for v in values]
+        columns.update(
+            window_start=frame["window_start"].to_numpy(),
+            window_end=frame["window_end"].to_numpy(),
+            pane_timestamp=frame["timestamp"].to_numpy(),
+            timing=frame["timing"].to_numpy(dtype=object),
+            pane_index=frame["index"].to_numpy(),
+            nonspeculative_index=frame["nonspeculative_index"].to_numpy(),
+            is_last=frame["is_last"].to_numpy(dtype=bool),
+        )
+        for name in self.plan.result_names:
+            columns[name] = frame[f"value.{name}"].to_numpy()
+        return pd.DataFrame(columns)
+
+    def _frame(self, rows: list[dict[str, Any]], frames: list[pd.DataFrame] = ()) -> pd.DataFrame:
+        parts = [pd.DataFrame({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields})]
+        parts += list(frames)
+        combined = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
         columns = {}
         for field in self.schema.fields:
-            values = [row.get(field.name) for row in rows]
-            columns[field.name] = pd.Series(values, dtype=_dtype(field.dataType))
+            values = combined[field.name] if field.name in combined else pd.Series([None] * len(combined))
+            columns[field.name] = values.astype(_dtype(field.dataType)) if len(values) else values
         return pd.DataFrame(columns)
 
     def close(self) -> None:

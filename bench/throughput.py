@@ -1,0 +1,153 @@
+"""floodmark vs native Spark on the same files: tumbling-window count, rows/second.
+
+    .venv/bin/python bench/throughput.py --rows 2000000 --keys 100 100000
+
+Prints a table: rows/s for native ``withWatermark + groupBy(window, key).count()``
+and for floodmark's ``EventTimeAggregation`` (per-split watermarks, Default
+trigger), their ratio, and floodmark's per-batch cost with no input. Both read
+the same parquet files (4 splits, timestamps spanning ``--minutes`` of event
+time, in order per split with a little jitter) as a stream, all files in one
+run: native with ``availableNow``; floodmark with ``run_to_completion``, which
+adds the final end-of-input batch that fires every window (native never fires
+the last windows, which makes its run shorter, not longer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import functions as F
+from rich.console import Console
+from rich.table import Table
+
+from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark.spark import EventTimeAggregation, local_session
+
+SCHEMA = "ts LONG, k STRING, p INT"
+
+
+def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, seed: int = 1) -> None:
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    per_file = rows // files
+    span = minutes * 60_000
+    for f in range(files):
+        start = f * span // files
+        ts = start + np.sort(rng.integers(0, span // files, per_file)) + rng.integers(-2_000, 2_000, per_file)
+        frame = pd.DataFrame(
+            {
+                "ts": ts.clip(0).astype(np.int64),
+                "k": np.char.add("key", rng.integers(0, keys, per_file).astype(str)),
+                "p": rng.integers(0, 4, per_file).astype(np.int32),
+            }
+        )
+        frame.to_parquet(directory / f"part-{f:03d}.parquet", index=False)
+
+
+def native_run(spark, directory: Path, checkpoint: Path) -> tuple[float, int]:
+    stream = spark.readStream.schema(SCHEMA).parquet(str(directory))
+    counts = (
+        stream.withColumn("t", F.timestamp_millis("ts"))
+        .withWatermark("t", "5 seconds")
+        .groupBy(F.window("t", "1 minute"), "k")
+        .count()
+    )
+    started = time.perf_counter()
+    query = (
+        counts.writeStream.outputMode("append")
+        .format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    rows = sum(p.numInputRows for p in query.recentProgress)
+    return elapsed, rows
+
+
+def floodmark_run(spark, directory: Path, work: Path) -> tuple[float, int, list]:
+    stream = spark.readStream.schema(SCHEMA).parquet(str(directory))
+    agg = EventTimeAggregation(
+        stream,
+        event_time="ts",
+        key_by=["k"],
+        split="p",
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
+        window=windows.Tumbling(60_000),
+        aggregations={"n": aggregates.count()},
+        known_splits=["0", "1", "2", "3"],
+    )
+    started = time.perf_counter()
+    handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
+    elapsed = time.perf_counter() - started
+    counted = spark.read.parquet(str(work / "out" / "panes")).agg(F.sum("n")).first()[0]
+    return elapsed, int(counted or 0), handle.reports
+
+
+def idle_batches(spark, work: Path, batches: int = 8) -> float:
+    """Median wall time of a floodmark batch with no input at all (trigger '0 seconds')."""
+    empty = work / "empty"
+    empty.mkdir(parents=True, exist_ok=True)
+    agg = EventTimeAggregation(
+        spark.readStream.schema(SCHEMA).parquet(str(empty)),
+        event_time="ts",
+        key_by=["k"],
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
+        window=windows.Tumbling(60_000),
+        aggregations={"n": aggregates.count()},
+    )
+    handle = agg.start(str(work / "idle-ckpt"), str(work / "idle-out"), trigger_interval="0 seconds")
+    try:
+        handle.await_batches(batches + 2, timeout_s=600)
+    finally:
+        handle.stop()
+    times = [r.processing_time for r in handle.reports[2:]]
+    return statistics.median(np.diff(times)) / 1000.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--keys", type=int, nargs="+", default=[100, 100_000])
+    parser.add_argument("--minutes", type=int, default=10, help="event-time span of the input")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--work", type=Path, default=None)
+    args = parser.parse_args()
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="floodmark-bench-"))
+    spark = local_session("floodmark-bench", cores=2, shuffle_partitions=2)
+    console = Console()
+    table = Table(title=f"tumbling 1-minute count, {args.rows:,} rows, 4 splits, local[2]")
+    for column in ("keys", "native rows/s", "floodmark rows/s", "ratio", "native s", "floodmark s", "batches"):
+        table.add_column(column, justify="right")
+    for keys in args.keys:
+        data = work / f"data-{keys}"
+        shutil.rmtree(data, ignore_errors=True)
+        generate(data, args.rows, keys, args.minutes, args.files)
+        native_s, native_rows = native_run(spark, data, work / f"native-{keys}")
+        fm_s, fm_counted, reports = floodmark_run(spark, data, work / f"fm-{keys}")
+        assert fm_counted == args.rows, f"floodmark counted {fm_counted} of {args.rows} rows"
+        table.add_row(
+            f"{keys:,}",
+            f"{native_rows / native_s:,.0f}",
+            f"{args.rows / fm_s:,.0f}",
+            f"{(args.rows / fm_s) / (native_rows / native_s):.2f}x",
+            f"{native_s:.1f}",
+            f"{fm_s:.1f}",
+            str(len(reports)),
+        )
+    console.print(table)
+    console.print(f"floodmark batch with no input (median): {idle_batches(spark, work):.2f} s")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

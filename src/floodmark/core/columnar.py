@@ -1,0 +1,488 @@
+"""The columnar window operator: the fast path for the most common pipelines.
+
+Same contract and same panes as :class:`~floodmark.core.operator.WindowOperator`
+(a property test runs both on random streams), but the state of all windows
+of all keys is a set of numpy columns instead of one Python object per window,
+so a batch costs numpy work plus one dict lookup per (key, window) group, and
+firing is a vectorised mask over the state. It covers:
+
+* non-merging windows (tumbling, sliding, global);
+* triggers that never fire before the end of the window: ``Default()``,
+  ``AfterWatermark()`` without early or late firings, ``Never()``;
+* aggregates count, sum, min, max and mean (alone or in ``several``).
+
+Everything else (sessions, early firings, count and processing-time triggers,
+collect_list, user-defined aggregates) runs on the general operator;
+:func:`floodmark.core.step.make_operator` picks. Pane frames: fired panes come out as one pandas
+frame per call (``Emitted.pane_frames``) so that runtimes never build a Python
+object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from floodmark.core import aggregates as agg
+from floodmark.core.operator import Emitted, WindowSpec, validate_timestamps
+from floodmark.core.panes import AccumulationMode
+from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.triggers import AfterWatermark, Default, Never
+from floodmark.core.windows import Global, Sliding, Tumbling, Window
+
+NONE_TIME = np.iinfo(np.int64).max  # "no value" in int64 time columns
+SIMPLE = (agg.Count, agg.Sum, agg.Min, agg.Max, agg.Mean)
+
+
+def _parts(aggregate: agg.Aggregate) -> dict[str, agg.Aggregate] | None:
+    parts = aggregate.parts if isinstance(aggregate, agg.Several) else {"value": aggregate}
+    if all(type(part) in SIMPLE for part in parts.values()):
+        return parts
+    return None
+
+
+def supports(spec: WindowSpec) -> bool:
+    """Can the columnar operator run ``spec``?"""
+    trigger = spec.trigger
+    simple_trigger = isinstance(trigger, Default | Never) or (
+        type(trigger) is AfterWatermark and trigger.early is None and trigger.late is None
+    )
+    return (
+        isinstance(spec.window, Tumbling | Sliding | Global) and simple_trigger and _parts(spec.aggregate) is not None
+    )
+
+
+class ColumnarWindowOperator:
+    """Columnar implementation of the window operator for simple specs (see module docstring)."""
+
+    INT_COLUMNS = ("start", "end", "new_count", "hold", "pane_index", "nonspec", "pending")
+    BOOL_COLUMNS = ("held", "had_nonearly", "closed", "fired", "live")
+
+    def __init__(self, spec: WindowSpec, watermark: int = MIN_TIMESTAMP, processing_time: int = 0) -> None:
+        if not supports(spec):
+            raise ValueError("this spec needs the general WindowOperator")
+        self.spec = spec
+        self.parts = _parts(spec.aggregate) or {}
+        self.single = not isinstance(spec.aggregate, agg.Several)
+        self.watermark = watermark
+        self.processing_time = processing_time
+        self.keys: list[Any] = []
+        self.index: dict[tuple[Any, int], int] = {}
+        self.free: list[int] = []
+        self.cols: dict[str, np.ndarray] = {}
+        for name in self.INT_COLUMNS:
+            self.cols[name] = np.zeros(0, dtype=np.int64)
+        for name in self.BOOL_COLUMNS:
+            self.cols[name] = np.zeros(0, dtype=bool)
+        for name, part in self.parts.items():
+            for col, dtype in self._acc_columns(name, part):
+                self.cols[col] = np.zeros(0, dtype=dtype)
+        combiner = spec.timestamp_combiner
+        self.hold_empty = MIN_TIMESTAMP if combiner is TimestampCombiner.LATEST else NONE_TIME
+
+    # ---------------------------------------------------------------- layout
+    @staticmethod
+    def _acc_columns(name: str, part: agg.Aggregate) -> list[tuple[str, Any]]:
+        if isinstance(part, agg.Count):
+            return [(f"{name}.n", np.int64)]
+        if isinstance(part, agg.Mean):
+            return [(f"{name}.s", np.float64), (f"{name}.n", np.int64)]
+        return [(f"{name}.v", np.float64)]  # Sum: 0.0; Min/Max: NaN = none yet
+
+    def _acc_empty(self, col: str, part: agg.Aggregate) -> Any:
+        if isinstance(part, agg.Min | agg.Max) and col.endswith(".v"):
+            return np.nan
+        return 0
+
+    def _allocate(self, count: int) -> np.ndarray:
+        reuse = self.free[-count:] if count <= len(self.free) else list(self.free)
+        del self.free[len(self.free) - len(reuse) :]
+        fresh = count - len(reuse)
+        if fresh:
+            size = len(self.cols["live"])
+            for name, column in self.cols.items():
+                self.cols[name] = np.concatenate([column, np.zeros(max(fresh, size // 2), dtype=column.dtype)])
+            self.free.extend(range(size + fresh, len(self.cols["live"])))
+            self.keys.extend([None] * (len(self.cols["live"]) - size))
+            reuse = list(reuse) + list(range(size, size + fresh))
+        rows = np.array(reuse, dtype=np.int64)
+        c = self.cols
+        for name in ("new_count", "pane_index", "nonspec"):
+            c[name][rows] = 0
+        c["hold"][rows] = self.hold_empty
+        c["pending"][rows] = NONE_TIME
+        for name in ("held", "had_nonearly", "closed", "fired"):
+            c[name][rows] = False
+        c["live"][rows] = True
+        for name, part in self.parts.items():
+            for col, _ in self._acc_columns(name, part):
+                c[col][rows] = self._acc_empty(col, part)
+        return rows
+
+    def _rows_for(self, keys: list[Any], starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row of each (key, start), creating missing ones; also whether each existed before."""
+        found = [self.index.get((k, s), -1) for k, s in zip(keys, starts.tolist(), strict=True)]
+        rows = np.array(found, dtype=np.int64)
+        existed = rows >= 0
+        missing = np.flatnonzero(~existed)
+        if len(missing):
+            new_rows = self._allocate(len(missing))
+            rows[missing] = new_rows
+            self.cols["start"][new_rows] = starts[missing]
+            self.cols["end"][new_rows] = ends[missing]
+            for i, row in zip(missing.tolist(), new_rows.tolist(), strict=True):
+                self.keys[row] = keys[i]
+                self.index[(keys[i], int(starts[i]))] = row
+        return rows, existed
+
+    def _release(self, rows: np.ndarray) -> None:
+        starts = self.cols["start"][rows].tolist()
+        for row, start in zip(rows.tolist(), starts, strict=True):
+            del self.index[(self.keys[row], start)]
+            self.keys[row] = None
+        self.cols["live"][rows] = False
+        self.free.extend(rows.tolist())
+
+    def _horizon(self, ends: np.ndarray) -> np.ndarray:
+        lateness = self.spec.allowed_lateness
+        return np.minimum(ends - 1, MAX_TIMESTAMP - lateness) + lateness
+
+    # ------------------------------------------------------------------ time
+    def advance_processing_time(self, processing_time: int) -> Emitted:
+        self.processing_time = max(self.processing_time, processing_time)
+        return Emitted()
+
+    def advance_watermark(self, watermark: int) -> Emitted:
+        out = Emitted()
+        if watermark <= self.watermark:
+            return out
+        self.watermark = watermark
+        c = self.cols
+        live = c["live"]
+        max_ts = c["end"] - 1
+        collect = live & (self._horizon(c["end"]) <= watermark)
+        trigger = self.spec.trigger
+        if isinstance(trigger, Never):
+            firing = np.zeros_like(live)
+        else:
+            firing = live & ~c["closed"] & ~c["fired"] & (max_ts <= watermark)
+        final = collect & ~firing & ~c["closed"] & (c["new_count"] > 0)
+        rows = np.flatnonzero(firing | final)
+        if len(rows):
+            finished = isinstance(trigger, AfterWatermark) & firing[rows]
+            is_last = finished | collect[rows]
+            out.pane_frames.append(self._emit(rows, is_last))
+            c["fired"][rows[firing[rows]]] = True
+            closed_rows = rows[finished]
+            c["closed"][closed_rows] = True
+        gone = np.flatnonzero(collect)
+        if len(gone):
+            self._release(gone)
+        return out
+
+    def _emit(self, rows: np.ndarray, is_last: np.ndarray) -> pd.DataFrame:
+        """Fire ``rows`` at the current watermark: one pane each (empty non-ON_TIME panes skipped)."""
+        c = self.cols
+        max_ts = c["end"][rows] - 1
+        held = c["held"][rows]
+        had_nonearly = c["had_nonearly"][rows]
+        early = max_ts > self.watermark
+        timing = np.where(had_nonearly, "LATE", np.where(early, "EARLY", np.where(held, "ON_TIME", "LATE")))
+        emit = (c["new_count"][rows] > 0) | (timing == "ON_TIME")
+        hold = c["hold"][rows]
+        if self.spec.timestamp_combiner is TimestampCombiner.END_OF_WINDOW:
+            stamps = max_ts
+        else:
+            stamps = np.where(hold == self.hold_empty, max_ts, np.minimum(hold, max_ts))
+        frame = self._pane_frame(rows, timing, is_last, stamps)[emit]
+        emitted = rows[emit]
+        nonearly = emitted[timing[emit] != "EARLY"]
+        c["pane_index"][emitted] += 1
+        c["nonspec"][nonearly] += 1
+        c["had_nonearly"][nonearly] = True
+        c["held"][nonearly] = False
+        c["hold"][rows] = self.hold_empty
+        c["new_count"][rows] = 0
+        c["pending"][rows] = NONE_TIME
+        if self.spec.accumulation is AccumulationMode.DISCARDING:
+            self._reset_acc(rows)
+        return frame
+
+    def _reset_acc(self, rows: np.ndarray) -> None:
+        for name, part in self.parts.items():
+            for col, _ in self._acc_columns(name, part):
+                self.cols[col][rows] = self._acc_empty(col, part)
+
+    def _results(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        c = self.cols
+        results = {}
+        for name, part in self.parts.items():
+            if isinstance(part, agg.Count):
+                results[name] = c[f"{name}.n"][rows]
+            elif isinstance(part, agg.Mean):
+                n = c[f"{name}.n"][rows]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    results[name] = np.where(n > 0, c[f"{name}.s"][rows] / np.maximum(n, 1), np.nan)
+            else:
+                results[name] = c[f"{name}.v"][rows]
+        return results
+
+    def _pane_frame(self, rows, timing, is_last, stamps, results=None, index=None, nonspec=None) -> pd.DataFrame:
+        c = self.cols
+        keys = np.empty(len(rows), dtype=object)
+        keys[:] = [self.keys[r] for r in rows.tolist()]
+        index = c["pane_index"][rows] if index is None else index
+        nonspec = c["nonspec"][rows] if nonspec is None else nonspec
+        frame = pd.DataFrame(
+            {
+                "key": keys,
+                "window_start": c["start"][rows],
+                "window_end": c["end"][rows],
+                "timestamp": stamps,
+                "timing": timing,
+                "index": index,
+                "nonspeculative_index": np.where(timing == "EARLY", -1, nonspec),
+                "is_last": is_last,
+            }
+        )
+        for name, values in (results if results is not None else self._results(rows)).items():
+            frame["value" if self.single else f"value.{name}"] = values
+        return frame
+
+    # --------------------------------------------------------------- records
+    def add_records(self, batch: RecordBatch) -> Emitted:
+        out = Emitted()
+        n = len(batch)
+        if n == 0:
+            return out
+        keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
+        payload = batch.payload if batch.payload is not None else batch.columns.get(None)
+        timestamps, bad, reasons = validate_timestamps(batch.timestamps)
+        if bad.any():
+            raw = np.asarray(batch.timestamps)
+            for position, reason in zip(np.flatnonzero(bad), reasons, strict=True):
+                value = raw[position]
+                value = value.item() if isinstance(value, np.generic) else value
+                out.bad.append(BadRecord(keys[position], _at(payload, position), value, reason))
+        good = np.flatnonzero(~bad)
+        if len(good) == 0:
+            return out
+        assigned = self.spec.window.assign(timestamps[good])
+        pos = good[assigned.record_index]
+        starts, ends = assigned.start, assigned.end
+        ts = timestamps[pos]
+        out_times = self.spec.window.output_times(ts, starts, ends)
+        expired = self._horizon(ends) <= self.watermark
+        for i in np.flatnonzero(expired).tolist():
+            window = Window(int(starts[i]), int(ends[i]))
+            out.late.append(self._late(keys[pos[i]], window, int(ts[i]), _at(payload, pos[i]), LateReason.EXPIRED))
+        keep = ~expired
+        pos, starts, ends, ts, out_times = pos[keep], starts[keep], ends[keep], ts[keep], out_times[keep]
+        if len(pos) == 0:
+            return out
+        values = {
+            part.field: np.asarray(batch.columns[part.field], dtype=np.float64)[pos]
+            for part in self.parts.values()
+            if not isinstance(part, agg.Count)
+        }
+        late_phase = ends - 1 <= self.watermark
+        if (~late_phase).any():
+            self._accumulate(keys, pos, starts, ends, out_times, values, ~late_phase)
+        if late_phase.any() and not isinstance(self.spec.trigger, Never):
+            self._late_records(out, keys, pos, starts, ends, ts, values, late_phase, payload)
+        elif late_phase.any():
+            self._accumulate(keys, pos, starts, ends, out_times, values, late_phase, holds=False)
+        return out
+
+    def _groups(self, keys, pos, starts, mask):
+        """Group the selected rows by (key, window start), keeping arrival order inside groups."""
+        sel = np.flatnonzero(mask)
+        codes, uniques = pd.factorize(pd.Series(keys[pos[sel]], dtype=object), use_na_sentinel=False)
+        order = np.lexsort((sel, starts[sel], codes))
+        sel, codes = sel[order], codes[order]
+        first = np.ones(len(sel), dtype=bool)
+        first[1:] = (np.diff(codes) != 0) | (np.diff(starts[sel]) != 0)
+        group = np.cumsum(first) - 1
+        heads = sel[first]
+        return sel, group, heads, [uniques[k] for k in codes[first].tolist()]
+
+    def _accumulate(self, keys, pos, starts, ends, out_times, values, mask, holds=True):
+        sel, group, heads, group_keys = self._groups(keys, pos, starts, mask)
+        rows, _ = self._rows_for(group_keys, starts[heads], ends[heads])
+        c = self.cols
+        counts = np.bincount(group, minlength=len(heads))
+        c["new_count"][rows] += counts
+        pending = c["pending"][rows]
+        c["pending"][rows] = np.where(pending == NONE_TIME, self.processing_time, pending)
+        for name, part in self.parts.items():
+            if isinstance(part, agg.Count):
+                c[f"{name}.n"][rows] += counts
+                continue
+            v = values[part.field][sel]
+            if isinstance(part, agg.Sum):
+                c[f"{name}.v"][rows] += np.bincount(group, weights=v, minlength=len(heads))
+            elif isinstance(part, agg.Mean):
+                c[f"{name}.s"][rows] += np.bincount(group, weights=v, minlength=len(heads))
+                c[f"{name}.n"][rows] += counts
+            else:
+                reduce = np.minimum if isinstance(part, agg.Min) else np.maximum
+                partial = reduce.reduceat(v, np.flatnonzero(np.r_[True, np.diff(group) != 0]))
+                c[f"{name}.v"][rows] = np.where(
+                    np.isnan(c[f"{name}.v"][rows]), partial, reduce(c[f"{name}.v"][rows], partial)
+                )
+        if holds:
+            c["held"][rows] = True
+            combiner = self.spec.timestamp_combiner
+            if combiner is not TimestampCombiner.END_OF_WINDOW:
+                t = out_times[sel]
+                starts_idx = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+                if combiner is TimestampCombiner.EARLIEST:
+                    c["hold"][rows] = np.minimum(c["hold"][rows], np.minimum.reduceat(t, starts_idx))
+                else:
+                    c["hold"][rows] = np.maximum(c["hold"][rows], np.maximum.reduceat(t, starts_idx))
+
+    def _late_records(self, out, keys, pos, starts, ends, ts, values, mask, payload):
+        """Records whose window already reached its max timestamp (within allowed lateness)."""
+        sel, group, heads, group_keys = self._groups(keys, pos, starts, mask)
+        rows, _ = self._rows_for(group_keys, starts[heads], ends[heads])
+        c = self.cols
+        per_record_row = rows[group]
+        rank = np.arange(len(sel)) - np.flatnonzero(np.r_[True, np.diff(group) != 0])[group]
+        closed = c["closed"][per_record_row]
+        if isinstance(self.spec.trigger, AfterWatermark):
+            # A window first seen after its end fires once with its first record, then closes.
+            firing = ~closed & (rank == 0)
+            refused = ~firing
+        else:  # Default: every late record fires a LATE pane of its own
+            firing = ~closed
+            refused = closed
+        for i in np.flatnonzero(refused).tolist():
+            row = per_record_row[i]
+            window = Window(int(c["start"][row]), int(c["end"][row]))
+            p = pos[sel[i]]
+            out.late.append(self._late(keys[p], window, int(ts[sel[i]]), _at(payload, p), LateReason.WINDOW_CLOSED))
+        fire_idx = np.flatnonzero(firing)
+        if len(fire_idx) == 0:
+            return
+        f_rows = per_record_row[fire_idx]
+        f_group = group[fire_idx]
+        f_rank = rank[fire_idx]  # a group fires all its records (Default) or only its first (AfterWatermark)
+        last = np.r_[np.diff(f_group) != 0, True]  # the last firing record of each window
+        accumulating = self.spec.accumulation is AccumulationMode.ACCUMULATING
+        results: dict[str, np.ndarray] = {}
+        for name, part in self.parts.items():
+            if isinstance(part, agg.Count):
+                if accumulating:
+                    results[name] = c[f"{name}.n"][f_rows] + f_rank + 1
+                    c[f"{name}.n"][f_rows[last]] = results[name][last]
+                else:
+                    results[name] = np.ones(len(fire_idx), dtype=np.int64)
+                continue
+            v = values[part.field][sel[fire_idx]]
+            if not accumulating:
+                results[name] = v
+                continue
+            grouped = pd.Series(v).groupby(f_group)
+            if isinstance(part, agg.Sum):
+                results[name] = c[f"{name}.v"][f_rows] + grouped.cumsum().to_numpy()
+                c[f"{name}.v"][f_rows[last]] = results[name][last]
+            elif isinstance(part, agg.Mean):
+                total = c[f"{name}.s"][f_rows] + grouped.cumsum().to_numpy()
+                count = c[f"{name}.n"][f_rows] + f_rank + 1
+                results[name] = total / count
+                c[f"{name}.s"][f_rows[last]] = total[last]
+                c[f"{name}.n"][f_rows[last]] = count[last]
+            else:
+                cumulative = (grouped.cummin() if isinstance(part, agg.Min) else grouped.cummax()).to_numpy()
+                reduce = np.fmin if isinstance(part, agg.Min) else np.fmax
+                results[name] = reduce(c[f"{name}.v"][f_rows], cumulative)
+                c[f"{name}.v"][f_rows[last]] = results[name][last]
+        timing = np.full(len(fire_idx), "LATE", dtype=object)
+        is_last = np.full(len(fire_idx), isinstance(self.spec.trigger, AfterWatermark))
+        out.pane_frames.append(
+            self._pane_frame(
+                f_rows,
+                timing,
+                is_last,
+                c["end"][f_rows] - 1,
+                results=results,
+                index=c["pane_index"][f_rows] + f_rank,
+                nonspec=c["nonspec"][f_rows] + f_rank,
+            )
+        )
+        window_rows = f_rows[last]
+        fired = f_rank[last] + 1
+        c["pane_index"][window_rows] += fired
+        c["nonspec"][window_rows] += fired
+        c["had_nonearly"][window_rows] = True
+        c["held"][window_rows] = False
+        c["fired"][window_rows] = True
+        if isinstance(self.spec.trigger, AfterWatermark):
+            c["closed"][window_rows] = True
+        if not accumulating:
+            self._reset_acc(window_rows)
+
+    def _late(self, key, window: Window, timestamp: int, value: Any, reason: LateReason) -> LateRecord:
+        return LateRecord(
+            key=key,
+            window=window,
+            timestamp=timestamp,
+            value=value,
+            watermark=self.watermark,
+            lateness=self.watermark - timestamp,
+            horizon=int(self._horizon(np.array([window.end]))[0]),
+            reason=reason,
+        )
+
+    # ------------------------------------------------------------ gauges
+    def output_hold(self) -> int | None:
+        c = self.cols
+        mask = c["live"] & c["held"] & ~c["closed"]
+        if not mask.any():
+            return None
+        max_ts = c["end"][mask] - 1
+        if self.spec.timestamp_combiner is TimestampCombiner.END_OF_WINDOW:
+            return int(max_ts.min())
+        hold = c["hold"][mask]
+        return int(np.where(hold == self.hold_empty, max_ts, np.minimum(hold, max_ts)).min())
+
+    def oldest_pending_processing_time(self) -> int | None:
+        pending = self.cols["pending"][self.cols["live"]]
+        pending = pending[pending != NONE_TIME]
+        return int(pending.min()) if len(pending) else None
+
+    def window_count(self) -> int:
+        return int(self.cols["live"].sum())
+
+    # ----------------------------------------------------------- snapshot
+    def snapshot(self) -> bytes:
+        live = np.flatnonzero(self.cols["live"])
+        data = {
+            "watermark": self.watermark,
+            "processing_time": self.processing_time,
+            "keys": [self.keys[r] for r in live.tolist()],
+            "cols": {name: column[live] for name, column in self.cols.items()},
+        }
+        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, spec: WindowSpec, snapshot: bytes) -> ColumnarWindowOperator:
+        data = pickle.loads(snapshot)
+        operator = cls(spec, data["watermark"], data["processing_time"])
+        operator.cols = dict(data["cols"])
+        operator.keys = list(data["keys"])
+        starts = operator.cols["start"].tolist()
+        operator.index = {(k, s): i for i, (k, s) in enumerate(zip(operator.keys, starts, strict=True))}
+        return operator
+
+
+def _at(payload: Any, position: int) -> Any:
+    if payload is None:
+        return None
+    value = payload[position]
+    return value.item() if isinstance(value, np.generic) else value
