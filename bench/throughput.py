@@ -6,10 +6,14 @@ Prints a table: rows/s for native ``withWatermark + groupBy(window, key).count()
 and for floodmark's ``EventTimeAggregation`` (per-split watermarks, Default
 trigger), their ratio, and floodmark's per-batch cost with no input. Both read
 the same parquet files (4 splits, timestamps spanning ``--minutes`` of event
-time, in order per split with a little jitter) as a stream, all files in one
-run: native with ``availableNow``; floodmark with ``run_to_completion``, which
-adds the final end-of-input batch that fires every window (native never fires
-the last windows, which makes its run shorter, not longer).
+time, in order per split with a little jitter) as a stream, one file per batch:
+native with ``availableNow``; floodmark with ``run_to_completion``, which adds
+the end-of-input batches that fire every window (native never fires the last
+windows, which makes its run shorter, not longer). "after 1st batch" excludes
+the first batch, which pays the start-up of Spark's Python runner. Pane latency
+counts batches from the one after which the watermark passed a window's end to
+the one that emitted its pane (1 = the next trigger). "driver state bytes" is
+the size of the coordinator snapshot the driver keeps: per split, not per key.
 """
 
 from __future__ import annotations
@@ -51,8 +55,16 @@ def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, se
         frame.to_parquet(directory / f"part-{f:03d}.parquet", index=False)
 
 
-def native_run(spark, directory: Path, checkpoint: Path) -> tuple[float, int]:
-    stream = spark.readStream.schema(SCHEMA).parquet(str(directory))
+def steady_rate(progress: list) -> float:
+    """Rows/s over the batches after the first (which pays Spark's and the Python runner's start-up)."""
+    later = [pr for pr in progress if pr.batchId >= 1 and pr.numInputRows > 0]
+    rows = sum(pr.numInputRows for pr in later)
+    seconds = sum(pr.durationMs.get("triggerExecution", 0) for pr in later) / 1000
+    return rows / seconds if seconds else float("nan")
+
+
+def native_run(spark, directory: Path, checkpoint: Path) -> tuple[float, int, float]:
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     counts = (
         stream.withColumn("t", F.timestamp_millis("ts"))
         .withWatermark("t", "5 seconds")
@@ -70,11 +82,11 @@ def native_run(spark, directory: Path, checkpoint: Path) -> tuple[float, int]:
     query.awaitTermination()
     elapsed = time.perf_counter() - started
     rows = sum(p.numInputRows for p in query.recentProgress)
-    return elapsed, rows
+    return elapsed, rows, steady_rate(query.recentProgress)
 
 
-def floodmark_run(spark, directory: Path, work: Path) -> tuple[float, int, list]:
-    stream = spark.readStream.schema(SCHEMA).parquet(str(directory))
+def floodmark_run(spark, directory: Path, work: Path):
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     agg = EventTimeAggregation(
         stream,
         event_time="ts",
@@ -88,8 +100,27 @@ def floodmark_run(spark, directory: Path, work: Path) -> tuple[float, int, list]
     started = time.perf_counter()
     handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
     elapsed = time.perf_counter() - started
-    counted = spark.read.parquet(str(work / "out" / "panes")).agg(F.sum("n")).first()[0]
-    return elapsed, int(counted or 0), handle.reports
+    panes = spark.read.parquet(str(work / "out" / "panes")).select("window_end", "n", "batch_id").toPandas()
+    return elapsed, int(panes["n"].sum()), handle, panes
+
+
+def latency_in_batches(reports, panes) -> str:
+    """Batches from the one whose watermark passed a window's end to the one that emitted its pane."""
+    passed = {}
+    for report in reports:
+        for end in panes["window_end"].unique().tolist():
+            if end not in passed and report.next_watermark >= end - 1:
+                passed[end] = report.batch_id
+    flush = reports[-1].batch_id  # the end-of-input batch fires the rest; not a latency sample
+    lags = [int(row.batch_id) - passed[row.window_end] for row in panes.itertuples() if row.batch_id != flush]
+    if not lags:
+        return "n/a"
+    return f"min {min(lags)}, max {max(lags)}"
+
+
+def control_entry_bytes(work: Path) -> int:
+    entries = sorted((work / "ckpt" / "floodmark" / "control").glob("*.json"))
+    return entries[-1].stat().st_size if entries else 0
 
 
 def idle_batches(spark, work: Path, batches: int = 8) -> float:
@@ -126,23 +157,37 @@ def main() -> None:
     spark = local_session("floodmark-bench", cores=2, shuffle_partitions=2)
     console = Console()
     table = Table(title=f"tumbling 1-minute count, {args.rows:,} rows, 4 splits, local[2]")
-    for column in ("keys", "native rows/s", "floodmark rows/s", "ratio", "native s", "floodmark s", "batches"):
+    columns = (
+        "keys",
+        "native rows/s",
+        "floodmark rows/s",
+        "ratio",
+        "native rows/s after 1st batch",
+        "floodmark rows/s after 1st batch",
+        "ratio after 1st",
+        "pane latency (batches)",
+        "driver state bytes",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
     for keys in args.keys:
         data = work / f"data-{keys}"
         shutil.rmtree(data, ignore_errors=True)
         generate(data, args.rows, keys, args.minutes, args.files)
-        native_s, native_rows = native_run(spark, data, work / f"native-{keys}")
-        fm_s, fm_counted, reports = floodmark_run(spark, data, work / f"fm-{keys}")
+        native_s, native_rows, native_steady = native_run(spark, data, work / f"native-{keys}")
+        fm_s, fm_counted, handle, panes = floodmark_run(spark, data, work / f"fm-{keys}")
         assert fm_counted == args.rows, f"floodmark counted {fm_counted} of {args.rows} rows"
+        fm_steady = steady_rate(handle.query.recentProgress)
         table.add_row(
             f"{keys:,}",
             f"{native_rows / native_s:,.0f}",
             f"{args.rows / fm_s:,.0f}",
             f"{(args.rows / fm_s) / (native_rows / native_s):.2f}x",
-            f"{native_s:.1f}",
-            f"{fm_s:.1f}",
-            str(len(reports)),
+            f"{native_steady:,.0f}",
+            f"{fm_steady:,.0f}",
+            f"{fm_steady / native_steady:.2f}x",
+            latency_in_batches(handle.reports, panes),
+            f"{control_entry_bytes(work / f'fm-{keys}'):,}",
         )
     console.print(table)
     console.print(f"floodmark batch with no input (median): {idle_batches(spark, work):.2f} s")

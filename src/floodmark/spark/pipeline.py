@@ -173,7 +173,7 @@ class EventTimeAggregation:
         data = self.source.select(
             "*",
             ms.alias(p.TS),
-            raw.alias(p.TS_RAW),
+            F.when(ms.isNull(), raw).alias(p.TS_RAW),  # only bad rows need the raw text
             F.coalesce(split, F.lit("")).alias(p.SPLIT),
             F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
         )

@@ -145,22 +145,16 @@ class WindowBucketProcessor(StatefulProcessor):
     def _stats(self, good: np.ndarray, data: pd.DataFrame) -> list[dict]:
         if len(good) == 0:
             return []
-        frame = pd.DataFrame(
-            {
-                "split": data[p.SPLIT].iloc[good].astype(str).to_numpy(),
-                "ts": data[p.TS].iloc[good].to_numpy(dtype=np.int64),
-            }
-        )
-        grouped = frame.groupby("split", sort=True)["ts"].agg(["count", "min", "max"])
+        codes, splits = pd.factorize(data[p.SPLIT].to_numpy()[good])
+        ts = data[p.TS].to_numpy()[good].astype(np.int64)
+        counts = np.bincount(codes, minlength=len(splits))
+        low = np.full(len(splits), np.iinfo(np.int64).max)
+        high = np.full(len(splits), np.iinfo(np.int64).min)
+        np.minimum.at(low, codes, ts)
+        np.maximum.at(high, codes, ts)
         return [
-            {
-                "fm_kind": p.STATS,
-                "split": split,
-                "count": int(r["count"]),
-                "min_ts": int(r["min"]),
-                "max_ts": int(r["max"]),
-            }
-            for split, r in grouped.iterrows()
+            {"fm_kind": p.STATS, "split": str(split), "count": int(c), "min_ts": int(lo), "max_ts": int(hi)}
+            for split, c, lo, hi in zip(splits.tolist(), counts, low, high, strict=True)
         ]
 
     def _batch(self, good: np.ndarray, data: pd.DataFrame) -> RecordBatch | None:
