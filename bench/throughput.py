@@ -155,7 +155,7 @@ def main() -> None:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="floodmark-bench-"))
     spark = local_session("floodmark-bench", cores=2, shuffle_partitions=2)
-    console = Console()
+    console = Console(width=200)
     table = Table(title=f"tumbling 1-minute count, {args.rows:,} rows, 4 splits, local[2]")
     columns = (
         "keys",
