@@ -123,6 +123,9 @@ class EventTimeAggregation:
             integral_columns=tuple(
                 f.name for f in self.source.schema.fields if isinstance(f.dataType, LongType | IntegerType | ShortType)
             ),
+            ts_column=self.event_time
+            if isinstance(self.event_time, str) and isinstance(types.get(self.event_time), LongType)
+            else p.TS,
         )
         clashes = [c for c in self.source.columns if c.startswith("fm_")]
         if clashes:
@@ -170,10 +173,10 @@ class EventTimeAggregation:
             if self.split is None
             else (F.col(self.split) if isinstance(self.split, str) else self.split).cast("string")
         )
+        event_time = [] if self.plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
         data = self.source.select(
             "*",
-            ms.alias(p.TS),
-            F.when(ms.isNull(), raw).alias(p.TS_RAW),  # only bad rows need the raw text
+            *event_time,  # a long column of ms is used as it is; only bad rows need the raw text
             F.coalesce(split, F.lit("")).alias(p.SPLIT),
             F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
         )

@@ -64,6 +64,9 @@ STATS_META = [
     StructField("hold", LongType()),
     StructField("oldest_pending", LongType()),
     StructField("open_windows", LongType()),
+    StructField("pane_count", LongType()),
+    StructField("late_count", LongType()),
+    StructField("bad_count", LongType()),
 ]
 
 
@@ -97,6 +100,8 @@ class RuntimePlan:
     max_future_skew_ms: int | None
     integral_columns: tuple[str, ...] = ()
     """User columns of integral Spark type (pandas turns them into floats when nulls are present)."""
+    ts_column: str = TS
+    """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
 
     @property
     def result_names(self) -> list[str]:

@@ -97,6 +97,9 @@ class WindowBucketProcessor(StatefulProcessor):
                 "hold": operator.output_hold(),
                 "oldest_pending": operator.oldest_pending_processing_time(),
                 "open_windows": operator.window_count(),
+                "pane_count": emitted.pane_count(),
+                "late_count": len(emitted.late),
+                "bad_count": len(bad_rows),
             }
         )
         yield self._frame(out_rows, pane_frames)
@@ -108,7 +111,7 @@ class WindowBucketProcessor(StatefulProcessor):
         if n == 0:
             return np.zeros(0, dtype=np.int64), []
         reasons = np.full(n, None, dtype=object)
-        ts = data[p.TS]
+        ts = data[self.plan.ts_column]
         missing = ts.isna().to_numpy()
         if missing.any():
             raw = data[p.TS_RAW] if p.TS_RAW in data else pd.Series([None] * n)
@@ -146,7 +149,7 @@ class WindowBucketProcessor(StatefulProcessor):
         if len(good) == 0:
             return []
         codes, splits = pd.factorize(data[p.SPLIT].to_numpy()[good])
-        ts = data[p.TS].to_numpy()[good].astype(np.int64)
+        ts = data[self.plan.ts_column].to_numpy()[good].astype(np.int64)
         counts = np.bincount(codes, minlength=len(splits))
         low = np.full(len(splits), np.iinfo(np.int64).max)
         high = np.full(len(splits), np.iinfo(np.int64).min)
@@ -175,7 +178,7 @@ class WindowBucketProcessor(StatefulProcessor):
                     if name in self.plan.numeric_fields
                     else column.to_numpy(dtype=object)
                 )
-        return RecordBatch(keys, rows[p.TS].to_numpy(dtype=np.int64), columns, payload=good)
+        return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns, payload=good)
 
     # ----------------------------------------------------------------- output
     def _key_fields(self, data: pd.DataFrame, position: int) -> dict[str, Any]:

@@ -67,7 +67,12 @@ class BatchSink:
         frame = frame.persist()
         try:
             small = frame.filter(F.col("fm_kind").isin(p.STATS, p.GAUGE)).collect()
-            counts = {row["fm_kind"]: row["count"] for row in frame.groupBy("fm_kind").count().collect()}
+            gauges = [r.asDict() for r in small if r["fm_kind"] == p.GAUGE]
+            # Each bucket reports what it emitted, so no extra Spark job is needed to count.
+            counts = {
+                kind: sum(int(g[column] or 0) for g in gauges)
+                for kind, column in ((p.PANE, "pane_count"), (p.LATE, "late_count"), (p.BAD, "bad_count"))
+            }
             for kind in (p.PANE, p.LATE, p.BAD):
                 if counts.get(kind, 0):
                     rows = frame.filter(F.col("fm_kind") == kind).select(*self.columns(kind))
@@ -75,7 +80,6 @@ class BatchSink:
                     if kind == p.PANE and self.outputs.on_panes is not None:
                         self.outputs.on_panes(rows, batch_id)
             stats = [r.asDict() for r in small if r["fm_kind"] == p.STATS]
-            gauges = [r.asDict() for r in small if r["fm_kind"] == p.GAUGE]
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
             frame.unpersist()
