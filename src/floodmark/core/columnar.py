@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from floodmark.core import aggregates as agg
-from floodmark.core.operator import Emitted, WindowSpec, validate_timestamps
+from floodmark.core.operator import Emitted, WindowSpec, assign_batch, late_record
 from floodmark.core.panes import AccumulationMode
-from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
+from floodmark.core.records import LateReason, LateRecord, RecordBatch
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import AfterWatermark, Default, Never
@@ -260,31 +260,11 @@ class ColumnarWindowOperator:
         n = len(batch)
         if n == 0:
             return out
-        keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
-        payload = batch.payload if batch.payload is not None else batch.columns.get(None)
-        timestamps, bad, reasons = validate_timestamps(batch.timestamps)
-        if bad.any():
-            raw = np.asarray(batch.timestamps)
-            for position, reason in zip(np.flatnonzero(bad), reasons, strict=True):
-                value = raw[position]
-                value = value.item() if isinstance(value, np.generic) else value
-                out.bad.append(BadRecord(keys[position], _at(payload, position), value, reason))
-        good = np.flatnonzero(~bad)
-        if len(good) == 0:
+        assigned = assign_batch(self.spec, self.watermark, batch, out)
+        if assigned is None:
             return out
-        assigned = self.spec.window.assign(timestamps[good])
-        pos = good[assigned.record_index]
-        starts, ends = assigned.start, assigned.end
-        ts = timestamps[pos]
-        out_times = self.spec.window.output_times(ts, starts, ends)
-        expired = self._horizon(ends) <= self.watermark
-        for i in np.flatnonzero(expired).tolist():
-            window = Window(int(starts[i]), int(ends[i]))
-            out.late.append(self._late(keys[pos[i]], window, int(ts[i]), _at(payload, pos[i]), LateReason.EXPIRED))
-        keep = ~expired
-        pos, starts, ends, ts, out_times = pos[keep], starts[keep], ends[keep], ts[keep], out_times[keep]
-        if len(pos) == 0:
-            return out
+        keys, payload, pos = assigned.keys, assigned.payload, assigned.rows
+        starts, ends, ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         values = {
             part.field: np.asarray(batch.columns[part.field], dtype=np.float64)[pos]
             for part in self.parts.values()
@@ -428,16 +408,7 @@ class ColumnarWindowOperator:
             self._reset_acc(window_rows)
 
     def _late(self, key, window: Window, timestamp: int, value: Any, reason: LateReason) -> LateRecord:
-        return LateRecord(
-            key=key,
-            window=window,
-            timestamp=timestamp,
-            value=value,
-            watermark=self.watermark,
-            lateness=self.watermark - timestamp,
-            horizon=int(self._horizon(np.array([window.end]))[0]),
-            reason=reason,
-        )
+        return late_record(self.spec, self.watermark, key, window, timestamp, value, reason)
 
     # ------------------------------------------------------------ gauges
     def output_hold(self) -> int | None:

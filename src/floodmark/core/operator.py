@@ -197,6 +197,80 @@ def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[s
     return values, bad, reasons
 
 
+@dataclass(frozen=True)
+class Assigned:
+    """A batch after validation, window assignment and the expiry test (shared by both operators).
+
+    One row per (record, live window): ``rows`` are record positions in the
+    batch; records without a usable timestamp and (record, window) pairs past
+    the window's horizon are already in ``out.bad`` / ``out.late``.
+    """
+
+    keys: np.ndarray
+    payload: np.ndarray
+    rows: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    timestamps: np.ndarray
+    out_times: np.ndarray
+
+
+def late_record(spec: WindowSpec, watermark: int, key, window: Window, timestamp: int, value, reason) -> LateRecord:
+    return LateRecord(
+        key=key,
+        window=window,
+        timestamp=timestamp,
+        value=value,
+        watermark=watermark,
+        lateness=watermark - timestamp,
+        horizon=spec.horizon(window),
+        reason=reason,
+    )
+
+
+def assign_batch(spec: WindowSpec, watermark: int, batch: RecordBatch, out: Emitted) -> Assigned | None:
+    """Validate timestamps, assign windows and route expired pairs; ``None`` when nothing is left."""
+    n = len(batch)
+    keys = _as_object_array(batch.keys)
+    payload = batch.payload if batch.payload is not None else batch.columns.get(None)
+    payload = _as_object_array(payload) if payload is not None else np.full(n, None, dtype=object)
+    for name in spec.aggregate.fields:
+        if name not in batch.columns:
+            raise KeyError(f"the aggregate reads field {name!r}, which the batch does not have")
+    timestamps, bad, reasons = validate_timestamps(batch.timestamps)
+    if bad.any():
+        raw_timestamps = np.asarray(batch.timestamps)
+        for position, reason in zip(np.flatnonzero(bad), reasons, strict=True):
+            raw = raw_timestamps[position]
+            raw = raw.item() if isinstance(raw, np.generic) else raw
+            out.bad.append(BadRecord(keys[position], payload[position], raw, reason))
+    good = np.flatnonzero(~bad)
+    if len(good) == 0:
+        return None
+    assigned = spec.window.assign(timestamps[good])
+    rows = good[assigned.record_index]
+    starts, ends = assigned.start, assigned.end
+    row_ts = timestamps[rows]
+    out_times = spec.window.output_times(row_ts, starts, ends)
+    lateness = spec.allowed_lateness
+    horizons = np.minimum(ends - 1, np.iinfo(np.int64).max - lateness) + lateness  # saturating
+    expired = horizons <= watermark
+    for i in np.flatnonzero(expired):
+        row = rows[i]
+        window = Window(int(starts[i]), int(ends[i]))
+        out.late.append(
+            late_record(spec, watermark, keys[row], window, int(row_ts[i]), _plain(payload[row]), LateReason.EXPIRED)
+        )
+    live = ~expired
+    if not live.any():
+        return None
+    return Assigned(keys, payload, rows[live], starts[live], ends[live], row_ts[live], out_times[live])
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
 class WindowOperator:
     """Windowed aggregation of one stage for many keys; see the module docstring.
 
@@ -260,38 +334,12 @@ class WindowOperator:
         n = len(batch)
         if n == 0:
             return out
-        keys = _as_object_array(batch.keys)
-        payload = batch.payload if batch.payload is not None else batch.columns.get(None)
-        payload = _as_object_array(payload) if payload is not None else np.full(n, None, dtype=object)
+        assigned = assign_batch(self.spec, self.watermark, batch, out)
+        if assigned is None:
+            return out
         columns = {name: np.asarray(values) for name, values in batch.columns.items()}
-        for name in self.spec.aggregate.fields:
-            if name not in columns:
-                raise KeyError(f"the aggregate reads field {name!r}, which the batch does not have")
-        timestamps, bad, reasons = validate_timestamps(batch.timestamps)
-        raw_timestamps = np.asarray(batch.timestamps)
-        for position, reason in zip(np.flatnonzero(bad), reasons, strict=True):
-            raw = raw_timestamps[position]
-            raw = raw.item() if isinstance(raw, np.generic) else raw
-            out.bad.append(BadRecord(keys[position], payload[position], raw, reason))
-        good = np.flatnonzero(~bad)
-        if len(good) == 0:
-            return out
-        assigned = self.spec.window.assign(timestamps[good])
-        rows = good[assigned.record_index]
-        starts, ends = assigned.start, assigned.end
-        row_ts = timestamps[rows]
-        out_times = self.spec.window.output_times(row_ts, starts, ends)
-        lateness = self.spec.allowed_lateness
-        horizons = np.minimum(ends - 1, np.iinfo(np.int64).max - lateness) + lateness  # saturating
-        expired = horizons <= self.watermark
-        for i in np.flatnonzero(expired):
-            row = rows[i]
-            window = Window(int(starts[i]), int(ends[i]))
-            out.late.append(self._late(keys[row], window, int(row_ts[i]), payload[row], LateReason.EXPIRED))
-        live = ~expired
-        rows, starts, ends, row_ts, out_times = rows[live], starts[live], ends[live], row_ts[live], out_times[live]
-        if len(rows) == 0:
-            return out
+        keys, payload, rows = assigned.keys, assigned.payload, assigned.rows
+        starts, ends, row_ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         key_codes, unique_keys = pd.factorize(pd.Series(keys[rows], dtype=object), use_na_sentinel=False)
         if self.spec.window.is_merging:
             self._add_merging(rows, key_codes, unique_keys, starts, ends, row_ts, out_times, columns, payload, out)
@@ -434,16 +482,7 @@ class WindowOperator:
         return TriggerContext(window, self.watermark, self.processing_time)
 
     def _late(self, key, window: Window, timestamp: int, value: Any, reason: LateReason) -> LateRecord:
-        return LateRecord(
-            key=key,
-            window=window,
-            timestamp=timestamp,
-            value=value,
-            watermark=self.watermark,
-            lateness=self.watermark - timestamp,
-            horizon=self.spec.horizon(window),
-            reason=reason,
-        )
+        return late_record(self.spec, self.watermark, key, window, timestamp, value, reason)
 
     def _state(self, key: Hashable, window: Window) -> WindowState:
         per_key = self.windows.setdefault(key, {})

@@ -66,7 +66,7 @@ class EventTimeAggregation:
     :arg max_future_skew: records whose event time is more than this ahead of
         processing time go to the dead-letter output (one corrupt far-future
         record must not push the watermark over every window); ``None`` disables.
-    :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``).
+    :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
     """
 
     source: DataFrame
@@ -130,7 +130,9 @@ class EventTimeAggregation:
         clashes = [c for c in self.source.columns if c.startswith("fm_")]
         if clashes:
             raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
-        self.bucket_count = self.buckets or int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2")
+        # Several buckets per partition keep each bucket's state blob small: the blob travels between the
+        # JVM and Python every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
+        self.bucket_count = self.buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
         self.periodic_ms = positive_millis(self.periodic_interval, "periodic_interval")
 
     # --------------------------------------------------------------- building
