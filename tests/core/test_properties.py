@@ -72,24 +72,30 @@ def batch_of(records):
     return RecordBatch(keys, np.array([t for _, _, t in records], dtype=np.int64), {None: values})
 
 
-def run(spec, ops, start_watermark=-10):
-    operator = WindowOperator(spec, watermark=start_watermark)
+def run(spec, ops, start_watermark=-10, operator=None, make_batch=batch_of, roundtrip=False):
+    """Drive an operator through ``ops`` then to the end of input; returns (panes, late records).
+
+    :arg roundtrip: snapshot and restore the operator after every batch of records.
+    """
+    operator = operator or WindowOperator(spec, watermark=start_watermark)
     panes, late = [], []
     watermark, now = start_watermark, 0
     for kind, arg in ops:
         if kind == "add":
-            emitted = operator.add_records(batch_of(arg))
+            emitted = operator.add_records(make_batch(arg))
         elif kind == "wm":
             watermark += arg
             emitted = operator.advance_watermark(watermark)
         else:
             now += arg
             emitted = operator.advance_processing_time(now)
-        panes += emitted.panes
+        panes += emitted.all_panes()
         late += emitted.late
+        if kind == "add" and roundtrip:
+            operator = type(operator).restore(spec, operator.snapshot())
     final = operator.advance_watermark(MAX_TIMESTAMP)
     assert operator.window_count() == 0, "everything is garbage collected at the end of input"
-    return panes + final.panes, late
+    return panes + final.all_panes(), late
 
 
 def make_spec(window, trigger, lateness, mode):
@@ -283,27 +289,13 @@ def test_columnar_operator_equals_the_general_operator(window, trigger, lateness
     spec = WindowSpec(window, aggregate, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
 
+    def with_values(records):
+        batch = batch_of(records)
+        batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in records])
+        return batch
+
     def drive(operator):
-        panes, late, watermark, now = [], [], -10, 0
-        operator.advance_watermark(watermark)
-        for kind, arg in ops:
-            if kind == "add":
-                batch = batch_of(arg)
-                batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in arg])
-                emitted = operator.add_records(batch)
-            elif kind == "wm":
-                watermark += arg
-                emitted = operator.advance_watermark(watermark)
-            else:
-                now += arg
-                emitted = operator.advance_processing_time(now)
-            panes += emitted.all_panes()
-            late += emitted.late
-            if kind == "add":  # snapshots round-trip at any point
-                operator = type(operator).restore(spec, operator.snapshot())
-        final = operator.advance_watermark(MAX_TIMESTAMP)
-        assert operator.window_count() == 0
-        panes += final.all_panes()
+        panes, late = run(spec, ops, operator=operator, make_batch=with_values, roundtrip=True)
         return sorted(map(pane_key_dict, panes)), sorted((r.key, r.window, r.value, r.reason, r.lateness) for r in late)
 
     assert drive(ColumnarWindowOperator(spec, -10)) == drive(WindowOperator(spec, -10))
