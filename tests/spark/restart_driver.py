@@ -28,7 +28,8 @@ def main(input_dir: str, checkpoint: str, output: str) -> None:
         aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
         known_splits=["0", "1"],
     )
-    agg.run_to_completion(checkpoint, output, trigger_interval="0 seconds", timeout_s=600)
+    # A trigger interval long enough that the test can kill the driver in the middle of the stream.
+    agg.run_to_completion(checkpoint, output, trigger_interval="500 milliseconds", timeout_s=600)
     spark.stop()
 
 

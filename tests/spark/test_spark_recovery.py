@@ -80,7 +80,7 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=60)
     killed_after = batches_done(tmp_path / "crash" / "ckpt")
-    assert 5 <= killed_after < 13, "killed in the middle of the stream"
+    assert 5 <= killed_after < 12, "killed in the middle of the stream (12 data batches)"
     second = run_driver(tmp_path / "in", tmp_path / "crash" / "ckpt", tmp_path / "crash" / "out")
     assert second.wait(timeout=600) == 0
 

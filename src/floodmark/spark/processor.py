@@ -20,6 +20,7 @@ No event-time logic lives here: it is all in :mod:`floodmark.core`.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,8 +131,11 @@ class WindowBucketProcessor(StatefulProcessor):
         for name in self.plan.numeric_fields:
             column = data[name]
             numeric = pd.to_numeric(column, errors="coerce")
-            broken = (numeric.isna() & column.notna()).to_numpy() | column.isna().to_numpy()
-            for i in np.flatnonzero(broken & pd.isna(reasons)):
+            missing_value = column.isna().to_numpy()
+            for i in np.flatnonzero(missing_value & pd.isna(reasons)):
+                reasons[i] = f"field {name!r} is missing"
+            not_numeric = (numeric.isna() & column.notna()).to_numpy()
+            for i in np.flatnonzero(not_numeric & pd.isna(reasons)):
                 reasons[i] = f"field {name!r} is not a number: {column.iloc[i]!r}"
         bad = ~pd.isna(reasons)
         rows = []
@@ -258,9 +262,13 @@ class WindowBucketProcessor(StatefulProcessor):
         return pd.DataFrame(columns)
 
     def _frame(self, rows: list[dict[str, Any]], frames: list[pd.DataFrame] = ()) -> pd.DataFrame:
-        parts = [pd.DataFrame({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields})]
-        parts += list(frames)
-        combined = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        base = pd.DataFrame({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields})
+        parts = [part for part in [base, *frames] if len(part)]
+        with warnings.catch_warnings():
+            # pandas warns that all-NA columns will stop being ignored when inferring dtypes; every column
+            # is cast to its schema type just below, so the inference does not matter.
+            warnings.simplefilter("ignore", FutureWarning)
+            combined = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else base)
         columns = {}
         for field in self.schema.fields:
             values = combined[field.name] if field.name in combined else pd.Series([None] * len(combined))

@@ -1,0 +1,90 @@
+"""The stateful processor without a Spark session: validation, stats and gauges on pandas frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql.types import DoubleType, StringType
+
+from floodmark import aggregates, windows
+from floodmark.core.operator import WindowSpec
+from floodmark.spark import plan as p
+from floodmark.spark.processor import WindowBucketProcessor
+
+
+class MemoryValueState:
+    def __init__(self):
+        self.value = None
+
+    def exists(self):
+        return self.value is not None
+
+    def get(self):
+        return self.value
+
+    def update(self, value):
+        self.value = value
+
+
+def make_processor(skew=None):
+    parts = {"n": aggregates.count(), "total": aggregates.sum("v")}
+    plan = p.RuntimePlan(
+        spec=WindowSpec(windows.Tumbling(10), aggregates.several(**parts)),
+        key_columns=("k",),
+        key_types=(StringType(),),
+        result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
+        numeric_fields=("v",),
+        user_columns=("ts", "k", "v", "part"),
+        max_future_skew_ms=skew,
+        integral_columns=("ts", "part"),
+        ts_column="ts",
+    )
+    processor = WindowBucketProcessor(plan)
+    processor.state = MemoryValueState()
+    return processor
+
+
+def call(processor, rows, seq, watermark, ptime):
+    data = pd.DataFrame(rows, columns=["ts", "k", "v", "part"])
+    data[p.SPLIT] = data["part"].astype(str)
+    control = pd.DataFrame({p.SEQ: [seq], p.CTL_WATERMARK: [watermark], p.CTL_PTIME: [ptime]})
+    frame = pd.concat([data, control], ignore_index=True)
+    frame[p.BUCKET] = 0
+    (out,) = list(processor.handleInputRows((0,), iter([frame]), None))
+    assert list(out.columns) == [f.name for f in processor.schema.fields]
+    return out
+
+
+def test_bad_rows_stats_and_gauges():
+    processor = make_processor(skew=1_000)
+    out = call(
+        processor,
+        [(1, "a", 1.0, 0), (2, "a", "x", 0), (None, "b", 2.0, 1), (5_000, "c", 1.0, 1), (3, "a", 2.5, 1)],
+        seq=0,
+        watermark=-(2**63),
+        ptime=100,
+    )
+    bad = out[out.fm_kind == p.BAD].sort_values("k")
+    assert bad[["k", "reason"]].values.tolist() == [
+        ["a", "field 'v' is not a number: 'x'"],
+        ["b", "missing timestamp"],
+        ["c", "timestamp 5000 is more than 1000 ms ahead of processing time 100"],
+    ]
+    assert '"ts": 2' in bad["record"].iloc[0], "integral columns stay integers in the record JSON"
+    stats = out[out.fm_kind == p.STATS].sort_values("split")
+    assert stats[["split", "count", "min_ts", "max_ts"]].values.tolist() == [["0", 1, 1, 1], ["1", 1, 3, 3]]
+    (gauge,) = out[out.fm_kind == p.GAUGE].to_dict("records")
+    assert (gauge["seq"], gauge["bad_count"], gauge["pane_count"], gauge["open_windows"]) == (0, 3, 0, 1)
+
+    fired = call(processor, [], seq=1, watermark=9, ptime=200)
+    panes = fired[fired.fm_kind == p.PANE]
+    assert panes[["k", "window_start", "n", "total", "timing"]].values.tolist() == [["a", 0, 2, 3.5, "ON_TIME"]]
+    assert fired[fired.fm_kind == p.GAUGE]["pane_count"].item() == 1
+
+
+@pytest.mark.parametrize("value", [np.nan, None])
+def test_missing_numeric_input_is_a_bad_record(value):
+    processor = make_processor()
+    out = call(processor, [(1, "a", value, 0)], seq=0, watermark=-(2**63), ptime=0)
+    assert out[out.fm_kind == p.BAD]["reason"].tolist() == ["field 'v' is missing"]
