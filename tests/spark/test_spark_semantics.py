@@ -27,6 +27,16 @@ def stream(spark, directory, files_per_batch=1):
     return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", files_per_batch).parquet(str(directory))
 
 
+def native_window_count(events, delay, size):
+    """Native Spark's way: withWatermark (global MAX - delay) + groupBy(window, key).count()."""
+    return (
+        events.withColumn("t", F.timestamp_millis("ts"))
+        .withWatermark("t", delay)
+        .groupBy(F.window("t", size), "k")
+        .count()
+    )
+
+
 def lagging_split_batches():
     """Split 1 runs three minutes behind split 0, far more than the 5 s bound.
 
@@ -63,13 +73,7 @@ def test_lagging_split_is_not_dropped_by_floodmark_but_is_by_native_spark(spark,
     assert [by_window[w * MINUTE] for w in range(6)] == [12, 12, 12, 6, 6, 6]
     assert read_output(spark, tmp_path / "out" / "late").empty
 
-    native = (
-        stream(spark, tmp_path / "in")
-        .withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "5 seconds")
-        .groupBy(F.window("t", "1 minute"), "k")
-        .count()
-    )
+    native = native_window_count(stream(spark, tmp_path / "in"), delay="5 seconds", size="1 minute")
     query = native.writeStream.outputMode("append").format("memory").queryName("native_lagging").start()
     try:
         query.processAllAvailable()
@@ -142,13 +146,7 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert panes[["window_start", "n", "timing"]].values.tolist() == [[0, 1, "ON_TIME"]]
 
-    native = (
-        stream(spark, tmp_path / "in")
-        .withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "0 seconds")
-        .groupBy(F.window("t", "10 seconds"), "k")
-        .count()
-    )
+    native = native_window_count(stream(spark, tmp_path / "in"), delay="0 seconds", size="10 seconds")
     query = (
         native.writeStream.outputMode("append")
         .format("memory")

@@ -27,7 +27,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import BinaryType, BooleanType, DoubleType, IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
@@ -204,6 +214,7 @@ class WindowBucketProcessor(StatefulProcessor):
     def _emitted(self, emitted: Emitted, data: pd.DataFrame) -> list[dict]:
         rows = []
         names = self.plan.result_names
+        result_types = dict(self.plan.result_types)
         for pane in emitted.panes:
             row = {
                 "fm_kind": p.PANE,
@@ -217,7 +228,7 @@ class WindowBucketProcessor(StatefulProcessor):
             }
             row.update(self._key_dict(pane.key))
             for name in names:
-                row[name] = _result(pane.value[name], dict(self.plan.result_types)[name])
+                row[name] = _result(pane.value[name], result_types[name])
             rows.append(row)
         if emitted.late:
             positions = np.array([int(r.value) for r in emitted.late], dtype=np.int64)
@@ -290,8 +301,6 @@ def _plain(value: Any, integral: bool = False) -> Any:
 
 
 def _result(value: Any, spark_type: Any) -> Any:
-    from pyspark.sql.types import ArrayType, StringType
-
     if isinstance(spark_type, StringType) and not isinstance(value, str):
         return json.dumps(value, default=str)
     if isinstance(spark_type, ArrayType):

