@@ -352,3 +352,61 @@ def test_columnar_late_panes_accumulate_every_aggregate():
             ("LATE", 2, {"n": 3, "s": 15.0, "lo": 1.0, "hi": 9.0, "avg": 5.0}),
         ]
     )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(COLUMNAR_WINDOWS),
+    st.sampled_from(COLUMNAR_TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.sampled_from(list(AccumulationMode)),
+    st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
+    st.lists(op, min_size=1, max_size=25),
+    st.integers(0, 10),
+)
+def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, combiner, raw_ops, ahead):
+    """combine() before the shuffle + add_partials == add_records of every record (even with a later watermark)."""
+    from floodmark.core.columnar import ColumnarWindowOperator, combine
+
+    aggregate = aggregates.several(
+        n=aggregates.count(),
+        s=aggregates.sum("v"),
+        lo=aggregates.min("v"),
+        hi=aggregates.max("v"),
+        avg=aggregates.mean("v"),
+    )
+    spec = WindowSpec(window, aggregate, trigger, lateness, mode, combiner)
+    ops = numbered(raw_ops)
+
+    def with_values(records):
+        batch = batch_of(records)
+        batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in records])
+        return batch
+
+    class Combining(ColumnarWindowOperator):
+        """Splits every batch in two halves (two 'partitions'), combines each, ships partials + raw records."""
+
+        def add_records(self, batch):
+            from floodmark.core.operator import Emitted
+
+            out = Emitted()
+            halves = [np.arange(len(batch))[: len(batch) // 2], np.arange(len(batch))[len(batch) // 2 :]]
+            raws = []
+            for half in halves:
+                part = RecordBatch(
+                    batch.keys[half], batch.timestamps[half], {c: v[half] for c, v in batch.columns.items()}
+                )
+                # The combiner may use a later watermark than the operator's: that only keeps more records raw.
+                partials, raw = combine(spec, self.watermark + ahead, part)
+                out.extend(self.add_partials(partials))
+                raws.append(half[raw])
+            raw = np.concatenate(raws)
+            rest = RecordBatch(batch.keys[raw], batch.timestamps[raw], {c: v[raw] for c, v in batch.columns.items()})
+            out.extend(super().add_records(rest))
+            return out
+
+    def drive(operator):
+        panes, late = run(spec, ops, operator=operator, make_batch=with_values)
+        return sorted(map(pane_key_dict, panes)), sorted((r.key, r.window, r.value, r.reason, r.lateness) for r in late)
+
+    assert drive(Combining(spec, -10)) == drive(ColumnarWindowOperator(spec, -10))

@@ -21,13 +21,14 @@ object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
 from __future__ import annotations
 
 import pickle
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from floodmark.core import aggregates as agg
-from floodmark.core.operator import Emitted, WindowSpec, assign_batch, late_record
+from floodmark.core.operator import Emitted, WindowSpec, assign_batch, late_record, validate_timestamps
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -282,49 +283,58 @@ class ColumnarWindowOperator:
     def _groups(self, keys, pos, starts, mask):
         """Group the selected rows by (key, window start), keeping arrival order inside groups."""
         sel = np.flatnonzero(mask)
-        codes, uniques = pd.factorize(pd.Series(keys[pos[sel]], dtype=object), use_na_sentinel=False)
-        order = np.lexsort((sel, starts[sel], codes))
-        sel, codes = sel[order], codes[order]
-        first = np.ones(len(sel), dtype=bool)
-        first[1:] = (np.diff(codes) != 0) | (np.diff(starts[sel]) != 0)
-        group = np.cumsum(first) - 1
+        order, first, group = _group_order(keys[pos[sel]], starts[sel])
+        sel = sel[order]
         heads = sel[first]
-        return sel, group, heads, [uniques[k] for k in codes[first].tolist()]
+        group_keys = _group_keys(keys[pos[sel]], first)
+        return sel, group, heads, group_keys
 
     def _accumulate(self, keys, pos, starts, ends, out_times, values, mask, holds=True):
-        sel, group, heads, group_keys = self._groups(keys, pos, starts, mask)
-        rows, _ = self._rows_for(group_keys, starts[heads], ends[heads])
+        sel = np.flatnonzero(mask)
+        partials = reduce_records(
+            self.spec, keys[pos[sel]], starts[sel], ends[sel], out_times[sel], {f: v[sel] for f, v in values.items()}
+        )
+        self._merge(partials, holds)
+
+    def add_partials(self, partials: Partials) -> Emitted:
+        """Merge the partial aggregates of on-time records (from :func:`combine`, possibly several of them).
+
+        Same result as :meth:`add_records` of the records the partials were made
+        of. Every window must still be open (``end - 1 > watermark``): records
+        of windows the watermark has reached must come as records, because they
+        fire LATE panes one by one or go to the late output with their payload.
+        """
+        if len(partials) == 0:
+            return Emitted()
+        if (partials.ends - 1 <= self.watermark).any():
+            raise ValueError(
+                "partial aggregates for a window the watermark has already reached: the combiner and the "
+                "operator disagree on the watermark"
+            )
+        self._merge(reduce_partials(self.spec, partials), holds=True)
+        return Emitted()
+
+    def _merge(self, partials: Partials, holds: bool) -> None:
+        """Add one partial per distinct (key, window) into the state (no firing: windows are open)."""
+        rows, _ = self._rows_for(list(partials.keys), partials.starts, partials.ends)
         c = self.cols
-        counts = np.bincount(group, minlength=len(heads))
-        c["new_count"][rows] += counts
+        c["new_count"][rows] += partials.counts
         pending = c["pending"][rows]
         c["pending"][rows] = np.where(pending == NONE_TIME, self.processing_time, pending)
-        for name, part in self.parts.items():
-            if isinstance(part, agg.Count):
-                c[f"{name}.n"][rows] += counts
-                continue
-            v = values[part.field][sel]
-            if isinstance(part, agg.Sum):
-                c[f"{name}.v"][rows] += np.bincount(group, weights=v, minlength=len(heads))
-            elif isinstance(part, agg.Mean):
-                c[f"{name}.s"][rows] += np.bincount(group, weights=v, minlength=len(heads))
-                c[f"{name}.n"][rows] += counts
-            else:
+        for col, part in _layout_parts(self.parts):
+            incoming = partials.accumulators[col]
+            if isinstance(part, agg.Min | agg.Max) and col.endswith(".v"):
                 reduce = np.minimum if isinstance(part, agg.Min) else np.maximum
-                partial = reduce.reduceat(v, np.flatnonzero(np.r_[True, np.diff(group) != 0]))
-                c[f"{name}.v"][rows] = np.where(
-                    np.isnan(c[f"{name}.v"][rows]), partial, reduce(c[f"{name}.v"][rows], partial)
-                )
+                c[col][rows] = np.where(np.isnan(c[col][rows]), incoming, reduce(c[col][rows], incoming))
+            else:
+                c[col][rows] += incoming
         if holds:
             c["held"][rows] = True
             combiner = self.spec.timestamp_combiner
-            if combiner is not TimestampCombiner.END_OF_WINDOW:
-                t = out_times[sel]
-                starts_idx = np.flatnonzero(np.r_[True, np.diff(group) != 0])
-                if combiner is TimestampCombiner.EARLIEST:
-                    c["hold"][rows] = np.minimum(c["hold"][rows], np.minimum.reduceat(t, starts_idx))
-                else:
-                    c["hold"][rows] = np.maximum(c["hold"][rows], np.maximum.reduceat(t, starts_idx))
+            if combiner is TimestampCombiner.EARLIEST:
+                c["hold"][rows] = np.minimum(c["hold"][rows], partials.hold)
+            elif combiner is TimestampCombiner.LATEST:
+                c["hold"][rows] = np.maximum(c["hold"][rows], partials.hold)
 
     def _late_records(self, out, keys, pos, starts, ends, ts, values, mask, payload):
         """Records whose window already reached its max timestamp (within allowed lateness)."""
@@ -450,6 +460,168 @@ class ColumnarWindowOperator:
         starts = operator.cols["start"].tolist()
         operator.index = {(k, s): i for i, (k, s) in enumerate(zip(operator.keys, starts, strict=True))}
         return operator
+
+
+# ------------------------------------------------------------------ map-side combine
+@dataclass(frozen=True)
+class Partials:
+    """Partial aggregates of on-time records, one row per (key, window): what a map-side combiner ships.
+
+    :ivar keys: object array of keys. :ivar starts, ends: window bounds in ms
+        (start inclusive, end exclusive). :ivar counts: records per row.
+    :ivar hold: the rows' earliest (``EARLIEST``) or latest (``LATEST``)
+        output time; unused with ``END_OF_WINDOW``.
+    :ivar accumulators: ``{column: array}`` in the layout of :func:`accumulator_layout`.
+    A (key, window) may appear in several rows (e.g. one per Spark partition);
+    :meth:`ColumnarWindowOperator.add_partials` combines them.
+    """
+
+    keys: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    counts: np.ndarray
+    hold: np.ndarray
+    accumulators: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def accumulator_layout(spec: WindowSpec) -> list[tuple[str, Any]]:
+    """The accumulator columns of a columnar spec, ``[(name, numpy dtype)]`` (e.g. ``("total.v", float64)``)."""
+    parts = _parts(spec.aggregate) or {}
+    return [
+        (col, dtype) for name, part in parts.items() for col, dtype in ColumnarWindowOperator._acc_columns(name, part)
+    ]
+
+
+def _layout_parts(parts: dict[str, agg.Aggregate]) -> list[tuple[str, agg.Aggregate]]:
+    return [(col, part) for name, part in parts.items() for col, _ in ColumnarWindowOperator._acc_columns(name, part)]
+
+
+def _group_order(keys: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort order grouping rows by (key, start) with arrival order kept inside groups; group heads; group ids."""
+    codes, _ = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=False)
+    order = np.lexsort((np.arange(len(keys)), starts, codes))
+    codes, starts = codes[order], starts[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (codes[1:] != codes[:-1]) | (starts[1:] != starts[:-1])
+    return order, first, np.cumsum(first) - 1
+
+
+def _group_keys(sorted_keys: np.ndarray, first: np.ndarray) -> np.ndarray:
+    heads = np.empty(int(first.sum()), dtype=object)
+    heads[:] = list(sorted_keys[first])
+    return heads
+
+
+def reduce_records(
+    spec: WindowSpec,
+    keys: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    out_times: np.ndarray,
+    values: dict[str | None, np.ndarray],
+) -> Partials:
+    """Aggregate (record, window) pairs into one partial per (key, window); arrays are per pair."""
+    parts = _parts(spec.aggregate) or {}
+    order, first, group = _group_order(keys, starts)
+    heads = order[first]
+    bounds = np.flatnonzero(first)
+    counts = np.bincount(group, minlength=len(heads)).astype(np.int64)
+    accumulators: dict[str, np.ndarray] = {}
+    for name, part in parts.items():
+        if isinstance(part, agg.Count):
+            accumulators[f"{name}.n"] = counts
+            continue
+        v = np.asarray(values[part.field], dtype=np.float64)[order]
+        if isinstance(part, agg.Sum):
+            accumulators[f"{name}.v"] = np.bincount(group, weights=v, minlength=len(heads))
+        elif isinstance(part, agg.Mean):
+            accumulators[f"{name}.s"] = np.bincount(group, weights=v, minlength=len(heads))
+            accumulators[f"{name}.n"] = counts
+        else:
+            reduce = np.minimum if isinstance(part, agg.Min) else np.maximum
+            accumulators[f"{name}.v"] = reduce.reduceat(v, bounds) if len(v) else v
+    combiner = spec.timestamp_combiner
+    t = np.asarray(out_times, dtype=np.int64)[order]
+    if combiner is TimestampCombiner.LATEST:
+        hold = np.maximum.reduceat(t, bounds) if len(t) else t
+    else:
+        hold = np.minimum.reduceat(t, bounds) if len(t) else t
+    return Partials(
+        _group_keys(np.asarray(keys, dtype=object)[order], first),
+        starts[heads],
+        ends[heads],
+        counts,
+        hold,
+        accumulators,
+    )
+
+
+def reduce_partials(spec: WindowSpec, partials: Partials) -> Partials:
+    """Combine partials of the same (key, window) into one row each."""
+    order, first, _ = _group_order(partials.keys, partials.starts)
+    if first.all():
+        return partials
+    bounds = np.flatnonzero(first)
+    heads = order[first]
+    parts = _parts(spec.aggregate) or {}
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values[order], bounds)
+
+    accumulators = {}
+    for col, part in _layout_parts(parts):
+        values = partials.accumulators[col]
+        if isinstance(part, agg.Min | agg.Max) and col.endswith(".v"):
+            reduce = np.fmin if isinstance(part, agg.Min) else np.fmax
+            accumulators[col] = reduce.reduceat(values[order], bounds)
+        else:
+            accumulators[col] = total(values)
+    hold_reduce = np.maximum if spec.timestamp_combiner is TimestampCombiner.LATEST else np.minimum
+    return Partials(
+        _group_keys(partials.keys[order], first),
+        partials.starts[heads],
+        partials.ends[heads],
+        total(partials.counts),
+        hold_reduce.reduceat(partials.hold[order], bounds),
+        accumulators,
+    )
+
+
+def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Partials, np.ndarray]:
+    """The map-side combine: aggregate what can be aggregated before the shuffle.
+
+    A record all of whose windows are still open (``end - 1 > watermark``, the
+    watermark the operator will use for this batch) goes into the partials;
+    every other record (late within allowed lateness, expired, or without a
+    usable timestamp) stays a record, because it fires a LATE pane of its own,
+    goes to the late output with its payload, or is a bad record. A watermark
+    at or above the operator's is safe: it only keeps more records raw.
+
+    :returns: ``(partials, raw)``; ``raw`` are positions into ``batch``, in order.
+    Feeding ``operator.add_partials(partials)`` and ``operator.add_records(batch[raw])``
+    gives the same panes as ``operator.add_records(batch)`` (sums of floats up to rounding).
+    """
+    if not supports(spec):
+        raise ValueError("only specs of the columnar operator can be combined before the shuffle")
+    timestamps, bad, _ = validate_timestamps(batch.timestamps)
+    good = np.flatnonzero(~bad)
+    raw = bad.copy()
+    assigned = spec.window.assign(timestamps[good])
+    rows = good[assigned.record_index]
+    raw[rows[assigned.end - 1 <= watermark]] = True
+    keep = ~raw[rows]
+    rows, starts, ends = rows[keep], assigned.start[keep], assigned.end[keep]
+    keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
+    values = {
+        part.field: np.asarray(batch.columns[part.field], dtype=np.float64)[rows]
+        for part in (_parts(spec.aggregate) or {}).values()
+        if not isinstance(part, agg.Count)
+    }
+    out_times = spec.window.output_times(timestamps[rows], starts, ends)
+    return reduce_records(spec, keys[rows], starts, ends, out_times, values), np.flatnonzero(raw)
 
 
 def _at(payload: Any, position: int) -> Any:

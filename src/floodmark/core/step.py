@@ -9,7 +9,7 @@ the same panes (property-tested).
 
 from __future__ import annotations
 
-from floodmark.core.columnar import ColumnarWindowOperator, supports
+from floodmark.core.columnar import ColumnarWindowOperator, Partials, supports
 from floodmark.core.operator import Emitted, WindowOperator, WindowSpec
 from floodmark.core.records import RecordBatch
 from floodmark.core.time import MIN_TIMESTAMP
@@ -37,16 +37,22 @@ def step(
     batch: RecordBatch | None,
     watermark: int,
     processing_time: int,
+    partials: Partials | None = None,
 ) -> tuple[bytes, Emitted, Operator]:
     """The operator as a pure function: ``(state, records, watermark, processing time) -> (state, output)``.
 
     Advances processing time, then the watermark, then adds the records (the
-    micro-batch order). ``snapshot=None`` starts from an empty state. Returns the
+    micro-batch order); ``partials`` (from :func:`floodmark.core.columnar.combine`
+    with the same watermark) are added before the records. ``snapshot=None`` starts from an empty state. Returns the
     new snapshot, what was emitted, and the live operator (for holds and gauges).
     """
     operator = make_operator(spec) if snapshot is None else restore_operator(spec, snapshot)
     out = operator.advance_processing_time(processing_time)
     out.extend(operator.advance_watermark(watermark))
+    if partials is not None and len(partials):
+        if not isinstance(operator, ColumnarWindowOperator):
+            raise ValueError("partial aggregates need a spec of the columnar operator")
+        out.extend(operator.add_partials(partials))
     if batch is not None and len(batch):
         out.extend(operator.add_records(batch))
     return operator.snapshot(), out, operator
