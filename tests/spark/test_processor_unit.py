@@ -1,15 +1,17 @@
-"""The stateful processor without a Spark session: validation, stats and gauges on pandas frames."""
+"""Combiner and stateful processor without a Spark session: validation, combining, stats and gauges on pandas."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
-from pyspark.sql.types import DoubleType, StringType
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from floodmark import aggregates, windows
 from floodmark.core.operator import WindowSpec
 from floodmark.spark import plan as p
+from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.processor import WindowBucketProcessor
 
 
@@ -42,15 +44,31 @@ def make_processor(skew=None):
     )
     processor = WindowBucketProcessor(plan)
     processor.state = MemoryValueState()
+    input_fields = [
+        StructField("ts", LongType()),
+        StructField("k", StringType()),
+        StructField("v", StringType()),
+        StructField("part", LongType()),
+        StructField(p.SPLIT, StringType()),
+        StructField(p.BUCKET, IntegerType()),
+    ]
+    processor.combiner = MapSideCombiner(plan, "/unused", StructType([*input_fields, *plan.combiner_fields()]))
     return processor
 
 
-def call(processor, rows, seq, watermark, ptime):
+def shuffle_rows(processor, rows, watermark, ptime):
     data = pd.DataFrame(rows, columns=["ts", "k", "v", "part"])
     data[p.SPLIT] = data["part"].astype(str)
+    data[p.BUCKET] = 0
+    return processor.combiner.process(data, watermark, ptime)
+
+
+def call(processor, rows, seq, watermark, ptime):
     control = pd.DataFrame({p.SEQ: [seq], p.CTL_WATERMARK: [watermark], p.CTL_PTIME: [ptime]})
-    frame = pd.concat([data, control], ignore_index=True)
+    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime), control], ignore_index=True)
     frame[p.BUCKET] = 0
+    # Through Arrow and back, as Spark hands it over: long columns with nulls arrive as float64.
+    frame = pa.Table.from_pandas(frame, preserve_index=False).to_pandas()
     (out,) = list(processor.handleInputRows((0,), iter([frame]), None))
     assert list(out.columns) == [f.name for f in processor.schema.fields]
     return out
@@ -88,3 +106,26 @@ def test_missing_numeric_input_is_a_bad_record(value):
     processor = make_processor()
     out = call(processor, [(1, "a", value, 0)], seq=0, watermark=-(2**63), ptime=0)
     assert out[out.fm_kind == p.BAD]["reason"].tolist() == ["field 'v' is missing"]
+
+
+def test_on_time_records_are_combined_before_the_shuffle_and_late_ones_stay_records():
+    processor = make_processor()
+    rows = [(1, "a", 1.0, 0), (3, "a", 2.5, 1), (4, "b", 1.0, 0), (12, "a", 1.0, 0), (13, "a", 4.0, 0)]
+    shuffled = shuffle_rows(processor, rows, watermark=-(2**63), ptime=0)
+    partial = shuffled[shuffled[p.ROW] == p.PARTIAL].sort_values(["k", p.WINDOW_START])
+    assert partial[["k", p.WINDOW_START, p.COUNT]].values.tolist() == [["a", 0, 2], ["a", 10, 2], ["b", 0, 1]]
+    assert (shuffled[p.ROW] == p.RAW).sum() == 0
+    # Window [0, 10) is past watermark 9: its record stays a record (it is late and needs its payload).
+    shuffled = shuffle_rows(processor, rows, watermark=9, ptime=0)
+    assert sorted(shuffled[shuffled[p.ROW] == p.RAW]["ts"].tolist()) == [1, 3, 4]
+    assert shuffled[shuffled[p.ROW] == p.PARTIAL][p.COUNT].tolist() == [2]
+
+    call(processor, rows[:2], seq=0, watermark=-(2**63), ptime=0)
+    out = call(processor, [*rows[2:], (5, "a", 7.0, 0)], seq=1, watermark=9, ptime=0)
+    panes = out[out.fm_kind == p.PANE].sort_values("window_start")
+    assert panes[["k", "window_start", "n", "total"]].values.tolist() == [["a", 0, 2, 3.5]]
+    late = out[out.fm_kind == p.LATE].sort_values("k")
+    assert late[["k", "event_time", "reason"]].values.tolist() == [["a", 5, "EXPIRED"], ["b", 4, "EXPIRED"]]
+    final = call(processor, [], seq=2, watermark=2**63 - 1, ptime=0)
+    panes = final[final.fm_kind == p.PANE]
+    assert panes[["k", "window_start", "n", "total"]].values.tolist() == [["a", 10, 2, 5.0]]

@@ -20,6 +20,7 @@ object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -472,6 +473,8 @@ class Partials:
     :ivar hold: the rows' earliest (``EARLIEST``) or latest (``LATEST``)
         output time; unused with ``END_OF_WINDOW``.
     :ivar accumulators: ``{column: array}`` in the layout of :func:`accumulator_layout`.
+    :ivar origin: for each row, the position of one of its records in the batch
+        it was combined from (a runtime copies per-key columns from there), or ``None``.
     A (key, window) may appear in several rows (e.g. one per Spark partition);
     :meth:`ColumnarWindowOperator.add_partials` combines them.
     """
@@ -482,6 +485,7 @@ class Partials:
     counts: np.ndarray
     hold: np.ndarray
     accumulators: dict[str, np.ndarray]
+    origin: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -556,6 +560,7 @@ def reduce_records(
         counts,
         hold,
         accumulators,
+        origin=heads,
     )
 
 
@@ -621,7 +626,9 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
         if not isinstance(part, agg.Count)
     }
     out_times = spec.window.output_times(timestamps[rows], starts, ends)
-    return reduce_records(spec, keys[rows], starts, ends, out_times, values), np.flatnonzero(raw)
+    partials = reduce_records(spec, keys[rows], starts, ends, out_times, values)
+    origin = rows[partials.origin] if partials.origin is not None else None
+    return dataclasses.replace(partials, origin=origin), np.flatnonzero(raw)
 
 
 def _at(payload: Any, position: int) -> Any:

@@ -19,7 +19,9 @@ The query is a normal :class:`~pyspark.sql.streaming.StreamingQuery` (exposed
 as ``query.query``) with the floodmark pieces around it: the control source
 unioned with the input, a bucketed ``transformWithStateInPandas`` hosting the
 core window operator, and a ``foreachBatch`` sink that writes panes, late
-records and dead letters and runs the coordinator. :meth:`run_to_completion`
+records and dead letters and runs the coordinator. Before the shuffle, a
+map-side combiner validates records and aggregates the on-time ones per
+(key, window), as native Spark's partial aggregation does. :meth:`run_to_completion`
 runs a bounded input (files) and ends with watermark MAX, so every window fires.
 """
 
@@ -32,7 +34,17 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, IntegerType, LongType, ShortType, TimestampNTZType, TimestampType
+from pyspark.sql.types import (
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from floodmark.core import aggregates as agg
 from floodmark.core.operator import WindowSpec
@@ -43,6 +55,7 @@ from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.windows import WindowAssigner
 from floodmark.spark import plan as p
+from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlLog
 from floodmark.spark.control_source import ControlSource
 from floodmark.spark.controller import BatchController, BatchReport
@@ -109,6 +122,9 @@ class EventTimeAggregation:
             timestamp_combiner=self.timestamp_combiner,
         )
         skew = None if self.max_future_skew is None else non_negative_millis(self.max_future_skew, "max_future_skew")
+        # Several buckets per partition keep each bucket's state blob small: the blob travels between the
+        # JVM and Python every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
+        self.bucket_count = self.buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
         types = {f.name: f.dataType for f in self.source.schema.fields}
         self.plan = p.RuntimePlan(
             spec=self.spec,
@@ -126,13 +142,11 @@ class EventTimeAggregation:
             ts_column=self.event_time
             if isinstance(self.event_time, str) and isinstance(types.get(self.event_time), LongType)
             else p.TS,
+            buckets=self.bucket_count,
         )
         clashes = [c for c in self.source.columns if c.startswith("fm_")]
         if clashes:
             raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
-        # Several buckets per partition keep each bucket's state blob small: the blob travels between the
-        # JVM and Python every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
-        self.bucket_count = self.buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
         self.periodic_ms = positive_millis(self.periodic_interval, "periodic_interval")
 
     # --------------------------------------------------------------- building
@@ -182,7 +196,11 @@ class EventTimeAggregation:
             F.coalesce(split, F.lit("")).alias(p.SPLIT),
             F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
         )
-        unioned = data.unionByName(control, allowMissingColumns=True)
+        # Every column is nullable after the combiner: PARTIAL and SPLIT_STATS rows carry no record.
+        inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
+        combined_schema = StructType([*inputs, *self.plan.combiner_fields()])
+        combined = data.mapInPandas(MapSideCombiner(self.plan, control_dir, combined_schema), combined_schema)
+        unioned = combined.unionByName(control, allowMissingColumns=True)
         output = unioned.groupBy(p.BUCKET).transformWithStateInPandas(
             statefulProcessor=WindowBucketProcessor(self.plan),
             outputStructType=self.plan.output_schema(),

@@ -4,12 +4,19 @@
 input schema, and shipped to the executors inside the stateful processor. It
 fixes the internal column names and the output schema (one wide schema whose
 ``fm_kind`` column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
+
+Between the map-side combiner and the stateful processor, rows are the input
+rows plus combiner columns; ``fm_row`` says what a row is: RAW (a record),
+PARTIAL (partial aggregates of one key and window), BAD_INPUT (a rejected
+record with its reason) or SPLIT_STATS (count, min and max timestamp of one
+split's good records in one partition).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -23,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core import aggregates
+from floodmark.core.columnar import accumulator_layout, supports
 from floodmark.core.operator import WindowSpec
 
 # Internal columns (prefixed so that they never clash with user columns).
@@ -36,6 +44,18 @@ CTL_PTIME = "fm_ctl_ptime"
 END_OF_INPUT = "fm_end_of_input"
 
 PANE, LATE, BAD, STATS, GAUGE = "PANE", "LATE", "BAD", "STATS", "GAUGE"
+
+# Combiner -> processor rows.
+ROW = "fm_row"
+RAW, PARTIAL, BAD_INPUT, SPLIT_STATS = "R", "P", "B", "S"
+WINDOW_START = "fm_window_start"
+WINDOW_END = "fm_window_end"
+COUNT = "fm_count"
+HOLD = "fm_hold"
+REASON = "fm_reason"
+RECORD = "fm_record"
+MIN_TS = "fm_min_ts"
+MAX_TS = "fm_max_ts"
 
 PANE_META = [
     StructField("window_start", LongType()),
@@ -102,6 +122,30 @@ class RuntimePlan:
     """User columns of integral Spark type (pandas turns them into floats when nulls are present)."""
     ts_column: str = TS
     """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
+    buckets: int = 1
+    """Number of state buckets (``fm_bucket`` values)."""
+
+    @property
+    def combines(self) -> bool:
+        """Whether records are aggregated before the shuffle (the columnar operator's specs)."""
+        return supports(self.spec)
+
+    def accumulator_columns(self) -> list[tuple[str, str, DataType]]:
+        """``(core accumulator, Spark column, type)`` for the PARTIAL rows' accumulators."""
+        if not self.combines:
+            return []
+        return [
+            (name, f"fm_acc_{i}", LongType() if np.dtype(dtype).kind == "i" else DoubleType())
+            for i, (name, dtype) in enumerate(accumulator_layout(self.spec))
+        ]
+
+    def combiner_fields(self) -> list[StructField]:
+        """The columns the combiner adds to the input rows."""
+        fields = [StructField(ROW, StringType())]
+        fields += [StructField(c, LongType()) for c in (WINDOW_START, WINDOW_END, COUNT, HOLD, MIN_TS, MAX_TS)]
+        fields += [StructField(column, dtype) for _, column, dtype in self.accumulator_columns()]
+        fields += [StructField(REASON, StringType()), StructField(RECORD, StringType())]
+        return fields
 
     @property
     def result_names(self) -> list[str]:

@@ -1,63 +1,43 @@
-"""The stateful processor: one core :class:`WindowOperator` per bucket of keys, inside Spark.
+"""The stateful processor: one core window operator per bucket of keys, inside Spark.
 
-Spark groups rows by ``__fm_bucket`` (``pmod(hash(keys), B)``) and calls
+Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and calls
 :meth:`WindowBucketProcessor.handleInputRows` once per bucket and batch with
-the bucket's data rows and one control row (watermark, processing time, control
-seq). The processor restores the bucket's operator from its RocksDB value state,
-runs the core's pure ``step`` (processing time, then watermark, then records),
-writes the new snapshot back and returns one frame of tagged rows:
+the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
+RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows) and one
+control row (watermark, processing time, control seq). The processor restores
+the bucket's operator from its RocksDB value state, runs the core's pure
+``step`` (processing time, then watermark, then partials and records), writes
+the new snapshot back and returns one frame of tagged rows:
 
 * PANE - fired panes; LATE - records beyond allowed lateness or for a closed
-  window, with window and lateness; BAD - records without a usable timestamp,
-  too far in the future, or with a non-numeric aggregate input, with the reason;
-* STATS - per split: count, min and max timestamp of the good records (what the
-  driver's generators need); GAUGE - per bucket: control seq, output hold,
-  oldest pending processing time, open windows.
+  window, with window and lateness; BAD - the combiner's rejected records,
+  with the reason;
+* STATS - per split and input partition: count, min and max timestamp of the
+  good records (what the driver's generators need); GAUGE - per bucket:
+  control seq, output hold, oldest pending processing time, open windows.
 
 No event-time logic lives here: it is all in :mod:`floodmark.core`.
 """
 
 from __future__ import annotations
 
-import json
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
+from floodmark.core.columnar import Partials
 from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import restore_operator, step
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.spark import plan as p
+from floodmark.spark.rows import conform, keys_array, plain, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
-
-
-def _dtype(spark_type: Any) -> Any:
-    if isinstance(spark_type, LongType):
-        return "Int64"
-    if isinstance(spark_type, IntegerType):
-        return "Int32"
-    if isinstance(spark_type, DoubleType):
-        return "float64"
-    if isinstance(spark_type, BooleanType):
-        return "boolean"
-    return object
 
 
 class WindowBucketProcessor(StatefulProcessor):
@@ -79,111 +59,87 @@ class WindowBucketProcessor(StatefulProcessor):
         stored = self.state.get() if self.state.exists() else None
         snapshot = stored[0] if stored is not None else None
         control = frame[frame[p.SEQ].notna()]
-        data = frame[frame[p.SEQ].isna()].reset_index(drop=True)
+        data = frame[frame[p.SEQ].isna()]
+        kinds = data[p.ROW].to_numpy()
         seq = watermark = processing_time = None
         if len(control):
             seq = int(control[p.SEQ].max())
             watermark = int(control[p.CTL_WATERMARK].max())
             processing_time = int(control[p.CTL_PTIME].max())
-        out_rows: list[dict[str, Any]] = []
-        good, bad_rows = self._validate(data, processing_time)
-        out_rows += bad_rows
-        out_rows += self._stats(good, data)
-        batch = self._batch(good, data)
+        raw = data[kinds == p.RAW].reset_index(drop=True)
+        bad = data[kinds == p.BAD_INPUT]
+        out = [self._bad(bad), self._stats(data[kinds == p.SPLIT_STATS])]
         if watermark is None:
             # No control row (should not happen: every batch carries one per bucket): keep time still.
             current = restore_operator(self.plan.spec, snapshot) if snapshot else None
             watermark = current.watermark if current else MIN_TIMESTAMP
             processing_time = current.processing_time if current else 0
-        new_snapshot, emitted, operator = step(self.plan.spec, snapshot, batch, watermark, processing_time)
+        partials = self._partials(data[kinds == p.PARTIAL])
+        new_snapshot, emitted, operator = step(
+            self.plan.spec, snapshot, self._batch(raw), watermark, processing_time, partials
+        )
         if operator.window_count() or snapshot is not None:
             self.state.update((new_snapshot,))
-        out_rows += self._emitted(emitted, data)
-        pane_frames = [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
-        out_rows.append(
-            {
-                "fm_kind": p.GAUGE,
-                "seq": seq,
-                "bucket": bucket,
-                "hold": operator.output_hold(),
-                "oldest_pending": operator.oldest_pending_processing_time(),
-                "open_windows": operator.window_count(),
-                "pane_count": emitted.pane_count(),
-                "late_count": len(emitted.late),
-                "bad_count": len(bad_rows),
-            }
-        )
-        yield self._frame(out_rows, pane_frames)
+        out.append(pd.DataFrame(self._emitted(emitted, raw)))
+        out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
+        gauge = {
+            "fm_kind": p.GAUGE,
+            "seq": seq,
+            "bucket": bucket,
+            "hold": operator.output_hold(),
+            "oldest_pending": operator.oldest_pending_processing_time(),
+            "open_windows": operator.window_count(),
+            "pane_count": emitted.pane_count(),
+            "late_count": len(emitted.late),
+            "bad_count": len(bad),
+        }
+        out.append(pd.DataFrame([gauge]))
+        yield conform(out, self.schema)
 
     # ------------------------------------------------------------------ input
-    def _validate(self, data: pd.DataFrame, processing_time: int | None) -> tuple[np.ndarray, list[dict]]:
-        """Positions of usable rows, and BAD rows for the others (never dropped silently)."""
-        n = len(data)
-        if n == 0:
-            return np.zeros(0, dtype=np.int64), []
-        reasons = np.full(n, None, dtype=object)
-        ts = data[self.plan.ts_column]
-        missing = ts.isna().to_numpy()
-        if missing.any():
-            raw = data[p.TS_RAW] if p.TS_RAW in data else pd.Series([None] * n)
-            for i in np.flatnonzero(missing):
-                value = raw.iloc[i]
-                reasons[i] = (
-                    "missing timestamp" if value is None or pd.isna(value) else f"unparsable timestamp: {value!r}"
-                )
-        skew = self.plan.max_future_skew_ms
-        if skew is not None and processing_time is not None:
-            ahead = (~missing) & (ts.fillna(0).to_numpy(dtype=np.int64) > processing_time + skew)
-            for i in np.flatnonzero(ahead & pd.isna(reasons)):
-                reasons[i] = (
-                    f"timestamp {int(ts.iloc[i])} is more than {skew} ms ahead of processing time {processing_time}"
-                )
-        for name in self.plan.numeric_fields:
-            column = data[name]
-            numeric = pd.to_numeric(column, errors="coerce")
-            missing_value = column.isna().to_numpy()
-            for i in np.flatnonzero(missing_value & pd.isna(reasons)):
-                reasons[i] = f"field {name!r} is missing"
-            not_numeric = (numeric.isna() & column.notna()).to_numpy()
-            for i in np.flatnonzero(not_numeric & pd.isna(reasons)):
-                reasons[i] = f"field {name!r} is not a number: {column.iloc[i]!r}"
-        bad = ~pd.isna(reasons)
-        rows = []
-        if bad.any():
-            records = self._records(data, np.flatnonzero(bad))
-            for i, record in zip(np.flatnonzero(bad), records, strict=True):
-                row = {"fm_kind": p.BAD, "reason": reasons[i], "record": record}
-                row.update(self._key_fields(data, i))
-                if not missing[i]:
-                    row["event_time"] = int(ts.iloc[i])
-                rows.append(row)
-        return np.flatnonzero(~bad), rows
+    def _bad(self, rows: pd.DataFrame) -> pd.DataFrame:
+        if not len(rows):
+            return pd.DataFrame()
+        frame = rows[list(self.plan.key_columns)].reset_index(drop=True)
+        frame["fm_kind"] = p.BAD
+        frame["reason"] = rows[p.REASON].to_numpy()
+        frame["record"] = rows[p.RECORD].to_numpy()
+        frame["event_time"] = rows[self.plan.ts_column].to_numpy()
+        return frame
 
-    def _stats(self, good: np.ndarray, data: pd.DataFrame) -> list[dict]:
-        if len(good) == 0:
-            return []
-        codes, splits = pd.factorize(data[p.SPLIT].to_numpy()[good])
-        ts = data[self.plan.ts_column].to_numpy()[good].astype(np.int64)
-        counts = np.bincount(codes, minlength=len(splits))
-        low = np.full(len(splits), np.iinfo(np.int64).max)
-        high = np.full(len(splits), np.iinfo(np.int64).min)
-        np.minimum.at(low, codes, ts)
-        np.maximum.at(high, codes, ts)
-        return [
-            {"fm_kind": p.STATS, "split": str(split), "count": int(c), "min_ts": int(lo), "max_ts": int(hi)}
-            for split, c, lo, hi in zip(splits.tolist(), counts, low, high, strict=True)
-        ]
+    def _stats(self, rows: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "fm_kind": p.STATS,
+                "split": rows[p.SPLIT].to_numpy(),
+                "count": rows[p.COUNT].to_numpy(),
+                "min_ts": rows[p.MIN_TS].to_numpy(),
+                "max_ts": rows[p.MAX_TS].to_numpy(),
+            }
+        )
 
-    def _batch(self, good: np.ndarray, data: pd.DataFrame) -> RecordBatch | None:
-        if len(good) == 0:
+    def _partials(self, rows: pd.DataFrame) -> Partials | None:
+        if not len(rows):
             return None
-        rows = data.iloc[good]
-        if len(self.plan.key_columns) == 1:
-            keys = rows[self.plan.key_columns[0]].to_numpy(dtype=object)
-        else:
-            keys = np.empty(len(rows), dtype=object)
-            keys[:] = list(zip(*(rows[c].tolist() for c in self.plan.key_columns), strict=True))
-        columns: dict[str | None, np.ndarray] = {None: good}
+        accumulators = {}
+        for name, column, spark_type in self.plan.accumulator_columns():
+            # Arrow gives long columns with nulls (other row kinds) as float64: cast back by the layout's type.
+            dtype = np.int64 if isinstance(spark_type, LongType) else np.float64
+            accumulators[name] = rows[column].to_numpy(dtype=dtype)
+        return Partials(
+            keys_array(rows, self.plan.key_columns),
+            rows[p.WINDOW_START].to_numpy(dtype=np.int64),
+            rows[p.WINDOW_END].to_numpy(dtype=np.int64),
+            rows[p.COUNT].to_numpy(dtype=np.int64),
+            rows[p.HOLD].to_numpy(dtype=np.int64),
+            accumulators,
+        )
+
+    def _batch(self, rows: pd.DataFrame) -> RecordBatch | None:
+        if not len(rows):
+            return None
+        positions = np.arange(len(rows))
+        columns: dict[str | None, np.ndarray] = {None: positions}
         for name in self.plan.spec.aggregate.fields:
             if name is not None and name not in columns:
                 column = rows[name]
@@ -192,24 +148,14 @@ class WindowBucketProcessor(StatefulProcessor):
                     if name in self.plan.numeric_fields
                     else column.to_numpy(dtype=object)
                 )
-        return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns, payload=good)
+        keys = keys_array(rows, self.plan.key_columns)
+        return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns, payload=positions)
 
     # ----------------------------------------------------------------- output
-    def _key_fields(self, data: pd.DataFrame, position: int) -> dict[str, Any]:
-        return {c: _plain(data[c].iloc[position], c in self.plan.integral_columns) for c in self.plan.key_columns}
-
     def _key_dict(self, key: Any) -> dict[str, Any]:
         keys = (key,) if len(self.plan.key_columns) == 1 else key
         integral = self.plan.integral_columns
-        return {c: _plain(v, c in integral) for c, v in zip(self.plan.key_columns, keys, strict=True)}
-
-    def _records(self, data: pd.DataFrame, positions: np.ndarray) -> list[str]:
-        subset = data.iloc[positions][list(self.plan.user_columns)]
-        integral = set(self.plan.integral_columns)
-        return [
-            json.dumps({k: _plain(v, k in integral) for k, v in row.items()}, default=str)
-            for row in subset.to_dict("records")
-        ]
+        return {c: plain(v, c in integral) for c, v in zip(self.plan.key_columns, keys, strict=True)}
 
     def _emitted(self, emitted: Emitted, data: pd.DataFrame) -> list[dict]:
         rows = []
@@ -228,11 +174,15 @@ class WindowBucketProcessor(StatefulProcessor):
             }
             row.update(self._key_dict(pane.key))
             for name in names:
-                row[name] = _result(pane.value[name], result_types[name])
+                row[name] = result_value(pane.value[name], result_types[name])
             rows.append(row)
         if emitted.late:
             positions = np.array([int(r.value) for r in emitted.late], dtype=np.int64)
-            for late, record in zip(emitted.late, self._records(data, positions), strict=True):
+            for late, record in zip(
+                emitted.late,
+                records_json(data.iloc[positions], self.plan.user_columns, self.plan.integral_columns),
+                strict=True,
+            ):
                 row = {
                     "fm_kind": p.LATE,
                     "window_start": late.window.start,
@@ -254,11 +204,11 @@ class WindowBucketProcessor(StatefulProcessor):
         integral = self.plan.integral_columns
         if len(self.plan.key_columns) == 1:
             name = self.plan.key_columns[0]
-            columns[name] = [_plain(v, name in integral) for v in frame["key"].tolist()]
+            columns[name] = [plain(v, name in integral) for v in frame["key"].tolist()]
         else:
             parts = list(zip(*frame["key"].tolist(), strict=True))
             for name, values in zip(self.plan.key_columns, parts, strict=True):
-                columns[name] = [_plain(v, name in integral) for v in values]
+                columns[name] = [plain(v, name in integral) for v in values]
         columns.update(
             window_start=frame["window_start"].to_numpy(),
             window_end=frame["window_end"].to_numpy(),
@@ -272,37 +222,5 @@ class WindowBucketProcessor(StatefulProcessor):
             columns[name] = frame[f"value.{name}"].to_numpy()
         return pd.DataFrame(columns)
 
-    def _frame(self, rows: list[dict[str, Any]], frames: list[pd.DataFrame] = ()) -> pd.DataFrame:
-        base = pd.DataFrame({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields})
-        parts = [part for part in [base, *frames] if len(part)]
-        with warnings.catch_warnings():
-            # pandas warns that all-NA columns will stop being ignored when inferring dtypes; every column
-            # is cast to its schema type just below, so the inference does not matter.
-            warnings.simplefilter("ignore", FutureWarning)
-            combined = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else base)
-        columns = {}
-        for field in self.schema.fields:
-            values = combined[field.name] if field.name in combined else pd.Series([None] * len(combined))
-            columns[field.name] = values.astype(_dtype(field.dataType)) if len(values) else values
-        return pd.DataFrame(columns)
-
     def close(self) -> None:
         pass
-
-
-def _plain(value: Any, integral: bool = False) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is pd.NA or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if integral and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _result(value: Any, spark_type: Any) -> Any:
-    if isinstance(spark_type, StringType) and not isinstance(value, str):
-        return json.dumps(value, default=str)
-    if isinstance(spark_type, ArrayType):
-        return [_plain(v) for v in value]
-    return _plain(value)
