@@ -39,6 +39,12 @@ class BatchReport:
     output_watermark: int = MIN_TIMESTAMP
     oldest_pending: int | None = None
     open_windows: int = 0
+    next_processing_time: int = 0
+    """Processing time of the next control entry (when ``next_watermark`` takes effect)."""
+    split_records: dict[str, int] = field(default_factory=dict)
+    """Good records per split in this batch."""
+    max_event_time: int | None = None
+    """Highest event time of this batch's good records."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -132,6 +138,9 @@ class BatchController:
             output_watermark=min([entry.watermark, *holds]),
             oldest_pending=min(pending) if pending else None,
             open_windows=sum(int(g.get("open_windows") or 0) for g in gauges),
+            next_processing_time=written.processing_time,
+            split_records={split: c for split, (c, _, _) in merged.items()},
+            max_event_time=max((hi for _, _, hi in merged.values()), default=None),
         )
         self.reports.append(report)
         if self.metrics_path is not None:

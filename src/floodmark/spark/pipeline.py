@@ -276,8 +276,14 @@ class FloodmarkQuery:
                 raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
             time.sleep(0.05)
 
-    def finish_when_input_exhausted(self, timeout_s: float = 3600.0) -> None:
-        """Request end of input after the first batch that read no records, then stop after the flush."""
+    def finish_when_input_exhausted(
+        self, timeout_s: float = 3600.0, exhausted: Callable[[], bool] | None = None
+    ) -> None:
+        """Request end of input after the first batch that read no records, then stop after the flush.
+
+        :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
+            paced source can have batches without records before it is done.
+        """
         deadline = time.monotonic() + timeout_s
         seen = 0
         while True:
@@ -288,7 +294,8 @@ class FloodmarkQuery:
                 last = reports[-1]
                 if last.watermark == 2**63 - 1:
                     break
-                if last.records == 0 and last.bad == 0 and self._input_rows(last.batch_id) == 0:
+                done = exhausted is None or exhausted()
+                if done and last.records == 0 and last.bad == 0 and self._input_rows(last.batch_id) == 0:
                     self.controller.end_of_input_requested = True
             if time.monotonic() > deadline:
                 self.query.stop()

@@ -1,0 +1,166 @@
+"""A pipeline as configuration: what ``floodmark replay`` reads and what ``floodmark demo`` saves.
+
+A small JSON or TOML file (or the CLI's options) describes one windowed
+aggregation; :meth:`PipelineConfig.aggregation` turns it into an
+:class:`~floodmark.spark.EventTimeAggregation` over any streaming DataFrame.
+Durations are milliseconds or strings with a unit (``"50s"``, ``"1m"``,
+``"250ms"``, ``"2h"``)::
+
+    event_time = "ts"
+    key_by = ["channel", "behavior"]
+    split = "split"
+    window = {kind = "tumbling", size = "1m"}
+    out_of_orderness = "50s"
+    idleness = "5s"
+    aggregations = {count = "count"}
+
+Aggregations are ``{output column: "count" | "sum:<field>" | "min:<field>" |
+"max:<field>" | "mean:<field>"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from floodmark.core import aggregates, windows
+from floodmark.core.panes import AccumulationMode
+from floodmark.core.watermarks import WatermarkStrategy
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from floodmark.spark import EventTimeAggregation
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|min|m|h|d)?\s*$")
+
+
+def parse_duration(value: Any) -> int:
+    """Milliseconds from an int (ms) or a string with a unit: ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``, ``"1d"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative: {value}")
+        return value
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return int(match.group(1)) * _UNITS[match.group(2) or "ms"]
+    raise ValueError(f"not a duration: {value!r} (use ms or a number with ms, s, m, h or d, e.g. '50s')")
+
+
+Millis = Annotated[int, BeforeValidator(parse_duration)]
+
+_AGGREGATES = {
+    "count": aggregates.count,
+    "sum": aggregates.sum,
+    "min": aggregates.min,
+    "max": aggregates.max,
+    "mean": aggregates.mean,
+}
+
+
+class WindowConfig(BaseModel):
+    """``kind`` tumbling (``size``), sliding (``size``, ``slide``) or sessions (``gap``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["tumbling", "sliding", "sessions"] = "tumbling"
+    size: Millis | None = None
+    slide: Millis | None = None
+    gap: Millis | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> WindowConfig:
+        needs = {"tumbling": ["size"], "sliding": ["size", "slide"], "sessions": ["gap"]}[self.kind]
+        missing = [name for name in needs if not getattr(self, name)]
+        if missing:
+            raise ValueError(f"a {self.kind} window needs {' and '.join(missing)} (> 0)")
+        return self
+
+    def assigner(self) -> windows.WindowAssigner:
+        if self.kind == "tumbling":
+            return windows.Tumbling(self.size)
+        if self.kind == "sliding":
+            return windows.Sliding(self.size, self.slide)
+        return windows.Sessions(self.gap)
+
+
+class PipelineConfig(BaseModel):
+    """One keyed, windowed event-time aggregation (see the module docstring).
+
+    :ivar event_time: column with the event time (long ms, timestamp, or text).
+    :ivar split: column naming the input split (Kafka's ``partition``); ``None`` = one split.
+    :ivar out_of_orderness: the bounded-out-of-orderness watermark bound.
+    :ivar idleness: a split without records for this long (processing time) stops
+        holding the watermark back; ``None`` = never.
+    :ivar allowed_lateness: records up to this far behind the watermark still
+        update their window (LATE panes); later ones go to the late output.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    event_time: str = "ts"
+    key_by: list[str] = Field(min_length=1)
+    split: str | None = None
+    window: WindowConfig
+    out_of_orderness: Millis = 0
+    idleness: Millis | None = None
+    allowed_lateness: Millis = 0
+    accumulation: Literal["discarding", "accumulating"] = "discarding"
+    aggregations: dict[str, str] = Field(default_factory=lambda: {"count": "count"}, min_length=1)
+    max_future_skew: Millis | None = None
+
+    @field_validator("aggregations")
+    @classmethod
+    def _known_aggregates(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            kind, _, field = text.partition(":")
+            if kind not in _AGGREGATES:
+                raise ValueError(f"aggregation {name!r}: unknown aggregate {kind!r} (use one of {sorted(_AGGREGATES)})")
+            if kind != "count" and not field:
+                raise ValueError(f"aggregation {name!r}: {kind} needs a field, e.g. '{kind}:price'")
+        return value
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PipelineConfig:
+        """Read a ``.json`` or ``.toml`` file (raises ``ValueError`` with every problem found)."""
+        path = Path(path)
+        text = path.read_text()
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        return cls.model_validate(data)
+
+    def strategy(self) -> WatermarkStrategy:
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(self.out_of_orderness)
+        return strategy.with_idleness(self.idleness) if self.idleness else strategy
+
+    def aggregate_map(self) -> dict[str, aggregates.Aggregate]:
+        out = {}
+        for name, text in self.aggregations.items():
+            kind, _, field = text.partition(":")
+            out[name] = _AGGREGATES[kind]() if kind == "count" else _AGGREGATES[kind](field)
+        return out
+
+    def aggregation(self, source: DataFrame, **overrides: Any) -> EventTimeAggregation:
+        """The Spark pipeline over ``source`` (keyword overrides go to :class:`EventTimeAggregation`)."""
+        from floodmark.spark import EventTimeAggregation
+
+        arguments: dict[str, Any] = {
+            "source": source,
+            "event_time": self.event_time,
+            "key_by": self.key_by,
+            "split": self.split,
+            "window": self.window.assigner(),
+            "aggregations": self.aggregate_map(),
+            "watermarks": self.strategy(),
+            "allowed_lateness": self.allowed_lateness,
+            "accumulation": AccumulationMode(self.accumulation.upper()),
+            "max_future_skew": self.max_future_skew,
+        }
+        arguments.update(overrides)
+        return EventTimeAggregation(**arguments)

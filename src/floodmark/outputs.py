@@ -1,0 +1,71 @@
+"""Reading a run's outputs back, and writing the seed's text lines.
+
+A query writes Parquet per batch id under its output root (``panes/``, ``late/``,
+``dead_letter/``; see :class:`~floodmark.spark.sinks.FileOutputs`). These helpers
+read them with pandas (no Spark needed) and render panes as seed 001's lines::
+
+    20260101000000 20260101000100 a CLICK 123
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+OUTPUT_KINDS = ("panes", "late", "dead_letter")
+
+
+def read_output(root: str | Path, kind: str) -> pd.DataFrame:
+    """All rows of one output (``panes``, ``late`` or ``dead_letter``) with their ``batch_id``; empty if none."""
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"unknown output {kind!r}: use one of {OUTPUT_KINDS}")
+    directory = Path(root) / kind
+    frames = []
+    for part in sorted(directory.glob("batch_id=*")) if directory.exists() else []:
+        files = sorted(part.glob("*.parquet"))
+        if not files:
+            continue
+        frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+        frame["batch_id"] = int(part.name.split("=", 1)[1])
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
+
+
+def compact_time(ms: int) -> str:
+    """``yyyyMMddHHmmss`` in UTC (seed 001's format)."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S")
+
+
+def text_lines(panes: pd.DataFrame, key_columns: Sequence[str], value_columns: Sequence[str]) -> list[str]:
+    """One line per pane, ``start end key... value...``, ordered by window, then key, then pane index."""
+    if panes.empty:
+        return []
+    ordered = panes.sort_values(["window_start", *key_columns, "pane_index"], kind="stable")
+    lines = []
+    for row in ordered.to_dict("records"):
+        values = [_text(row[c]) for c in value_columns]
+        keys = [str(row[c]) for c in key_columns]
+        lines.append(" ".join([compact_time(row["window_start"]), compact_time(row["window_end"]), *keys, *values]))
+    return lines
+
+
+def write_text_lines(
+    panes: pd.DataFrame, key_columns: Sequence[str], value_columns: Sequence[str], path: str | Path
+) -> Path:
+    """Write :func:`text_lines` to ``path`` (one per line); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = text_lines(panes, key_columns, value_columns)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,143 @@
+"""The live terminal view of a running query (rich): per-split watermarks, idleness, lags and counts.
+
+:class:`LiveView` is a batch listener (``EventTimeAggregation.start(listeners=[view])``):
+each :class:`~floodmark.spark.controller.BatchReport` redraws one table. It
+shows, for every split, its watermark, whether it is idle, and whether it is
+the one holding the combined watermark back, then the combined watermark, the
+event-time lag (how far the combined watermark trails the latest event time
+seen: data buffered and not yet final) and the processing-time lag (how long
+the oldest not-yet-fired record has waited), and the running totals of panes,
+late and bad records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp
+
+if TYPE_CHECKING:
+    from floodmark.spark.controller import BatchReport
+
+
+def show_time(ms: int | None) -> str:
+    """A watermark or event time for humans: UTC time of day, or the MIN/MAX sentinels by name."""
+    if ms is None:
+        return "-"
+    if ms <= MIN_TIMESTAMP:
+        return "MIN (no data)"
+    if ms >= MAX_TIMESTAMP:
+        return "MAX (end)"
+    return format_timestamp(ms)
+
+
+def show_duration(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    return f"{seconds:,.1f} s" if abs(seconds) < 600 else f"{seconds / 60:,.1f} min"
+
+
+@dataclass
+class Totals:
+    """Running totals over the reports seen."""
+
+    batches: int = 0
+    records: int = 0
+    panes: int = 0
+    late: int = 0
+    bad: int = 0
+    max_event_time: int = MIN_TIMESTAMP
+    split_records: dict[str, int] = field(default_factory=dict)
+
+    def add(self, report: BatchReport) -> None:
+        self.batches += 1
+        self.records += report.records
+        self.panes += report.panes
+        self.late += report.late
+        self.bad += report.bad
+        for split, count in report.split_records.items():
+            self.split_records[split] = self.split_records.get(split, 0) + count
+        if report.max_event_time is not None:
+            self.max_event_time = max(self.max_event_time, report.max_event_time)
+
+
+def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Group:
+    """One frame of the view for the latest report (pure: used by the live view and its test)."""
+    combined = report.next_watermark
+    live = {s: wm for s, (wm, idle) in report.splits.items() if not idle}
+    holder = min(live, key=lambda s: live[s]) if live else None
+    table = Table(title=f"{title} - batch {report.batch_id}", expand=False)
+    for column in ("split", "watermark", "state", "ahead of combined", "records"):
+        table.add_column(column, justify="right" if column in ("ahead of combined", "records") else "left")
+    for split in sorted(report.splits, key=_split_order):
+        watermark, idle = report.splits[split]
+        state = Text("IDLE (ignored)", style="yellow") if idle else Text("active")
+        if split == holder and len(live) > 1:
+            state = Text("holding the watermark back", style="bold red")
+        behind = None if watermark <= MIN_TIMESTAMP or combined <= MIN_TIMESTAMP else watermark - combined
+        table.add_row(
+            split,
+            show_time(watermark),
+            state,
+            show_duration(behind),
+            f"{totals.split_records.get(split, 0):,}",
+        )
+    event_lag = (
+        totals.max_event_time - combined
+        if MIN_TIMESTAMP < combined < MAX_TIMESTAMP and totals.max_event_time > MIN_TIMESTAMP
+        else None
+    )
+    pending_lag = None if report.oldest_pending is None else max(0, report.processing_time - report.oldest_pending)
+    summary = Table.grid(padding=(0, 2))
+    summary.add_row("combined watermark", show_time(combined), "open windows", f"{report.open_windows:,}")
+    summary.add_row("event-time lag", show_duration(event_lag), "processing-time lag", show_duration(pending_lag))
+    summary.add_row("records", f"{totals.records:,}", "panes", f"{totals.panes:,}")
+    summary.add_row("late records", f"{totals.late:,}", "bad records", f"{totals.bad:,}")
+    notes = []
+    idle = [s for s, (_, is_idle) in report.splits.items() if is_idle]
+    if idle:
+        notes.append(
+            Text(
+                f"split(s) {', '.join(sorted(idle, key=_split_order))} idle: they no longer hold the combined "
+                "watermark back, so windows keep firing (seed 000's problem, solved by with_idleness).",
+                style="yellow",
+            )
+        )
+    return Group(table, summary, *notes)
+
+
+def _split_order(split: str) -> tuple[int, str]:
+    return (0, f"{int(split):012d}") if split.isdigit() else (1, split)
+
+
+class LiveView:
+    """A batch listener that redraws :func:`render` in the terminal; use as a context manager."""
+
+    def __init__(self, title: str = "floodmark", console: Console | None = None) -> None:
+        self.title = title
+        self.console = console or Console()
+        self.totals = Totals()
+        self.live = Live(
+            Text("waiting for the first batch (Spark's Python workers take a few seconds)"),
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+        )
+
+    def __enter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.live.__exit__(*exc)
+
+    def __call__(self, report: BatchReport) -> None:
+        self.totals.add(report)
+        self.live.update(render(report, self.totals, self.title))

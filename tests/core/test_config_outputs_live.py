@@ -1,0 +1,116 @@
+"""Pipeline config validation, text-line output and the live view's rendering (no Spark)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+from rich.console import Console
+
+from floodmark.config import PipelineConfig, parse_duration
+from floodmark.core import windows
+from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.outputs import read_output, text_lines
+from floodmark.report.live import Totals, render
+from floodmark.spark.controller import BatchReport
+
+
+def test_durations_take_units_and_refuse_nonsense():
+    assert [parse_duration(v) for v in (250, "250ms", "50s", "1m", "2h", "1d")] == [
+        250,
+        250,
+        50_000,
+        60_000,
+        7_200_000,
+        86_400_000,
+    ]
+    for bad in ("fast", "-5s", -1, "1.5s", True):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_pipeline_config_from_toml(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_text(
+        'key_by = ["channel", "behavior"]\nsplit = "split"\nwindow = {kind = "tumbling", size = "1m"}\n'
+        'out_of_orderness = "50s"\nidleness = "5s"\naggregations = {count = "count", total = "sum:price"}\n'
+    )
+    config = PipelineConfig.from_file(path)
+    assert config.window.assigner() == windows.Tumbling(60_000)
+    assert (config.out_of_orderness, config.idleness, config.allowed_lateness) == (50_000, 5_000, 0)
+    assert set(config.aggregate_map()) == {"count", "total"}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"key_by": [], "window": {"size": "1m"}}, "key_by"),
+        ({"key_by": ["k"], "window": {"kind": "sliding", "size": "1m"}}, "needs slide"),
+        ({"key_by": ["k"], "window": {"size": "1m"}, "aggregations": {"x": "median:v"}}, "unknown aggregate"),
+        ({"key_by": ["k"], "window": {"size": "1m"}, "aggregations": {"x": "sum"}}, "needs a field"),
+        ({"key_by": ["k"], "window": {"size": "1m"}, "out_of_orderness": "soon"}, "not a duration"),
+        ({"key_by": ["k"], "window": {"size": "1m"}, "colour": "red"}, "Extra inputs"),
+    ],
+)
+def test_pipeline_config_errors_name_the_problem(data, message):
+    with pytest.raises(ValidationError, match=message):
+        PipelineConfig.model_validate(data)
+
+
+def test_text_lines_in_the_seed_format():
+    panes = pd.DataFrame(
+        {
+            "window_start": [1_767_225_660_000, 1_767_225_600_000],
+            "window_end": [1_767_225_720_000, 1_767_225_660_000],
+            "channel": ["b", "a"],
+            "behavior": ["CLICK", "OPEN"],
+            "pane_index": [0, 0],
+            "count": [3, 12],
+        }
+    )
+    assert text_lines(panes, ["channel", "behavior"], ["count"]) == [
+        "20260101000000 20260101000100 a OPEN 12",
+        "20260101000100 20260101000200 b CLICK 3",
+    ]
+
+
+def test_read_output_collects_batches(tmp_path):
+    for batch in (0, 3):
+        directory = tmp_path / "panes" / f"batch_id={batch}"
+        directory.mkdir(parents=True)
+        pd.DataFrame({"count": [batch + 1]}).to_parquet(directory / "part-0.parquet")
+    frame = read_output(tmp_path, "panes")
+    assert sorted(zip(frame["batch_id"], frame["count"], strict=True)) == [(0, 1), (3, 4)]
+    assert read_output(tmp_path, "late").empty
+    with pytest.raises(ValueError, match="unknown output"):
+        read_output(tmp_path, "bogus")
+
+
+def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one():
+    report = BatchReport(
+        batch_id=7,
+        seq=7,
+        watermark=1_000,
+        next_watermark=50_000,
+        processing_time=90_000,
+        splits={"0": (80_000, False), "1": (50_000, False), "2": (MIN_TIMESTAMP, True)},
+        records=30,
+        panes=2,
+        late=1,
+        bad=0,
+        oldest_pending=60_000,
+        open_windows=4,
+        split_records={"0": 20, "1": 10},
+        max_event_time=130_000,
+    )
+    totals = Totals()
+    totals.add(report)
+    console = Console(width=160, record=True)
+    console.print(render(report, totals))
+    text = console.export_text()
+    rows = [line.strip("│ ") for line in text.splitlines()]
+    line_of = {row.split()[0]: row for row in rows if row[:1].isdigit()}
+    assert "holding the watermark back" in line_of["1"]
+    assert "IDLE" in line_of["2"]
+    assert "event-time lag" in text and "80.0 s" in text  # event time seen but not yet final
+    assert "processing-time lag" in text and "30.0 s" in text
