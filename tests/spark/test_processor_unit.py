@@ -90,15 +90,15 @@ def test_bad_rows_stats_and_gauges():
         ["c", "timestamp 5000 is more than 1000 ms ahead of processing time 100"],
     ]
     assert '"ts": 2' in bad["record"].iloc[0], "integral columns stay integers in the record JSON"
-    stats = out[out.fm_kind == p.STATS].sort_values("split")
-    assert stats[["split", "count", "min_ts", "max_ts"]].values.tolist() == [["0", 1, 1, 1], ["1", 1, 3, 3]]
+    stats = out[out.fm_kind == p.STATS].sort_values("fm_split")
+    assert stats[["fm_split", "fm_count", "fm_min_ts", "fm_max_ts"]].values.tolist() == [["0", 1, 1, 1], ["1", 1, 3, 3]]
     (gauge,) = out[out.fm_kind == p.GAUGE].to_dict("records")
-    assert (gauge["seq"], gauge["bad_count"], gauge["pane_count"], gauge["open_windows"]) == (0, 3, 0, 1)
+    assert (gauge["fm_seq"], gauge["fm_bad_count"], gauge["fm_pane_count"], gauge["fm_open_windows"]) == (0, 3, 0, 1)
 
     fired = call(processor, [], seq=1, watermark=9, ptime=200)
     panes = fired[fired.fm_kind == p.PANE]
     assert panes[["k", "window_start", "n", "total", "timing"]].values.tolist() == [["a", 0, 2, 3.5, "ON_TIME"]]
-    assert fired[fired.fm_kind == p.GAUGE]["pane_count"].item() == 1
+    assert fired[fired.fm_kind == p.GAUGE]["fm_pane_count"].item() == 1
 
 
 @pytest.mark.parametrize("value", [np.nan, None])

@@ -100,7 +100,7 @@ class BatchController:
     def on_batch(
         self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
     ) -> BatchReport:
-        seqs = [g["seq"] for g in gauges if g.get("seq") is not None]
+        seqs = [g["fm_seq"] for g in gauges if g.get("fm_seq") is not None]
         seq = max(seqs) if seqs else (self.log.latest_seq() or 0)
         entry = self.log.read(seq)
         if entry is None:
@@ -109,10 +109,10 @@ class BatchController:
         source.restore(entry.coordinator)
         merged: dict[str, list[int]] = {}
         for row in stats:
-            acc = merged.setdefault(str(row["split"]), [0, row["min_ts"], row["max_ts"]])
-            acc[0] += int(row["count"])
-            acc[1] = min(acc[1], int(row["min_ts"]))
-            acc[2] = max(acc[2], int(row["max_ts"]))
+            acc = merged.setdefault(str(row["fm_split"]), [0, row["fm_min_ts"], row["fm_max_ts"]])
+            acc[0] += int(row["fm_count"])
+            acc[1] = min(acc[1], int(row["fm_min_ts"]))
+            acc[2] = max(acc[2], int(row["fm_max_ts"]))
         source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in sorted(merged.items()))
         now = max(self.clock.now_ms(), entry.processing_time)
         watermark = source.advance_processing_time(now)
@@ -122,8 +122,8 @@ class BatchController:
         self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
         written = self.log.read(seq + 1)
         assert written is not None
-        holds = [g["hold"] for g in gauges if g.get("hold") is not None]
-        pending = [g["oldest_pending"] for g in gauges if g.get("oldest_pending") is not None]
+        holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
+        pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
         report = BatchReport(
             batch_id=batch_id,
             seq=seq,
@@ -137,7 +137,7 @@ class BatchController:
             bad=counts.get("BAD", 0),
             output_watermark=min([entry.watermark, *holds]),
             oldest_pending=min(pending) if pending else None,
-            open_windows=sum(int(g.get("open_windows") or 0) for g in gauges),
+            open_windows=sum(int(g.get("fm_open_windows") or 0) for g in gauges),
             next_processing_time=written.processing_time,
             split_records={split: c for split, (c, _, _) in merged.items()},
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),

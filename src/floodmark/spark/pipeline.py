@@ -144,6 +144,18 @@ class EventTimeAggregation:
             else p.TS,
             buckets=self.bucket_count,
         )
+        outputs = [*self.key_by, *self.aggregations]
+        reserved = {f.name for f in [*p.PANE_META, *p.RECORD_META]} | {
+            "batch_id",
+            "window_start_time",
+            "window_end_time",
+        }
+        taken = sorted({n for n in outputs if n in reserved or outputs.count(n) > 1})
+        if taken:
+            raise ValueError(
+                f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
+                f"{sorted(reserved)}"
+            )
         clashes = [c for c in self.source.columns if c.startswith("fm_")]
         if clashes:
             raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")

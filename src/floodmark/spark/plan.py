@@ -75,18 +75,18 @@ RECORD_META = [
     StructField("record", StringType()),
 ]
 STATS_META = [
-    StructField("split", StringType()),
-    StructField("count", LongType()),
-    StructField("min_ts", LongType()),
-    StructField("max_ts", LongType()),
-    StructField("seq", LongType()),
-    StructField("bucket", IntegerType()),
-    StructField("hold", LongType()),
-    StructField("oldest_pending", LongType()),
-    StructField("open_windows", LongType()),
-    StructField("pane_count", LongType()),
-    StructField("late_count", LongType()),
-    StructField("bad_count", LongType()),
+    StructField("fm_split", StringType()),
+    StructField("fm_count", LongType()),
+    StructField("fm_min_ts", LongType()),
+    StructField("fm_max_ts", LongType()),
+    StructField("fm_seq", LongType()),
+    StructField("fm_bucket", IntegerType()),
+    StructField("fm_hold", LongType()),
+    StructField("fm_oldest_pending", LongType()),
+    StructField("fm_open_windows", LongType()),
+    StructField("fm_pane_count", LongType()),
+    StructField("fm_late_count", LongType()),
+    StructField("fm_bad_count", LongType()),
 ]
 
 

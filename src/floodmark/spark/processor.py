@@ -84,14 +84,14 @@ class WindowBucketProcessor(StatefulProcessor):
         out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {
             "fm_kind": p.GAUGE,
-            "seq": seq,
-            "bucket": bucket,
-            "hold": operator.output_hold(),
-            "oldest_pending": operator.oldest_pending_processing_time(),
-            "open_windows": operator.window_count(),
-            "pane_count": emitted.pane_count(),
-            "late_count": len(emitted.late),
-            "bad_count": len(bad),
+            "fm_seq": seq,
+            "fm_bucket": bucket,
+            "fm_hold": operator.output_hold(),
+            "fm_oldest_pending": operator.oldest_pending_processing_time(),
+            "fm_open_windows": operator.window_count(),
+            "fm_pane_count": emitted.pane_count(),
+            "fm_late_count": len(emitted.late),
+            "fm_bad_count": len(bad),
         }
         out.append(pd.DataFrame([gauge]))
         yield conform(out, self.schema)
@@ -111,10 +111,10 @@ class WindowBucketProcessor(StatefulProcessor):
         return pd.DataFrame(
             {
                 "fm_kind": p.STATS,
-                "split": rows[p.SPLIT].to_numpy(),
-                "count": rows[p.COUNT].to_numpy(),
-                "min_ts": rows[p.MIN_TS].to_numpy(),
-                "max_ts": rows[p.MAX_TS].to_numpy(),
+                "fm_split": rows[p.SPLIT].to_numpy(),
+                "fm_count": rows[p.COUNT].to_numpy(),
+                "fm_min_ts": rows[p.MIN_TS].to_numpy(),
+                "fm_max_ts": rows[p.MAX_TS].to_numpy(),
             }
         )
 

@@ -26,6 +26,7 @@ def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partition
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # progress bars would tear the live view
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"))

@@ -71,7 +71,7 @@ class BatchSink:
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {
                 kind: sum(int(g[column] or 0) for g in gauges)
-                for kind, column in ((p.PANE, "pane_count"), (p.LATE, "late_count"), (p.BAD, "bad_count"))
+                for kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
             }
             for kind in (p.PANE, p.LATE, p.BAD):
                 if counts.get(kind, 0):
