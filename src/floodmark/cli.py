@@ -171,6 +171,40 @@ def replay(
     )
 
 
+def _instant(value: str, option: str) -> int:
+    """ms since the epoch from digits or an ISO-8601 date-time (UTC unless it says otherwise)."""
+    from datetime import UTC, datetime
+
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is neither ms nor an ISO date-time", param_hint=option) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+@app.command()
+def explain(
+    run: Annotated[Path, typer.Argument(help="Output directory of floodmark demo or replay.")],
+    key: Annotated[str, typer.Option(help="The key, comma-separated in key_by order, e.g. a,CLICK.")],
+    window_start: Annotated[str, typer.Option(help="Window start: ISO date-time (UTC) or ms, e.g. 2026-01-01T00:05.")],
+    batch: Annotated[int | None, typer.Option(min=0, help="Explain as of this batch (default: the last).")] = None,
+) -> None:
+    """Say why a key's window has not fired: which split holds the watermark back, idleness, when it fires."""
+    from floodmark.inspection import explain_run
+
+    start = _instant(window_start, "--window-start")
+    parts = tuple(part.strip() for part in key.split(","))
+    try:
+        result = explain_run(run, parts, start, batch)
+    except (FileNotFoundError, LookupError, ValueError) as error:
+        raise _fail(str(error), 2) from None
+    console.print(result.text(), highlight=False, markup=False)
+
+
 @app.command()
 def advise(
     input_path: Annotated[Path, typer.Argument(help="Records (JSON lines or Parquet) in arrival order.")],

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from floodmark.core import aggregates, windows
+from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.watermarks import WatermarkStrategy
 
@@ -138,6 +139,15 @@ class PipelineConfig(BaseModel):
     def strategy(self) -> WatermarkStrategy:
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(self.out_of_orderness)
         return strategy.with_idleness(self.idleness) if self.idleness else strategy
+
+    def window_spec(self) -> WindowSpec:
+        """The core spec of this pipeline (what the operators run)."""
+        return WindowSpec(
+            window=self.window.assigner(),
+            aggregate=aggregates.several(**self.aggregate_map()),
+            allowed_lateness=self.allowed_lateness,
+            accumulation=AccumulationMode(self.accumulation.upper()),
+        )
 
     def aggregate_map(self) -> dict[str, aggregates.Aggregate]:
         out = {}

@@ -48,6 +48,8 @@ def input_files(path: Path, file_format: str) -> list[Path]:
 
 def detect_format(path: Path) -> str:
     """``json`` or ``parquet`` from the file name(s) under ``path``."""
+    if not path.exists():
+        raise FileNotFoundError(f"input {path} does not exist")
     candidates = [path] if path.is_file() else sorted(path.iterdir()) if path.is_dir() else []
     for candidate in candidates:
         if candidate.suffix == ".parquet":

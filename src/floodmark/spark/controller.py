@@ -86,6 +86,18 @@ class BatchController:
             start_processing_time=start,
         )
 
+    def watermarks_at(self, seq: int | None = None) -> SourceWatermarks:
+        """The coordinator as control entry ``seq`` (default: the latest) left it, for inspection."""
+        seq = self.log.latest_seq() if seq is None else seq
+        entry = None if seq is None else self.log.read(seq)
+        if entry is None:
+            raise LookupError(
+                f"no control entry {seq} in {self.log.directory} (entries older than 100 batches are pruned)"
+            )
+        source = self._source(entry.processing_time)
+        source.restore(entry.coordinator)
+        return source
+
     def ensure_initial_entry(self) -> ControlEntry:
         """Entry 0 for a new query (a restarted query keeps its log)."""
         latest = self.log.latest_seq()

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,13 +48,14 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core import aggregates as agg
+from floodmark.core.explain import Explanation, explain_window
 from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
-from floodmark.core.windows import WindowAssigner
+from floodmark.core.windows import Window, WindowAssigner
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlLog
@@ -242,7 +244,7 @@ class EventTimeAggregation:
         )
         if query_name:
             writer = writer.queryName(query_name)
-        return FloodmarkQuery(writer.start(), controller, outputs)
+        return FloodmarkQuery(writer.start(), controller, outputs, self.spec)
 
     def run_to_completion(
         self,
@@ -266,10 +268,19 @@ class EventTimeAggregation:
 class FloodmarkQuery:
     """A running floodmark query: the Spark query, its controller and outputs."""
 
-    def __init__(self, query, controller: BatchController, outputs: FileOutputs) -> None:
+    def __init__(self, query, controller: BatchController, outputs: FileOutputs, spec: WindowSpec) -> None:
         self.query = query
         self.controller = controller
         self.outputs = outputs
+        self.spec = spec
+
+    def explain(self, key: Any, window: Window) -> Explanation:
+        """Why ``key``'s ``window`` has (not) fired, from the coordinator after the latest batch.
+
+        The window operators' state lives in the executors, so the trigger's state is not included; the
+        pane output says whether the window fired (``floodmark explain`` shows both).
+        """
+        return explain_window(self.spec, key, window, self.controller.watermarks_at())
 
     @property
     def reports(self) -> list[BatchReport]:
