@@ -71,15 +71,12 @@ def check_counts(simulator: ClickstreamConfig, panes: pd.DataFrame, late: pd.Dat
     """
     records = generate(simulator)
     expected = straight_counts(records, window_ms).set_index(["window_start", "channel", "behavior"])["count"]
-    counted = (
-        panes.groupby(["window_start", "channel", "behavior"])["count"].sum()
-        if not panes.empty
-        else pd.Series(dtype=np.int64)
-    )
-    late_counts = (
-        late.groupby(["window_start", "channel", "behavior"]).size() if not late.empty else pd.Series(dtype=np.int64)
-    )
-    total = counted.add(late_counts, fill_value=0)
+    keys = ["window_start", "channel", "behavior"]
+    total = pd.Series(0, index=expected.index, dtype=np.int64)
+    if not panes.empty:
+        total = total.add(panes.groupby(keys)["count"].sum(), fill_value=0)
+    if not late.empty:
+        total = total.add(late.groupby(keys).size(), fill_value=0)
     both = pd.concat([expected.rename("expected"), total.rename("counted")], axis=1).fillna(0).astype(np.int64)
     wrong = both[both["expected"] != both["counted"]]
     return [

@@ -29,10 +29,14 @@ SMALL = ClickstreamConfig(
 )
 
 
+# Seed 001's job with a shorter idleness timeout, so that a 16-second run shows the idle split.
+PIPELINE = SEED_001.model_copy(update={"idleness": 2_000})
+
+
 @pytest.fixture(scope="module")
 def demo(spark, tmp_path_factory):
     output = tmp_path_factory.mktemp("demo") / "run"
-    return run_demo(output, SMALL, ticks_per_second=6.0, live=False, console=Console(quiet=True))
+    return run_demo(output, SMALL, PIPELINE, ticks_per_second=3.0, live=False, console=Console(quiet=True))
 
 
 def test_demo_counts_every_record_once_and_writes_every_output(demo):
@@ -68,6 +72,7 @@ def test_the_idle_split_is_detected_and_explained(demo):
 def test_replay_of_the_same_on_time_records_gives_the_streaming_panes(demo, spark, tmp_path):
     on_time = dataclasses.replace(SMALL, late_burst_tick=None, late_burst_records=0, bad_records_per_tick=0)
     streamed = run_demo(tmp_path / "stream", on_time, ticks_per_second=8.0, live=False, console=Console(quiet=True))
+    # (no idleness question here: every split produces until the end)
     history = tmp_path / "history"
     history.mkdir()
     records = generate(on_time)
