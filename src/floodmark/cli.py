@@ -63,6 +63,7 @@ def demo(
         result = run_demo(output, simulator, ticks_per_second=ticks_per_second, live=live, console=console)
     except FileExistsError as error:
         raise _fail(str(error), 2) from None
+    console.print()
     console.print(result.summary)
     if "counts: exact" not in result.summary:
         raise _fail("the demo's counts do not match a straight count of the simulator's records")
