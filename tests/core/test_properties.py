@@ -263,6 +263,23 @@ def test_pure_step_function_equals_the_stateful_operator(case):
     assert totals(panes) == totals(expected)
 
 
+NUMERIC_AGGREGATE = aggregates.several(
+    n=aggregates.count(),
+    s=aggregates.sum("v"),
+    lo=aggregates.min("v"),
+    hi=aggregates.max("v"),
+    avg=aggregates.mean("v"),
+)
+"""Every aggregate the columnar operator supports, reading field ``v``."""
+
+
+def with_numeric_values(records):
+    """A batch whose records also carry a numeric field ``v`` derived from their id."""
+    batch = batch_of(records)
+    batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in records])
+    return batch
+
+
 COLUMNAR_WINDOWS = [windows.Tumbling(10), windows.Sliding(10, 5), windows.Sliding(9, 4), windows.Global()]
 COLUMNAR_TRIGGERS = [triggers.Default(), triggers.AfterWatermark(), triggers.Never()]
 
@@ -279,23 +296,11 @@ COLUMNAR_TRIGGERS = [triggers.Default(), triggers.AfterWatermark(), triggers.Nev
 def test_columnar_operator_equals_the_general_operator(window, trigger, lateness, mode, combiner, raw_ops):
     from floodmark.core.columnar import ColumnarWindowOperator
 
-    aggregate = aggregates.several(
-        n=aggregates.count(),
-        s=aggregates.sum("v"),
-        lo=aggregates.min("v"),
-        hi=aggregates.max("v"),
-        avg=aggregates.mean("v"),
-    )
-    spec = WindowSpec(window, aggregate, trigger, lateness, mode, combiner)
+    spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
 
-    def with_values(records):
-        batch = batch_of(records)
-        batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in records])
-        return batch
-
     def drive(operator):
-        panes, late = run(spec, ops, operator=operator, make_batch=with_values, roundtrip=True)
+        panes, late = run(spec, ops, operator=operator, make_batch=with_numeric_values, roundtrip=True)
         return sorted(map(pane_key_dict, panes)), sorted((r.key, r.window, r.value, r.reason, r.lateness) for r in late)
 
     assert drive(ColumnarWindowOperator(spec, -10)) == drive(WindowOperator(spec, -10))
@@ -319,13 +324,7 @@ def test_columnar_late_panes_accumulate_every_aggregate():
 
     spec = WindowSpec(
         windows.Tumbling(10),
-        aggregates.several(
-            n=aggregates.count(),
-            s=aggregates.sum("v"),
-            lo=aggregates.min("v"),
-            hi=aggregates.max("v"),
-            avg=aggregates.mean("v"),
-        ),
+        NUMERIC_AGGREGATE,
         triggers.Default(),
         100,
         AccumulationMode.ACCUMULATING,
@@ -368,20 +367,8 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
     """combine() before the shuffle + add_partials == add_records of every record (even with a later watermark)."""
     from floodmark.core.columnar import ColumnarWindowOperator, combine
 
-    aggregate = aggregates.several(
-        n=aggregates.count(),
-        s=aggregates.sum("v"),
-        lo=aggregates.min("v"),
-        hi=aggregates.max("v"),
-        avg=aggregates.mean("v"),
-    )
-    spec = WindowSpec(window, aggregate, trigger, lateness, mode, combiner)
+    spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
-
-    def with_values(records):
-        batch = batch_of(records)
-        batch.columns["v"] = np.array([float((i * 37) % 11) for _, i, _ in records])
-        return batch
 
     class Combining(ColumnarWindowOperator):
         """Splits every batch in two halves (two 'partitions'), combines each, ships partials + raw records."""
@@ -406,7 +393,7 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
             return out
 
     def drive(operator):
-        panes, late = run(spec, ops, operator=operator, make_batch=with_values)
+        panes, late = run(spec, ops, operator=operator, make_batch=with_numeric_values)
         return sorted(map(pane_key_dict, panes)), sorted((r.key, r.window, r.value, r.reason, r.lateness) for r in late)
 
     assert drive(Combining(spec, -10)) == drive(ColumnarWindowOperator(spec, -10))
