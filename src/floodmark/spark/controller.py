@@ -4,14 +4,15 @@
 and GAUGE rows of batch N. It restores :class:`SourceWatermarks` from control
 entry N (the one batch N consumed), feeds it the batch's per-split statistics,
 advances processing time to now (periodic emits, idleness), and writes entry
-N+1 for the next batch. The driver holds per-split state only: its memory does
+N+1 for the next batch (none after the end-of-input flush, which ends the
+ticking). The driver holds per-split state only: its memory does
 not grow with the number of keys.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,8 @@ class BatchController:
         self.clock = clock or SystemClock()
         self.metrics_path = metrics_path
         self.end_of_input_requested = False
+        self.end_when_exhausted: Callable[[], bool] | None = None
+        """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
         self.reports: list[BatchReport] = []
 
     def _source(self, start: int) -> SourceWatermarks:
@@ -128,12 +131,21 @@ class BatchController:
         source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in sorted(merged.items()))
         now = max(self.clock.now_ms(), entry.processing_time)
         watermark = source.advance_processing_time(now)
+        records = sum(c for c, _, _ in merged.values())
+        if self.end_when_exhausted is not None and records == 0 and not counts.get("BAD", 0):
+            # Decided here, before entry N+1 is written, so the flush is the very next batch.
+            self.end_of_input_requested = self.end_when_exhausted()
         end = entry.end_of_input or self.end_of_input_requested
         if end:
             watermark = MAX_TIMESTAMP
-        self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
-        written = self.log.read(seq + 1)
-        assert written is not None
+        if entry.end_of_input:
+            # This batch was the flush (watermark MAX): nothing comes after the end of input, so no entry is
+            # written to tick the query again and a bounded run can stop without waiting for another batch.
+            written = ControlEntry(seq + 1, MAX_TIMESTAMP, now, True, source.snapshot())
+        else:
+            self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
+            written = self.log.read(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
+            assert written is not None
         holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
         pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
         report = BatchReport(
@@ -143,7 +155,7 @@ class BatchController:
             next_watermark=written.watermark,
             processing_time=entry.processing_time,
             splits=source.split_watermarks(),
-            records=sum(c for c, _, _ in merged.values()),
+            records=records,
             panes=counts.get("PANE", 0),
             late=counts.get("LATE", 0),
             bad=counts.get("BAD", 0),

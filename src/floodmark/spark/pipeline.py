@@ -51,7 +51,7 @@ from floodmark.core import aggregates as agg
 from floodmark.core.explain import Explanation, explain_window
 from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
-from floodmark.core.time import Duration, non_negative_millis, positive_millis
+from floodmark.core.time import MAX_TIMESTAMP, Duration, non_negative_millis, positive_millis
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
@@ -302,35 +302,25 @@ class FloodmarkQuery:
     def finish_when_input_exhausted(
         self, timeout_s: float = 3600.0, exhausted: Callable[[], bool] | None = None
     ) -> None:
-        """Request end of input after the first batch that read no records, then stop after the flush.
+        """End the input after the next batch that reads no records, then stop after the flush.
+
+        Every input row is either a good record or a dead letter, so a batch with
+        neither read nothing. The controller decides at the end of that batch and
+        the very next batch runs with watermark MAX (every window fires).
 
         :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
-            paced source can have batches without records before it is done.
+            paced source can have batches without records before it is done. Called on the driver from
+            the batch's sink.
         """
+        self.controller.end_when_exhausted = exhausted or (lambda: True)
         deadline = time.monotonic() + timeout_s
-        seen = 0
-        while True:
+        while not any(report.watermark == MAX_TIMESTAMP for report in self.reports[-1:]):
             self._check()
-            reports = self.reports
-            if len(reports) > seen:
-                seen = len(reports)
-                last = reports[-1]
-                if last.watermark == 2**63 - 1:
-                    break
-                done = exhausted is None or exhausted()
-                if done and last.records == 0 and last.bad == 0 and self._input_rows(last.batch_id) == 0:
-                    self.controller.end_of_input_requested = True
             if time.monotonic() > deadline:
                 self.query.stop()
                 raise TimeoutError("the bounded run did not finish in time")
             time.sleep(0.05)
         self.query.stop()
-
-    def _input_rows(self, batch_id: int) -> int:
-        for progress in self.query.recentProgress:
-            if progress.batchId == batch_id:
-                return sum(s.numInputRows for s in progress.sources if "floodmark_control" not in s.description.lower())
-        return 0 if batch_id > 0 else 1
 
     def _check(self) -> None:
         error = self.query.exception()

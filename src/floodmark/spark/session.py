@@ -12,8 +12,19 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 
 def required_conf() -> dict[str, str]:
-    """Settings every floodmark query needs (also on a cluster): RocksDB state for transformWithState."""
-    return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
+    """Settings every floodmark query needs (also on a cluster).
+
+    * RocksDB state: transformWithState runs only on it.
+    * Changelog checkpointing: without it RocksDB uploads a snapshot of every
+      state store at every commit (~150 ms per batch measured here, about half
+      of native Spark's whole batch); with it a commit writes the changes only
+      and snapshots are made in the background. Safe to turn on for an existing
+      checkpoint (Spark reads either format).
+    """
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    }
 
 
 def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:

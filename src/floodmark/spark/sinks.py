@@ -5,6 +5,13 @@ Each kind goes to its own directory, one sub-directory per batch
 with mode ``overwrite``: when Spark replays batch N after a crash, the replay
 replaces what the crashed attempt may have written, so every output is
 exactly-once. STATS and GAUGE rows go to the driver's controller.
+
+A batch costs one Spark job in the common case: the pane write runs the whole
+micro-batch (combiner, shuffle, stateful processor) and an observation
+(``DataFrame.observe``) brings the small STATS and GAUGE rows to the driver in
+the same job. Late records and dead letters, rare, are written from the cached
+batch only when the gauges count some. A pane directory that turns out empty
+is removed, so an idle query does not leave a directory per tick.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from floodmark.spark import plan as p
@@ -66,22 +73,42 @@ class BatchSink:
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         frame = frame.persist()
         try:
-            small = frame.filter(F.col("fm_kind").isin(p.STATS, p.GAUGE)).collect()
-            gauges = [r.asDict() for r in small if r["fm_kind"] == p.GAUGE]
+            observation = Observation()  # a fresh, uniquely named observation per batch
+            kind = F.col("fm_kind")
+            small_columns = [f.name for f in p.STATS_META]
+            observed = frame.observe(
+                observation,
+                F.collect_list(F.when(kind.isin(p.STATS, p.GAUGE), F.struct(kind, *small_columns))).alias("small"),
+            )
+            panes_path = f"{self.outputs.directory(p.PANE)}/batch_id={batch_id}"
+            observed.filter(kind == p.PANE).select(*self.columns(p.PANE)).write.mode("overwrite").parquet(panes_path)
+            small = [row.asDict() for row in observation.get["small"]]
+            gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {
-                kind: sum(int(g[column] or 0) for g in gauges)
-                for kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
+                kind_: sum(int(g[column] or 0) for g in gauges)
+                for kind_, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
             }
-            for kind in (p.PANE, p.LATE, p.BAD):
-                if counts.get(kind, 0):
-                    rows = frame.filter(F.col("fm_kind") == kind).select(*self.columns(kind))
-                    rows.write.mode("overwrite").parquet(f"{self.outputs.directory(kind)}/batch_id={batch_id}")
-                    if kind == p.PANE and self.outputs.on_panes is not None:
-                        self.outputs.on_panes(rows, batch_id)
-            stats = [r.asDict() for r in small if r["fm_kind"] == p.STATS]
+            if counts[p.PANE]:
+                if self.outputs.on_panes is not None:
+                    self.outputs.on_panes(frame.filter(kind == p.PANE).select(*self.columns(p.PANE)), batch_id)
+            else:
+                _delete(frame, panes_path)
+            for kind_ in (p.LATE, p.BAD):
+                if counts[kind_]:
+                    rows = frame.filter(kind == kind_).select(*self.columns(kind_))
+                    rows.write.mode("overwrite").parquet(f"{self.outputs.directory(kind_)}/batch_id={batch_id}")
+            stats = [r for r in small if r["fm_kind"] == p.STATS]
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
             frame.unpersist()
         for listener in self.listeners:
             listener(report)
+
+
+def _delete(frame: DataFrame, path: str) -> None:
+    """Remove ``path`` through Hadoop's FileSystem (works for any scheme the session can write)."""
+    jvm = frame.sparkSession._jvm  # type: ignore[attr-defined]
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    conf = frame.sparkSession._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    hadoop_path.getFileSystem(conf).delete(hadoop_path, True)
