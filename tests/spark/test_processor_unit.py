@@ -12,6 +12,7 @@ from floodmark import aggregates, windows
 from floodmark.core.operator import WindowSpec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
+from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.processor import WindowBucketProcessor
 
 
@@ -42,7 +43,7 @@ def make_processor(skew=None):
         integral_columns=("ts", "part"),
         ts_column="ts",
     )
-    processor = WindowBucketProcessor(plan)
+    processor = WindowBucketProcessor(plan, "/unused")
     processor.state = MemoryValueState()
     input_fields = [
         StructField("ts", LongType()),
@@ -64,8 +65,9 @@ def shuffle_rows(processor, rows, watermark, ptime):
 
 
 def call(processor, rows, seq, watermark, ptime):
-    control = pd.DataFrame({p.SEQ: [seq], p.CTL_WATERMARK: [watermark], p.CTL_PTIME: [ptime]})
-    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime), control], ignore_index=True)
+    processor.current_entry = lambda: ControlEntry(seq, watermark, ptime)
+    tick = pd.DataFrame({p.BUCKET: [0]})  # the bucket's tick row: no fm_row
+    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime), tick], ignore_index=True)
     frame[p.BUCKET] = 0
     # Through Arrow and back, as Spark hands it over: long columns with nulls arrive as float64.
     frame = pa.Table.from_pandas(frame, preserve_index=False).to_pandas()

@@ -1,9 +1,9 @@
 """floodmark's Spark runtime: the only package that imports pyspark.
 
 It hosts :mod:`floodmark.core` on Spark Structured Streaming: the coordinator
-on the driver (:mod:`.controller`), a control source that ticks the query and
-carries the watermark (:mod:`.control_source`, :mod:`.control_log`), the core
-window operator inside a bucketed ``transformWithStateInPandas``
+on the driver (:mod:`.controller`) writing each batch's watermark to a control
+log (:mod:`.control_log`, read by batch id on the executors: :mod:`.batch_entry`),
+the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``transformWithStateInPandas``
 (:mod:`.processor`) and a ``foreachBatch`` sink (:mod:`.sinks`). Users start at
 :class:`EventTimeAggregation` (:mod:`.pipeline`) and :func:`local_session`.
 """

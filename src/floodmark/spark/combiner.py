@@ -14,9 +14,9 @@ rows are shuffled to their buckets. It
   does before its shuffle (:func:`floodmark.core.columnar.combine`); every other
   record (late, or any record of a general-operator spec) goes on as a RAW row.
 
-The watermark and processing time are the ones the batch's control entry
-gives the stateful processor: the entry is read from the control log by the
-batch id, so a replayed batch decides exactly as the original did.
+The watermark and processing time are those of the batch's control entry,
+which the stateful processor reads too (:mod:`floodmark.spark.batch_entry`),
+so a replayed batch decides exactly as the original did.
 """
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ from pyspark.sql.types import StructType
 from floodmark.core.columnar import combine
 from floodmark.core.records import RecordBatch
 from floodmark.spark import plan as p
-from floodmark.spark.control_log import ControlEntry, ControlLog
+from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import conform, keys_array, records_json
-
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 class MapSideCombiner:
@@ -48,7 +46,7 @@ class MapSideCombiner:
 
     def __init__(self, plan: p.RuntimePlan, control_dir: str, schema: StructType) -> None:
         self.plan = plan
-        self.control_dir = control_dir
+        self.current_entry = CurrentBatchEntry(control_dir)
         self.schema = schema
         self.user_columns = [f.name for f in schema.fields if f.name in plan.user_columns]
 
@@ -57,18 +55,8 @@ class MapSideCombiner:
         if not parts:
             return
         data = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
-        entry = self._control_entry()
+        entry = self.current_entry()
         yield self.process(data, entry.watermark, entry.processing_time, _partition_id())
-
-    def _control_entry(self) -> ControlEntry:
-        context = TaskContext.get()
-        batch_id = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
-        if batch_id is None:
-            raise RuntimeError("the floodmark combiner runs only inside a streaming micro-batch (no batch id)")
-        entry = ControlLog(self.control_dir).read(int(batch_id))
-        if entry is None:
-            raise RuntimeError(f"floodmark control entry {batch_id} is missing from {self.control_dir}")
-        return entry
 
     def process(self, data: pd.DataFrame, watermark: int, processing_time: int, partition: int = 0) -> pd.DataFrame:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""

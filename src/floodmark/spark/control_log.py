@@ -2,9 +2,10 @@
 
 The driver-side coordinator runs after batch N (in the ``foreachBatch`` sink)
 and writes entry N+1: the watermark and processing time batch N+1 must use,
-plus the coordinator's snapshot. The control source (a Python data source,
-running in a process of its own) serves entry N+1 as batch N+1's control rows.
-Files are the only channel between those processes (SPARK_FACTS.md).
+plus the coordinator's snapshot. The tasks of batch N+1 on the executors (the
+map-side combiner and the stateful processor) read entry N+1 by their batch id
+(:mod:`floodmark.spark.batch_entry`). Files are the only channel between the
+driver's Python and the executors' Python workers (SPARK_FACTS.md).
 
 Entries are written atomically (temp file + rename) and never overwritten:
 when Spark replays batch N after a crash, the sink computes entry N+1 again

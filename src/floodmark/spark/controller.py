@@ -4,9 +4,8 @@
 and GAUGE rows of batch N. It restores :class:`SourceWatermarks` from control
 entry N (the one batch N consumed), feeds it the batch's per-split statistics,
 advances processing time to now (periodic emits, idleness), and writes entry
-N+1 for the next batch (none after the end-of-input flush, which ends the
-ticking). The driver holds per-split state only: its memory does
-not grow with the number of keys.
+N+1 for the next batch. The driver holds per-split state only: its memory
+does not grow with the number of keys.
 """
 
 from __future__ import annotations
@@ -21,6 +20,9 @@ from floodmark.core.clock import Clock, SystemClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.spark.control_log import ControlEntry, ControlLog
+
+KEPT_ENTRIES = 100
+"""Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
 
 
 @dataclass
@@ -95,7 +97,7 @@ class BatchController:
         entry = None if seq is None else self.log.read(seq)
         if entry is None:
             raise LookupError(
-                f"no control entry {seq} in {self.log.directory} (entries older than 100 batches are pruned)"
+                f"no control entry {seq} in {self.log.directory} (entries older than {KEPT_ENTRIES} batches are pruned)"
             )
         source = self._source(entry.processing_time)
         source.restore(entry.coordinator)
@@ -115,8 +117,7 @@ class BatchController:
     def on_batch(
         self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
     ) -> BatchReport:
-        seqs = [g["fm_seq"] for g in gauges if g.get("fm_seq") is not None]
-        seq = max(seqs) if seqs else (self.log.latest_seq() or 0)
+        seq = batch_id  # batch N runs with entry N (see batch_entry.py)
         entry = self.log.read(seq)
         if entry is None:
             raise RuntimeError(f"control entry {seq} missing: the checkpoint's floodmark/control directory was altered")
@@ -138,14 +139,10 @@ class BatchController:
         end = entry.end_of_input or self.end_of_input_requested
         if end:
             watermark = MAX_TIMESTAMP
-        if entry.end_of_input:
-            # This batch was the flush (watermark MAX): nothing comes after the end of input, so no entry is
-            # written to tick the query again and a bounded run can stop without waiting for another batch.
-            written = ControlEntry(seq + 1, MAX_TIMESTAMP, now, True, source.snapshot())
-        else:
-            self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
-            written = self.log.read(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
-            assert written is not None
+        self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
+        written = self.log.read(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
+        assert written is not None
+        self.log.prune(keep_from=seq + 1 - KEPT_ENTRIES)
         holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
         pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
         report = BatchReport(

@@ -38,10 +38,6 @@ BUCKET = "fm_bucket"
 TS = "fm_ts"
 TS_RAW = "fm_ts_raw"
 SPLIT = "fm_split"
-SEQ = "fm_seq"
-CTL_WATERMARK = "fm_ctl_watermark"
-CTL_PTIME = "fm_ctl_ptime"
-END_OF_INPUT = "fm_end_of_input"
 
 PANE, LATE, BAD, STATS, GAUGE = "PANE", "LATE", "BAD", "STATS", "GAUGE"
 

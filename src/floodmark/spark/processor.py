@@ -4,7 +4,9 @@ Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and calls
 :meth:`WindowBucketProcessor.handleInputRows` once per bucket and batch with
 the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
 RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows) and one
-control row (watermark, processing time, control seq). The processor restores
+tick row, so that every bucket runs every batch, even without data. The
+watermark and processing time come from the batch's control entry
+(:mod:`floodmark.spark.batch_entry`). The processor restores
 the bucket's operator from its RocksDB value state, runs the core's pure
 ``step`` (processing time, then watermark, then partials and records), writes
 the new snapshot back and returns one frame of tagged rows:
@@ -21,7 +23,7 @@ No event-time logic lives here: it is all in :mod:`floodmark.core`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -32,9 +34,10 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 from floodmark.core.columnar import Partials
 from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
-from floodmark.core.step import restore_operator, step
-from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.core.step import step
 from floodmark.spark import plan as p
+from floodmark.spark.batch_entry import CurrentBatchEntry
+from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.rows import conform, keys_array, plain, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
@@ -43,9 +46,10 @@ STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 class WindowBucketProcessor(StatefulProcessor):
     """Hosts the core window operator for one bucket of keys (see the module docstring)."""
 
-    def __init__(self, plan: p.RuntimePlan) -> None:
+    def __init__(self, plan: p.RuntimePlan, control_dir: str) -> None:
         self.plan = plan
         self.schema = plan.output_schema()
+        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry(control_dir)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("operator", STATE_SCHEMA)
@@ -58,25 +62,15 @@ class WindowBucketProcessor(StatefulProcessor):
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
         stored = self.state.get() if self.state.exists() else None
         snapshot = stored[0] if stored is not None else None
-        control = frame[frame[p.SEQ].notna()]
-        data = frame[frame[p.SEQ].isna()]
+        entry = self.current_entry()
+        data = frame[frame[p.ROW].notna()]  # the tick rows (one per bucket) carry nothing else
         kinds = data[p.ROW].to_numpy()
-        seq = watermark = processing_time = None
-        if len(control):
-            seq = int(control[p.SEQ].max())
-            watermark = int(control[p.CTL_WATERMARK].max())
-            processing_time = int(control[p.CTL_PTIME].max())
         raw = data[kinds == p.RAW].reset_index(drop=True)
         bad = data[kinds == p.BAD_INPUT]
         out = [self._bad(bad), self._stats(data[kinds == p.SPLIT_STATS])]
-        if watermark is None:
-            # No control row (should not happen: every batch carries one per bucket): keep time still.
-            current = restore_operator(self.plan.spec, snapshot) if snapshot else None
-            watermark = current.watermark if current else MIN_TIMESTAMP
-            processing_time = current.processing_time if current else 0
         partials = self._partials(data[kinds == p.PARTIAL])
         new_snapshot, emitted, operator = step(
-            self.plan.spec, snapshot, self._batch(raw), watermark, processing_time, partials
+            self.plan.spec, snapshot, self._batch(raw), entry.watermark, entry.processing_time, partials
         )
         if operator.window_count() or snapshot is not None:
             self.state.update((new_snapshot,))
@@ -84,7 +78,7 @@ class WindowBucketProcessor(StatefulProcessor):
         out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {
             "fm_kind": p.GAUGE,
-            "fm_seq": seq,
+            "fm_seq": entry.seq,
             "fm_bucket": bucket,
             "fm_hold": operator.output_hold(),
             "fm_oldest_pending": operator.oldest_pending_processing_time(),
