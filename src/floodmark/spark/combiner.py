@@ -67,7 +67,7 @@ class MapSideCombiner:
         out = [bad_frame, self._stats(data, good, partition)]
         raw = good
         if self.plan.combines and len(good):
-            rows = data.iloc[good]
+            rows = data if len(good) == len(data) else data.iloc[good]
             partials, raw_in_good = combine(self.plan.spec, watermark, self._batch(rows))
             raw = good[raw_in_good]
             if len(partials):

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from floodmark.core.columnar import Partials
 from floodmark.core.operator import Emitted
@@ -198,7 +198,10 @@ class WindowBucketProcessor(StatefulProcessor):
         integral = self.plan.integral_columns
         if len(self.plan.key_columns) == 1:
             name = self.plan.key_columns[0]
-            columns[name] = [plain(v, name in integral) for v in frame["key"].tolist()]
+            keys = frame["key"].to_numpy(dtype=object)
+            # Strings need no unwrapping (the common case, and one Python call per pane otherwise).
+            string_key = isinstance(self.plan.key_types[0], StringType)
+            columns[name] = keys if string_key else [plain(v, name in integral) for v in keys.tolist()]
         else:
             parts = list(zip(*frame["key"].tolist(), strict=True))
             for name, values in zip(self.plan.key_columns, parts, strict=True):
