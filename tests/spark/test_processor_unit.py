@@ -42,6 +42,7 @@ def make_processor(skew=None):
         max_future_skew_ms=skew,
         integral_columns=("ts", "part"),
         ts_column="ts",
+        split_column="part",
     )
     processor = WindowBucketProcessor(plan, "/unused")
     processor.state = MemoryValueState()
@@ -50,7 +51,6 @@ def make_processor(skew=None):
         StructField("k", StringType()),
         StructField("v", StringType()),
         StructField("part", LongType()),
-        StructField(p.SPLIT, StringType()),
         StructField(p.BUCKET, IntegerType()),
     ]
     processor.combiner = MapSideCombiner(plan, "/unused", StructType([*input_fields, *plan.combiner_fields()]))
@@ -59,7 +59,6 @@ def make_processor(skew=None):
 
 def shuffle_rows(processor, rows, watermark, ptime):
     data = pd.DataFrame(rows, columns=["ts", "k", "v", "part"])
-    data[p.SPLIT] = data["part"].astype(str)
     data[p.BUCKET] = 0
     return processor.combiner.process(data, watermark, ptime)
 

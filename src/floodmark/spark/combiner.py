@@ -33,7 +33,7 @@ from floodmark.core.columnar import combine
 from floodmark.core.records import RecordBatch
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import conform, keys_array, records_json
+from floodmark.spark.rows import conform, keys_array, plain, records_json
 
 
 class MapSideCombiner:
@@ -140,12 +140,19 @@ class MapSideCombiner:
         if len(good) == 0:
             return pd.DataFrame()
         ts = data[self.plan.ts_column].to_numpy()[good].astype(np.int64)
-        frame = pd.DataFrame({"split": data[p.SPLIT].to_numpy()[good], "ts": ts})
-        stats = frame.groupby("split", sort=True)["ts"].agg(["count", "min", "max"]).reset_index()
+        column = self.plan.split_column
+        if column is None:
+            values = np.zeros(len(good), dtype=np.int64)
+        else:
+            values = data[column].to_numpy()
+            values = values if len(good) == len(data) else values[good]
+        frame = pd.DataFrame({"split": values, "ts": ts})
+        stats = frame.groupby("split", sort=True, dropna=False)["ts"].agg(["count", "min", "max"]).reset_index()
         return pd.DataFrame(
             {
                 p.ROW: p.SPLIT_STATS,
-                p.SPLIT: stats["split"].astype(str),
+                # Labelled per distinct value, not per record; the driver merges equal labels.
+                p.SPLIT: [_split_label(v) for v in stats["split"].tolist()],
                 p.COUNT: stats["count"].astype(np.int64),
                 p.MIN_TS: stats["min"].astype(np.int64),
                 p.MAX_TS: stats["max"].astype(np.int64),
@@ -153,6 +160,12 @@ class MapSideCombiner:
                 p.BUCKET: np.int32(partition % max(self.plan.buckets, 1)),
             }
         )
+
+
+def _split_label(value: Any) -> str:
+    """A split's name: ``str`` of its value (integral floats as integers), ``""`` for null."""
+    value = plain(value, integral=True)
+    return "" if value is None else str(value)
 
 
 def _partition_id() -> int:

@@ -109,6 +109,8 @@ class EventTimeAggregation:
         missing = [c for c in self.key_by if c not in self.source.columns]
         if missing:
             raise ValueError(f"key columns {missing} are not in the input {self.source.columns}")
+        if isinstance(self.split, str) and self.split not in self.source.columns:
+            raise ValueError(f"split column {self.split!r} is not in the input {self.source.columns}")
         if not self.aggregations:
             raise ValueError("aggregations must name at least one aggregate")
         for name, aggregate in self.aggregations.items():
@@ -145,6 +147,7 @@ class EventTimeAggregation:
             if isinstance(self.event_time, str) and isinstance(types.get(self.event_time), LongType)
             else p.TS,
             buckets=self.bucket_count,
+            split_column=None if self.split is None else self.split if isinstance(self.split, str) else p.SPLIT_VALUE,
         )
         outputs = [*self.key_by, *self.aggregations]
         reserved = {f.name for f in [*p.PANE_META, *p.RECORD_META]} | {
@@ -201,16 +204,14 @@ class EventTimeAggregation:
             .select((F.col("value") % self.bucket_count).cast("int").alias(p.BUCKET))
         )
         ms, raw = self._event_time_ms()
-        split = (
-            F.lit("0")
-            if self.split is None
-            else (F.col(self.split) if isinstance(self.split, str) else self.split).cast("string")
-        )
+        # The split travels as the user's own column (no copy, no string per record); only an expression
+        # adds a column. The combiner labels the few distinct values.
+        split = [self.split.alias(p.SPLIT_VALUE)] if isinstance(self.split, Column) else []
         event_time = [] if self.plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
         data = self.source.select(
             "*",
             *event_time,  # a long column of ms is used as it is; only bad rows need the raw text
-            F.coalesce(split, F.lit("")).alias(p.SPLIT),
+            *split,
             F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
         )
         # Every column is nullable after the combiner: PARTIAL and SPLIT_STATS rows carry no record.

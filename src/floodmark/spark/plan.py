@@ -38,6 +38,7 @@ BUCKET = "fm_bucket"
 TS = "fm_ts"
 TS_RAW = "fm_ts_raw"
 SPLIT = "fm_split"
+SPLIT_VALUE = "fm_split_value"
 
 PANE, LATE, BAD, STATS, GAUGE = "PANE", "LATE", "BAD", "STATS", "GAUGE"
 
@@ -120,6 +121,9 @@ class RuntimePlan:
     """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
     buckets: int = 1
     """Number of state buckets (``fm_bucket`` values)."""
+    split_column: str | None = None
+    """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
+    ``None``: the whole input is split ``"0"``."""
 
     @property
     def combines(self) -> bool:
@@ -137,7 +141,7 @@ class RuntimePlan:
 
     def combiner_fields(self) -> list[StructField]:
         """The columns the combiner adds to the input rows."""
-        fields = [StructField(ROW, StringType())]
+        fields = [StructField(ROW, StringType()), StructField(SPLIT, StringType())]
         fields += [StructField(c, LongType()) for c in (WINDOW_START, WINDOW_END, COUNT, HOLD, MIN_TS, MAX_TS)]
         fields += [StructField(column, dtype) for _, column, dtype in self.accumulator_columns()]
         fields += [StructField(REASON, StringType()), StructField(RECORD, StringType())]
