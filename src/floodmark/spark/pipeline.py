@@ -62,6 +62,7 @@ from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlLog
 from floodmark.spark.controller import BatchController, BatchReport
 from floodmark.spark.processor import WindowBucketProcessor
+from floodmark.spark.session import ROCKSDB_PROVIDER
 from floodmark.spark.sinks import BatchSink, FileOutputs
 
 NUMERIC = (agg.Sum, agg.Min, agg.Max, agg.Mean)
@@ -104,6 +105,13 @@ class EventTimeAggregation:
     def __post_init__(self) -> None:
         if not self.source.isStreaming:
             raise ValueError("source must be a streaming DataFrame (spark.readStream...)")
+        provider = self.source.sparkSession.conf.get("spark.sql.streaming.stateStore.providerClass", None)
+        if provider != ROCKSDB_PROVIDER:
+            raise ValueError(
+                f"floodmark's state lives in RocksDB (transformWithState runs only there), but this session's "
+                f"state store provider is {provider!r}: build the session with "
+                f"floodmark.spark.session.required_conf() (local_session() does)"
+            )
         if not self.key_by:
             raise ValueError("key_by needs at least one column")
         missing = [c for c in self.key_by if c not in self.source.columns]

@@ -1,0 +1,74 @@
+"""EventTimeAggregation on Spark: definitions refused up front, and a split given as an expression."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+from spark_helpers import read_output, write_batches
+
+from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark.spark import EventTimeAggregation
+from floodmark.spark.session import ROCKSDB_PROVIDER
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "ts LONG, k STRING, p INT"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
+def definition(events, **overrides):
+    arguments = {
+        "event_time": "ts",
+        "key_by": ["k"],
+        "split": "p",
+        "watermarks": WatermarkStrategy.for_bounded_out_of_orderness(0),
+        "window": windows.Tumbling(1_000),
+        "aggregations": {"n": aggregates.count()},
+    }
+    return EventTimeAggregation(events, **{**arguments, **overrides})
+
+
+@pytest.fixture
+def events(spark, tmp_path):
+    return spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "in"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"split": "partition"}, "split column 'partition' is not in the input"),
+        ({"key_by": ["key"]}, "key columns ['key'] are not in the input"),
+        ({"aggregations": {"k": aggregates.count()}}, "clash"),
+        ({"aggregations": {"window_start": aggregates.count()}}, "clash"),
+        ({"aggregations": {"total": aggregates.sum("v")}}, "reads 'v', which the input does not have"),
+    ],
+)
+def test_bad_definitions_are_refused_before_the_query_starts(events, overrides, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        definition(events, **overrides)
+
+
+def test_reserved_column_prefix_and_state_store_are_checked(spark, events):
+    with pytest.raises(ValueError, match="must not start with 'fm_'"):
+        definition(events.withColumnRenamed("p", "fm_part"), split=None)
+    spark.conf.set(PROVIDER, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    try:
+        with pytest.raises(ValueError, match="state lives in RocksDB"):
+            definition(events)
+    finally:
+        spark.conf.set(PROVIDER, ROCKSDB_PROVIDER)
+
+
+def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_path, events):
+    # Split "1" (odd p) lags split "0" by 10 s; with a 0 s bound only the per-split MIN keeps its records.
+    first = pd.DataFrame({"ts": [10_000, 10_500, 100], "k": ["a", "a", "a"], "p": [0, 2, 1]})
+    second = pd.DataFrame({"ts": [11_000, 900], "k": ["a", "a"], "p": [2, 3]})
+    write_batches(tmp_path / "in", [first.astype({"p": "int32"}), second.astype({"p": "int32"})])
+    agg = definition(events, split=F.col("p") % 2, known_splits=["0", "1"])
+    handle = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert set(handle.reports[0].splits) == {"0", "1"}
+    assert handle.reports[0].split_records == {"0": 2, "1": 1}
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert read_output(spark, tmp_path / "out" / "late").empty
+    assert dict(zip(panes["window_start"], panes["n"], strict=True)) == {0: 2, 10_000: 2, 11_000: 1}
