@@ -31,7 +31,8 @@ def definition(events, **overrides):
 
 @pytest.fixture
 def events(spark, tmp_path):
-    return spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "in"))
+    (tmp_path / "in").mkdir()
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
 
 
 @pytest.mark.parametrize(
