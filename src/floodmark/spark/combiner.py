@@ -40,7 +40,7 @@ class MapSideCombiner:
     """``mapInPandas`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows.
 
     :arg plan: the runtime plan. :arg control_dir: the control log directory
-        (readable from the executors, as for the control source).
+        (readable from the executors, as for the stateful processor).
     :arg schema: the output schema (the input's columns plus ``plan.combiner_fields()``).
     """
 
