@@ -73,3 +73,6 @@ def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_p
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert read_output(spark, tmp_path / "out" / "late").empty
     assert dict(zip(panes["window_start"], panes["n"], strict=True)) == {0: 2, 10_000: 2, 11_000: 1}
+    # Only the end-of-input flush emitted panes: batches without panes leave no directory behind.
+    flush = handle.reports[-1].batch_id
+    assert [d.name for d in (tmp_path / "out" / "panes").iterdir()] == [f"batch_id={flush}"]

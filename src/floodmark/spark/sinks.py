@@ -86,18 +86,18 @@ class BatchSink:
             gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {
-                kind_: sum(int(g[column] or 0) for g in gauges)
-                for kind_, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
+                row_kind: sum(int(g[column] or 0) for g in gauges)
+                for row_kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
             }
             if counts[p.PANE]:
                 if self.outputs.on_panes is not None:
                     self.outputs.on_panes(frame.filter(kind == p.PANE).select(*self.columns(p.PANE)), batch_id)
             else:
                 _delete(frame, panes_path)
-            for kind_ in (p.LATE, p.BAD):
-                if counts[kind_]:
-                    rows = frame.filter(kind == kind_).select(*self.columns(kind_))
-                    rows.write.mode("overwrite").parquet(f"{self.outputs.directory(kind_)}/batch_id={batch_id}")
+            for row_kind in (p.LATE, p.BAD):
+                if counts[row_kind]:
+                    rows = frame.filter(kind == row_kind).select(*self.columns(row_kind))
+                    rows.write.mode("overwrite").parquet(f"{self.outputs.directory(row_kind)}/batch_id={batch_id}")
             stats = [r for r in small if r["fm_kind"] == p.STATS]
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
