@@ -133,9 +133,11 @@ class BatchController:
         now = max(self.clock.now_ms(), entry.processing_time)
         watermark = source.advance_processing_time(now)
         records = sum(c for c, _, _ in merged.values())
-        if self.end_when_exhausted is not None and records == 0 and not counts.get("BAD", 0):
-            # Decided here, before entry N+1 is written, so the flush is the very next batch.
-            self.end_of_input_requested = self.end_when_exhausted()
+        exhausted = self.end_when_exhausted is not None and records == 0 and not counts.get("BAD", 0)
+        if exhausted and not self.end_of_input_requested:
+            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch:
+            # a request made directly (end_of_input_requested = True) is never taken back.
+            self.end_of_input_requested = bool(self.end_when_exhausted())
         end = entry.end_of_input or self.end_of_input_requested
         if end:
             watermark = MAX_TIMESTAMP
