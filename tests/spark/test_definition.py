@@ -76,3 +76,41 @@ def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_p
     # Only the end-of-input flush emitted panes: batches without panes leave no directory behind.
     flush = handle.reports[-1].batch_id
     assert [d.name for d in (tmp_path / "out" / "panes").iterdir()] == [f"batch_id={flush}"]
+
+
+def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spark, tmp_path):
+    """Types survive the Arrow map side: timestamps, integer keys, nullable integers, numbers as text."""
+
+    def at(*seconds):
+        stamps = pd.to_datetime([None if s is None else 1_704_067_200 + s for s in seconds], unit="s", utc=True)
+        return stamps.astype("datetime64[us, UTC]")  # Spark reads microsecond parquet timestamps, not ns
+
+    first = pd.DataFrame({"ts": at(1, 70), "k": [1, 2], "id": [10, None], "v": ["1.5", "2"]})
+    second = pd.DataFrame({"ts": at(5, None, 80), "k": [1, 3, 2], "id": [11, None, 12], "v": ["1", "1", "abc"]})
+    write_batches(tmp_path / "in", [first.astype({"id": "Int64"}), second.astype({"id": "Int64"})])
+    events = (
+        spark.readStream.schema("ts TIMESTAMP, k LONG, id LONG, v STRING")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(tmp_path / "in"))
+    )
+    agg = definition(
+        events,
+        split=None,
+        window=windows.Tumbling(60_000),
+        aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
+    )
+    agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    start = 1_704_067_200_000
+    panes = read_output(spark, tmp_path / "out" / "panes").sort_values("window_start")
+    assert panes[["k", "window_start", "n", "total"]].values.tolist() == [
+        [1, start, 1, 1.5],
+        [2, start + 60_000, 1, 2.0],
+    ]
+    late = read_output(spark, tmp_path / "out" / "late")
+    assert late["k"].tolist() == [1]
+    assert '"ts": "2024-01-01 00:00:05"' in late["record"].item() and '"id": 11' in late["record"].item()
+    dead = read_output(spark, tmp_path / "out" / "dead_letter").sort_values("k")
+    assert dead[["k", "reason"]].values.tolist() == [[2, "field 'v' is not a number: 'abc'"], [3, "missing timestamp"]]
+    # Dead letters are written on the map side, late records after the shuffle: the same JSON for the same types.
+    assert '"ts": "2024-01-01 00:01:20"' in dead["record"].iloc[0] and '"id": 12' in dead["record"].iloc[0]
+    assert '"ts": null' in dead["record"].iloc[1] and '"id": null' in dead["record"].iloc[1]

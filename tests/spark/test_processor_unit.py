@@ -1,4 +1,4 @@
-"""Combiner and stateful processor without a Spark session: validation, combining, stats and gauges on pandas."""
+"""Combiner and stateful processor without a Spark session: validation, combining, stats and gauges."""
 
 from __future__ import annotations
 
@@ -6,10 +6,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from floodmark import aggregates, windows
 from floodmark.core.operator import WindowSpec
+from floodmark.core.records import RecordBatch
+from floodmark.core.step import step
+from floodmark.core.timestamps import TimestampCombiner
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlEntry
@@ -57,16 +62,29 @@ def make_processor(skew=None):
     return processor
 
 
-def shuffle_rows(processor, rows, watermark, ptime):
-    data = pd.DataFrame(rows, columns=["ts", "k", "v", "part"])
-    data[p.BUCKET] = 0
-    return processor.combiner.process(data, watermark, ptime)
+TEXT = pa.string()
 
 
-def call(processor, rows, seq, watermark, ptime):
+def shuffle_rows(processor, rows, watermark, ptime, v_type=TEXT):
+    """The combiner's output for ``rows`` of ``(ts, k, v, part)``; ``v`` as text by default (numbers parsed)."""
+    ts, k, v, part = zip(*rows, strict=True) if rows else ((), (), (), ())
+    text = pa.types.is_string(v_type)
+    data = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "k": pa.array(k, pa.string()),
+            "v": pa.array([None if x is None or not text else str(x) for x in v] if text else v, v_type),
+            "part": pa.array(part, pa.int64()),
+            p.BUCKET: pa.array([0] * len(rows), pa.int32()),
+        }
+    )
+    return processor.combiner.process(data, watermark, ptime).to_pandas()
+
+
+def call(processor, rows, seq, watermark, ptime, v_type=TEXT):
     processor.current_entry = lambda: ControlEntry(seq, watermark, ptime)
     tick = pd.DataFrame({p.BUCKET: [0]})  # the bucket's tick row: no fm_row
-    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime), tick], ignore_index=True)
+    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime, v_type), tick], ignore_index=True)
     frame[p.BUCKET] = 0
     # Through Arrow and back, as Spark hands it over: long columns with nulls arrive as float64.
     frame = pa.Table.from_pandas(frame, preserve_index=False).to_pandas()
@@ -102,11 +120,20 @@ def test_bad_rows_stats_and_gauges():
     assert fired[fired.fm_kind == p.GAUGE]["fm_pane_count"].item() == 1
 
 
-@pytest.mark.parametrize("value", [np.nan, None])
-def test_missing_numeric_input_is_a_bad_record(value):
+@pytest.mark.parametrize(
+    "value, v_type, reason",
+    [
+        (np.nan, pa.float64(), "field 'v' is missing"),
+        (None, pa.float64(), "field 'v' is missing"),
+        (None, pa.string(), "field 'v' is missing"),
+        ("1,5", pa.string(), "field 'v' is not a number: '1,5'"),
+    ],
+)
+def test_missing_or_unparsable_numeric_input_is_a_bad_record(value, v_type, reason):
     processor = make_processor()
-    out = call(processor, [(1, "a", value, 0)], seq=0, watermark=-(2**63), ptime=0)
-    assert out[out.fm_kind == p.BAD]["reason"].tolist() == ["field 'v' is missing"]
+    out = call(processor, [(1, "a", value, 0), (2, "a", 2.0, 0)], seq=0, watermark=-(2**63), ptime=0, v_type=v_type)
+    assert out[out.fm_kind == p.BAD]["reason"].tolist() == [reason]
+    assert out[out.fm_kind == p.GAUGE]["fm_open_windows"].item() == 1, "the good record is kept"
 
 
 def test_on_time_records_are_combined_before_the_shuffle_and_late_ones_stay_records():
@@ -130,3 +157,91 @@ def test_on_time_records_are_combined_before_the_shuffle_and_late_ones_stay_reco
     final = call(processor, [], seq=2, watermark=2**63 - 1, ptime=0)
     panes = final[final.fm_kind == p.PANE]
     assert panes[["k", "window_start", "n", "total"]].values.tolist() == [["a", 10, 2, 5.0]]
+
+
+# ------------------------------------------------------------------ combiner + processor == core
+COMBINABLE = [windows.Tumbling(10), windows.Tumbling(7, offset=3), windows.Sliding(10, 5)]
+record = st.tuples(
+    st.integers(-6, 60).map(lambda ts: None if ts == -6 else ts),  # None: a bad record (now and then)
+    st.sampled_from(["a", "b", None]),  # key (null keys are keys too)
+    st.integers(-4, 9).map(lambda v: None if v == -4 else float(v)),  # whole numbers: sums exact in any order
+    st.integers(0, 2),  # split
+)
+
+
+def equivalence_plan(window, lateness, combiner, key_type):
+    parts = {
+        "n": aggregates.count(),
+        "total": aggregates.sum("v"),
+        "lo": aggregates.min("v"),
+        "hi": aggregates.max("v"),
+        "avg": aggregates.mean("v"),
+    }
+    spec = WindowSpec(window, aggregates.several(**parts), allowed_lateness=lateness, timestamp_combiner=combiner)
+    return p.RuntimePlan(
+        spec=spec,
+        key_columns=("k",),
+        key_types=(key_type,),
+        result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
+        numeric_fields=("v",),
+        user_columns=("ts", "k", "v", "part"),
+        max_future_skew_ms=None,
+        integral_columns=("ts", "part"),
+        ts_column="ts",
+        split_column="part",
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(COMBINABLE),
+    st.sampled_from([0, 10]),
+    st.sampled_from(list(TimestampCombiner)),
+    st.lists(st.tuples(st.lists(record, max_size=12), st.integers(0, 25)), min_size=1, max_size=4),
+)
+def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, batches):
+    """Map-side Arrow aggregation + shuffle + processor == the core's step on the good records, batch by batch."""
+    plan = equivalence_plan(window, lateness, combiner, StringType())
+    processor = WindowBucketProcessor(plan, "/unused")
+    processor.state = MemoryValueState()
+    fields = [StructField(n, t) for n, t in [("ts", LongType()), ("k", StringType()), ("v", DoubleType())]]
+    fields += [StructField("part", LongType()), StructField(p.BUCKET, IntegerType())]
+    processor.combiner = MapSideCombiner(plan, "/unused", StructType([*fields, *plan.combiner_fields()]))
+    snapshot, expected, got = None, [], []
+    watermarks = [-(2**63)]
+    for _, advance in batches:
+        watermarks.append(max(watermarks[-1], 0) + advance)
+    watermarks[-1] = 2**63 - 1  # the end of input fires everything
+    for seq, ((rows, _), watermark) in enumerate(zip([*batches, ([], 0)], watermarks, strict=True)):
+        out = call(processor, rows, seq, watermark, 0, v_type=pa.float64())
+        got += [
+            (r.k, r.window_start, r.pane_timestamp, r.timing, r.pane_index, r.is_last, r.n, r.total, r.lo, r.hi, r.avg)
+            for r in out[out.fm_kind == p.PANE].itertuples()
+        ]
+        good = [r for r in rows if r[0] is not None and r[2] is not None]
+        assert out[out.fm_kind == p.BAD].shape[0] == len(rows) - len(good)
+        batch = None
+        if good:
+            keys = np.empty(len(good), dtype=object)
+            keys[:] = [r[1] for r in good]
+            ts = np.array([r[0] for r in good], dtype=np.int64)
+            batch = RecordBatch(keys, ts, {None: np.arange(len(good)), "v": np.array([r[2] for r in good])})
+        snapshot, emitted, _ = step(plan.spec, snapshot, batch, watermark, 0)
+        expected += [
+            (
+                pane.key,
+                pane.window.start,
+                pane.timestamp,
+                pane.timing.value,
+                pane.index,
+                pane.is_last,
+                *(pane.value[name] for name in ("n", "total", "lo", "hi", "avg")),
+            )
+            for pane in emitted.all_panes()
+        ]
+        late = out[out.fm_kind == p.LATE]
+        assert sorted(zip(late.k, late.event_time, strict=True), key=str) == sorted(
+            ((r.key, r.timestamp) for r in emitted.late), key=str
+        )
+    assert len(got) == len(expected)
+    assert sorted(got, key=str) == sorted(expected, key=str)  # str: None keys sort with the others

@@ -595,23 +595,24 @@ def reduce_partials(spec: WindowSpec, partials: Partials) -> Partials:
     )
 
 
-def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Partials, np.ndarray]:
-    """The map-side combine: aggregate what can be aggregated before the shuffle.
+def open_window_pairs(
+    spec: WindowSpec, watermark: int, timestamps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which (record, window) pairs can be aggregated before the shuffle, and which records cannot.
 
     A record all of whose windows are still open (``end - 1 > watermark``, the
-    watermark the operator will use for this batch) goes into the partials;
-    every other record (late within allowed lateness, expired, or without a
-    usable timestamp) stays a record, because it fires a LATE pane of its own,
-    goes to the late output with its payload, or is a bad record. A watermark
-    at or above the operator's is safe: it only keeps more records raw.
+    watermark the operator will use for this batch) can be aggregated; every
+    other record (late within allowed lateness, expired, or without a usable
+    timestamp) must travel as a record, because it fires a LATE pane of its
+    own, goes to the late output with its payload, or is a bad record.
 
-    :returns: ``(partials, raw)``; ``raw`` are positions into ``batch``, in order.
-    Feeding ``operator.add_partials(partials)`` and ``operator.add_records(batch[raw])``
-    gives the same panes as ``operator.add_records(batch)`` (sums of floats up to rounding).
+    :arg timestamps: event times in ms, one per record.
+    :returns: ``(rows, starts, ends, out_times, raw)``: per pair, the record's
+        position, the window's bounds (start inclusive, end exclusive) and the
+        record's output time in that window; ``raw`` are the positions of the
+        records that must stay records, in order.
     """
-    if not supports(spec):
-        raise ValueError("only specs of the columnar operator can be combined before the shuffle")
-    timestamps, bad, _ = validate_timestamps(batch.timestamps)
+    timestamps, bad, _ = validate_timestamps(timestamps)
     good = np.flatnonzero(~bad)
     raw = bad.copy()
     assigned = spec.window.assign(timestamps[good])
@@ -619,16 +620,52 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
     raw[rows[assigned.end - 1 <= watermark]] = True
     keep = ~raw[rows]
     rows, starts, ends = rows[keep], assigned.start[keep], assigned.end[keep]
+    out_times = spec.window.output_times(timestamps[rows], starts, ends)
+    return rows, starts, ends, out_times, np.flatnonzero(raw)
+
+
+def accumulator_reductions(spec: WindowSpec) -> list[tuple[str, str, str | None]]:
+    """How each accumulator column of :func:`accumulator_layout` is made from records.
+
+    :returns: ``[(column, reduction, field)]`` with reduction ``"count"`` (records
+        per row, ``field`` None), ``"sum"``, ``"min"`` or ``"max"`` of ``field``
+        (as float64). Lets a runtime aggregate with its own engine (e.g. Arrow)
+        and still produce :class:`Partials` the operator merges.
+    """
+    reductions: list[tuple[str, str, str | None]] = []
+    for name, part in (_parts(spec.aggregate) or {}).items():
+        for col, _ in ColumnarWindowOperator._acc_columns(name, part):
+            if col.endswith(".n"):
+                reductions.append((col, "count", None))
+            elif col.endswith(".s") or isinstance(part, agg.Sum):
+                reductions.append((col, "sum", part.field))
+            else:
+                reductions.append((col, "min" if isinstance(part, agg.Min) else "max", part.field))
+    return reductions
+
+
+def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Partials, np.ndarray]:
+    """The map-side combine: aggregate what can be aggregated before the shuffle.
+
+    Records split as :func:`open_window_pairs` says. A watermark at or above the
+    operator's is safe: it only keeps more records raw.
+
+    :returns: ``(partials, raw)``; ``raw`` are positions into ``batch``, in order.
+    Feeding ``operator.add_partials(partials)`` and ``operator.add_records(batch[raw])``
+    gives the same panes as ``operator.add_records(batch)`` (sums of floats up to rounding).
+    """
+    if not supports(spec):
+        raise ValueError("only specs of the columnar operator can be combined before the shuffle")
+    rows, starts, ends, out_times, raw = open_window_pairs(spec, watermark, batch.timestamps)
     keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
     values = {
         part.field: np.asarray(batch.columns[part.field], dtype=np.float64)[rows]
         for part in (_parts(spec.aggregate) or {}).values()
         if not isinstance(part, agg.Count)
     }
-    out_times = spec.window.output_times(timestamps[rows], starts, ends)
     partials = reduce_records(spec, keys[rows], starts, ends, out_times, values)
     origin = rows[partials.origin] if partials.origin is not None else None
-    return dataclasses.replace(partials, origin=origin), np.flatnonzero(raw)
+    return dataclasses.replace(partials, origin=origin), raw
 
 
 def _at(payload: Any, position: int) -> Any:

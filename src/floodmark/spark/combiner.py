@@ -1,18 +1,26 @@
-"""The map side: validate records and combine them before the shuffle (``mapInPandas``).
+"""The map side: validate records and combine them before the shuffle (``mapInArrow``).
 
 Runs on the executors, once per input partition and micro-batch, before the
 rows are shuffled to their buckets. It
 
 * rejects bad records (missing or unparsable timestamp, a timestamp more than
-  ``max_future_skew`` ahead of the batch's processing time, a missing or
+  ``max_future_skew`` ahead of the batch's processing time, a missing, NaN or
   non-numeric aggregate input): BAD_INPUT rows with the reason and the record
   as JSON, so nothing is dropped silently;
 * counts each split's good records and their min and max timestamp
   (SPLIT_STATS rows, what the driver's watermark generators need);
 * for specs of the columnar operator, aggregates the records whose windows
   are all still open into one PARTIAL row per (key, window), as native Spark
-  does before its shuffle (:func:`floodmark.core.columnar.combine`); every other
-  record (late, or any record of a general-operator spec) goes on as a RAW row.
+  does before its shuffle; every other record (late, or any record of a
+  general-operator spec) goes on as a RAW row with its columns untouched.
+
+The work is done on Arrow columns with Arrow's C++ kernels (hash group-by):
+no Python object per record. Only bad records (rare) go through pandas, to
+write their reasons and JSON. Which records may be aggregated, and how each
+accumulator is reduced, come from the core
+(:func:`floodmark.core.columnar.open_window_pairs`,
+:func:`~floodmark.core.columnar.accumulator_reductions`), so the partials are
+exactly what the core's own ``combine`` would make.
 
 The watermark and processing time are those of the batch's control entry,
 which the stateful processor reads too (:mod:`floodmark.spark.batch_entry`),
@@ -26,18 +34,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
-from floodmark.core.columnar import combine
-from floodmark.core.records import RecordBatch
+from floodmark.core.columnar import accumulator_reductions, open_window_pairs
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import conform, keys_array, plain, records_json
+from floodmark.spark.rows import arrow_table, plain, records_json, spark_like_pandas
+
+_START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns of the group-by
 
 
 class MapSideCombiner:
-    """``mapInPandas`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows.
+    """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows.
 
     :arg plan: the runtime plan. :arg control_dir: the control log directory
         (readable from the executors, as for the stateful processor).
@@ -49,117 +60,158 @@ class MapSideCombiner:
         self.current_entry = CurrentBatchEntry(control_dir)
         self.schema = schema
         self.user_columns = [f.name for f in schema.fields if f.name in plan.user_columns]
+        self.reductions = accumulator_reductions(plan.spec) if plan.combines else []
 
-    def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        parts = [frame for frame in frames if len(frame)]
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [batch for batch in batches if batch.num_rows]
         if not parts:
             return
-        data = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
         entry = self.current_entry()
-        yield self.process(data, entry.watermark, entry.processing_time, _partition_id())
+        out = self.process(pa.Table.from_batches(parts), entry.watermark, entry.processing_time, _partition_id())
+        yield from out.to_batches()
 
-    def process(self, data: pd.DataFrame, watermark: int, processing_time: int, partition: int = 0) -> pd.DataFrame:
+    def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
-        for name in self.plan.integral_columns:
-            if name in data and data[name].dtype.kind in "if":
-                data[name] = data[name].astype("Int64")  # nulls later in the frame must not turn ids into floats
-        good, bad_frame = self._validate(data, processing_time)
-        out = [bad_frame, self._stats(data, good, partition)]
-        raw = good
-        if self.plan.combines and len(good):
-            rows = data if len(good) == len(data) else data.iloc[good]
-            partials, raw_in_good = combine(self.plan.spec, watermark, self._batch(rows))
-            raw = good[raw_in_good]
-            if len(partials):
-                origin = good[partials.origin]
-                frame = data.iloc[origin][[*self.plan.key_columns, p.BUCKET]].reset_index(drop=True)
-                frame[p.ROW] = p.PARTIAL
-                frame[p.WINDOW_START] = partials.starts
-                frame[p.WINDOW_END] = partials.ends
-                frame[p.COUNT] = partials.counts
-                frame[p.HOLD] = partials.hold
-                for name, column, _ in self.plan.accumulator_columns():
-                    frame[column] = partials.accumulators[name]
-                out.append(frame)
+        ts = data.column(self.plan.ts_column)
+        timestamps = pc.fill_null(ts, 0).to_numpy()
+        values, reasons = self._validate(data, timestamps, processing_time)
+        rejected = reasons.astype(bool)  # a reason is a non-empty string
+        bad = np.flatnonzero(rejected)
+        good = np.flatnonzero(~rejected) if len(bad) else None  # None: every row is good
+        rows = data if good is None else data.take(good)
+        good_ts = timestamps if good is None else timestamps[good]
+        out = [self._bad(data, bad, reasons[bad]), self._stats(rows, good_ts, partition)]
+        raw = np.arange(rows.num_rows)
+        if self.plan.combines and rows.num_rows:
+            pairs, starts, ends, out_times, raw = open_window_pairs(self.plan.spec, watermark, good_ts)
+            good_values = {f: v if good is None else v[good] for f, v in values.items()}
+            out.append(self._partials(rows, pairs, starts, ends, out_times, good_values))
         if len(raw):
-            frame = data.iloc[raw].reset_index(drop=True)
-            frame[p.ROW] = p.RAW
-            out.append(frame)
-        return conform(out, self.schema, keep=self.user_columns)
+            out.append({**_columns(rows if len(raw) == rows.num_rows else rows.take(raw)), p.ROW: p.RAW})
+        return arrow_table(out, self.schema, like=data.schema)
 
-    def _batch(self, rows: pd.DataFrame) -> RecordBatch:
-        columns: dict[str | None, Any] = {None: np.arange(len(rows))}
-        for name in self.plan.spec.aggregate.fields:
-            if name is not None:
-                columns[name] = pd.to_numeric(rows[name]).to_numpy(dtype=np.float64)
-        keys = keys_array(rows, self.plan.key_columns)
-        return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns)
-
-    def _validate(self, data: pd.DataFrame, processing_time: int) -> tuple[np.ndarray, pd.DataFrame]:
-        """Positions of usable rows, and BAD_INPUT rows for the others (never dropped silently)."""
-        n = len(data)
+    # ------------------------------------------------------------- validation
+    def _validate(
+        self, data: pa.Table, timestamps: np.ndarray, processing_time: int
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Numeric inputs as float64, and one reason per row (``None``: good), never dropped silently."""
+        n = data.num_rows
         reasons = np.full(n, None, dtype=object)
-        ts = data[self.plan.ts_column]
-        missing = ts.isna().to_numpy()
+        missing = data.column(self.plan.ts_column).is_null().to_numpy(zero_copy_only=False)
         if missing.any():
-            raw = data[p.TS_RAW] if p.TS_RAW in data else pd.Series([None] * n)
-            for i in np.flatnonzero(missing):
-                value = raw.iloc[i]
-                reasons[i] = (
-                    "missing timestamp" if value is None or pd.isna(value) else f"unparsable timestamp: {value!r}"
-                )
+            raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
+            for i in np.flatnonzero(missing).tolist():
+                value = raw[i]
+                reasons[i] = "missing timestamp" if value is None else f"unparsable timestamp: {value!r}"
         skew = self.plan.max_future_skew_ms
         if skew is not None:
-            ahead = (~missing) & (ts.fillna(0).to_numpy(dtype=np.int64) > processing_time + skew)
-            for i in np.flatnonzero(ahead & pd.isna(reasons)):
+            ahead = ~missing & (timestamps > processing_time + skew)
+            for i in np.flatnonzero(ahead & ~reasons.astype(bool)).tolist():
                 reasons[i] = (
-                    f"timestamp {int(ts.iloc[i])} is more than {skew} ms ahead of processing time {processing_time}"
+                    f"timestamp {int(timestamps[i])} is more than {skew} ms ahead of processing time {processing_time}"
                 )
+        values: dict[str, np.ndarray] = {}
         for name in self.plan.numeric_fields:
-            column = data[name]
-            numeric = pd.to_numeric(column, errors="coerce")
-            missing_value = column.isna().to_numpy()
-            for i in np.flatnonzero(missing_value & pd.isna(reasons)):
+            column = data.column(name)
+            absent = column.is_null().to_numpy(zero_copy_only=False)
+            if _is_numeric(column.type):
+                numbers = pc.fill_null(pc.cast(column, pa.float64(), safe=False), np.nan).to_numpy()
+                not_numeric = np.zeros(n, dtype=bool)
+            else:  # e.g. numbers as text: parsed as pandas would, anything else is not a number
+                numbers = pd.to_numeric(column.to_pandas(), errors="coerce").to_numpy(dtype=np.float64)
+                not_numeric = ~absent & np.isnan(numbers)
+            absent |= ~not_numeric & np.isnan(numbers)  # NaN is as missing as null
+            for i in np.flatnonzero(absent & ~reasons.astype(bool)).tolist():
                 reasons[i] = f"field {name!r} is missing"
-            not_numeric = (numeric.isna() & column.notna()).to_numpy()
-            for i in np.flatnonzero(not_numeric & pd.isna(reasons)):
-                reasons[i] = f"field {name!r} is not a number: {column.iloc[i]!r}"
-        bad = ~pd.isna(reasons)
-        if not bad.any():
-            return np.arange(n), pd.DataFrame()
-        positions = np.flatnonzero(bad)
-        rows = data.iloc[positions]
-        frame = rows[list(dict.fromkeys([*self.plan.key_columns, p.BUCKET, self.plan.ts_column]))]
-        frame = frame.reset_index(drop=True)
-        frame[p.ROW] = p.BAD_INPUT
-        frame[p.REASON] = reasons[positions]
-        frame[p.RECORD] = records_json(rows, self.user_columns, self.plan.integral_columns)
-        return np.flatnonzero(~bad), frame
+            if not_numeric.any():
+                texts = column.to_pylist()
+                for i in np.flatnonzero(not_numeric & ~reasons.astype(bool)).tolist():
+                    reasons[i] = f"field {name!r} is not a number: {texts[i]!r}"
+            values[name] = numbers
+        return values, reasons
 
-    def _stats(self, data: pd.DataFrame, good: np.ndarray, partition: int) -> pd.DataFrame:
-        if len(good) == 0:
-            return pd.DataFrame()
-        ts = data[self.plan.ts_column].to_numpy()[good].astype(np.int64)
+    def _bad(self, data: pa.Table, positions: np.ndarray, reasons: np.ndarray) -> dict[str, Any]:
+        if not len(positions):
+            return {}
+        rows = data.take(positions)
+        columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, p.BUCKET, self.plan.ts_column]))))
+        frame = spark_like_pandas(rows.select(self.user_columns))
+        records = records_json(frame, self.user_columns, self.plan.integral_columns)
+        return {**columns, p.ROW: p.BAD_INPUT, p.REASON: reasons.tolist(), p.RECORD: records}
+
+    # ------------------------------------------------------------- statistics
+    def _stats(self, rows: pa.Table, timestamps: np.ndarray, partition: int) -> dict[str, Any]:
+        if rows.num_rows == 0:
+            return {}
         column = self.plan.split_column
         if column is None:
-            values = np.zeros(len(good), dtype=np.int64)
+            labels = ["0"]
+            counts, lows, highs = [rows.num_rows], [int(timestamps.min())], [int(timestamps.max())]
         else:
-            values = data[column].to_numpy()
-            values = values if len(good) == len(data) else values[good]
-        frame = pd.DataFrame({"split": values, "ts": ts})
-        stats = frame.groupby("split", sort=True, dropna=False)["ts"].agg(["count", "min", "max"]).reset_index()
-        return pd.DataFrame(
+            frame = pa.table({"split": rows.column(column), "ts": timestamps})
+            stats = frame.group_by("split", use_threads=False).aggregate(
+                [("ts", "count"), ("ts", "min"), ("ts", "max")]
+            )
+            # Labelled per distinct value, not per record; the driver merges equal labels.
+            labels = [_split_label(v) for v in stats.column("split").to_pylist()]
+            counts, lows, highs = (stats.column(f"ts_{f}") for f in ("count", "min", "max"))
+        return {
+            p.ROW: p.SPLIT_STATS,
+            p.SPLIT: labels,
+            p.COUNT: counts,
+            p.MIN_TS: lows,
+            p.MAX_TS: highs,
+            # Statistics of one partition go to one bucket (any will do: the driver merges them).
+            p.BUCKET: partition % max(self.plan.buckets, 1),
+        }
+
+    # --------------------------------------------------------------- partials
+    def _partials(
+        self,
+        rows: pa.Table,
+        pairs: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        out_times: np.ndarray,
+        values: dict[str, np.ndarray],
+    ) -> dict[str, Any]:
+        """One PARTIAL row per (key, window) of the (record, window) pairs (see ``Partials``)."""
+        if not len(pairs):
+            return {}
+        identity = len(pairs) == rows.num_rows and bool((pairs == np.arange(len(pairs))).all())
+        group_columns = [*self.plan.key_columns, p.BUCKET]
+        columns = {c: rows.column(c) if identity else rows.column(c).take(pairs) for c in group_columns}
+        columns.update({_START: starts, _END: ends, _HOLD: out_times})
+        columns.update({f"fm_c_{f}": v[pairs] for f, v in values.items()})
+        latest = self.plan.spec.timestamp_combiner.name == "LATEST"
+        reduced = dict.fromkeys((f"fm_c_{f}", r) for _, r, f in self.reductions if f is not None)
+        aggregations = [(_HOLD, "max" if latest else "min"), ([], "count_all"), *reduced]
+        grouped = pa.table(columns).group_by([*group_columns, _START, _END], use_threads=False).aggregate(aggregations)
+        out = _columns(grouped.select(group_columns))
+        counts = grouped.column("count_all")
+        out.update(
             {
-                p.ROW: p.SPLIT_STATS,
-                # Labelled per distinct value, not per record; the driver merges equal labels.
-                p.SPLIT: [_split_label(v) for v in stats["split"].tolist()],
-                p.COUNT: stats["count"].astype(np.int64),
-                p.MIN_TS: stats["min"].astype(np.int64),
-                p.MAX_TS: stats["max"].astype(np.int64),
-                # Statistics of one partition go to one bucket (any will do: the driver merges them).
-                p.BUCKET: np.int32(partition % max(self.plan.buckets, 1)),
+                p.ROW: p.PARTIAL,
+                p.WINDOW_START: grouped.column(_START),
+                p.WINDOW_END: grouped.column(_END),
+                p.COUNT: counts,
+                p.HOLD: grouped.column(f"{_HOLD}_{aggregations[0][1]}"),
             }
         )
+        accumulator = dict(zip((name for name, _, _ in self.reductions), self.plan.accumulator_columns(), strict=True))
+        for name, reduction, field in self.reductions:
+            column = accumulator[name][1]
+            out[column] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
+        return out
+
+
+def _columns(table: pa.Table) -> dict[str, Any]:
+    return {name: table.column(name) for name in table.column_names}
+
+
+def _is_numeric(dtype: pa.DataType) -> bool:
+    types = pa.types
+    return types.is_integer(dtype) or types.is_floating(dtype) or types.is_decimal(dtype) or types.is_boolean(dtype)
 
 
 def _split_label(value: Any) -> str:

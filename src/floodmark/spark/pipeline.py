@@ -225,7 +225,7 @@ class EventTimeAggregation:
         # Every column is nullable after the combiner: PARTIAL and SPLIT_STATS rows carry no record.
         inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
         combined_schema = StructType([*inputs, *self.plan.combiner_fields()])
-        combined = data.mapInPandas(MapSideCombiner(self.plan, control_dir, combined_schema), combined_schema)
+        combined = data.mapInArrow(MapSideCombiner(self.plan, control_dir, combined_schema), combined_schema)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         output = unioned.groupBy(p.BUCKET).transformWithStateInPandas(
             statefulProcessor=WindowBucketProcessor(self.plan, control_dir),

@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructType
 
 
@@ -149,3 +152,60 @@ def _stack_kept(pieces: list[pd.Series | None], sizes: list[int], dtype: Any) ->
         # pieces already have the column's schema dtype, so the result is the same either way.
         warnings.simplefilter("ignore", FutureWarning)
         return pd.concat(series, ignore_index=True)
+
+
+def arrow_table(parts: Sequence[dict[str, Any]], schema: StructType, like: pa.Schema) -> pa.Table:
+    """Stack ``parts`` into one Arrow table with exactly ``schema``'s columns, in order.
+
+    Each part maps column names to arrays (Arrow, numpy or lists, all of one
+    length) or scalars (repeated); an empty dict is no rows. A column a part
+    lacks is null there. Columns in ``like`` (the input as Spark gave it) keep
+    their Arrow type, so user columns go back to Spark unchanged; the others
+    get the Arrow type of their Spark type (Spark reads what the ``mapInArrow``
+    function returns by position and type: an int32 where it expects a long fails).
+    """
+    types = [
+        like.field(f.name).type if f.name in like.names else to_arrow_type(f.dataType, timezone="UTC")
+        for f in schema.fields
+    ]
+    target = pa.schema([pa.field(f.name, t) for f, t in zip(schema.fields, types, strict=True)])
+    tables = []
+    for part in parts:
+        size = next((len(v) for v in part.values() if not _is_scalar(v)), None)
+        if size is None or size == 0:
+            continue
+        columns = []
+        for name, dtype in zip(target.names, target.types, strict=True):
+            value = part.get(name)
+            if value is None:
+                columns.append(pa.nulls(size, dtype))
+            elif _is_scalar(value):
+                columns.append(pa.array(np.full(size, value) if not isinstance(value, str) else [value] * size, dtype))
+            elif isinstance(value, pa.Array | pa.ChunkedArray):
+                columns.append(value if value.type == dtype else value.cast(dtype))
+            else:
+                columns.append(pa.array(value, dtype))
+        tables.append(pa.Table.from_arrays(columns, schema=target))
+    if not tables:
+        return target.empty_table()
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool | np.generic)
+
+
+def spark_like_pandas(table: pa.Table) -> pd.DataFrame:
+    """``table`` as pandas the way Spark's ``mapInPandas`` hands it over: timestamps as naive local time.
+
+    Spark sends timestamps as UTC instants tagged with the session time zone and
+    turns them into that zone's wall-clock time, without zone, for pandas; doing
+    the same keeps the JSON of bad records (made here) like that of late records
+    (made from pandas frames Spark converted).
+    """
+    columns = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            column = pc.local_timestamp(column)
+        columns[name] = column
+    return pa.table(columns).to_pandas()
