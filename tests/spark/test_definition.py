@@ -50,6 +50,12 @@ def test_bad_definitions_are_refused_before_the_query_starts(events, overrides, 
         definition(events, **overrides)
 
 
+def test_nested_key_columns_are_refused(events):
+    nested = events.withColumn("pair", F.array("k", "k"))
+    with pytest.raises(ValueError, match=r"atomic types .*pair \(array<string>\)"):
+        definition(nested, key_by=["pair"])
+
+
 def test_reserved_column_prefix_and_state_store_are_checked(spark, events):
     with pytest.raises(ValueError, match="must not start with 'fm_'"):
         definition(events.withColumnRenamed("p", "fm_part"), split=None)

@@ -37,10 +37,12 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StructField,
     StructType,
@@ -119,6 +121,13 @@ class EventTimeAggregation:
             raise ValueError(f"key columns {missing} are not in the input {self.source.columns}")
         if isinstance(self.split, str) and self.split not in self.source.columns:
             raise ValueError(f"split column {self.split!r} is not in the input {self.source.columns}")
+        nested = [
+            f"{f.name} ({f.dataType.simpleString()})"
+            for f in self.source.schema.fields
+            if f.name in {*self.key_by, self.split} and isinstance(f.dataType, ArrayType | MapType | StructType)
+        ]
+        if nested:
+            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
         if not self.aggregations:
             raise ValueError("aggregations must name at least one aggregate")
         for name, aggregate in self.aggregations.items():

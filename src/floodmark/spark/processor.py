@@ -60,7 +60,7 @@ class WindowBucketProcessor(StatefulProcessor):
         frames = list(rows)
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
-        stored = self.state.get() if self.state.exists() else None
+        stored = self.state.get()  # None when the bucket has no state yet
         snapshot = stored[0] if stored is not None else None
         entry = self.current_entry()
         data = frame[frame[p.ROW].notna()]  # the tick rows (one per bucket) carry nothing else
