@@ -121,10 +121,11 @@ class EventTimeAggregation:
             raise ValueError(f"key columns {missing} are not in the input {self.source.columns}")
         if isinstance(self.split, str) and self.split not in self.source.columns:
             raise ValueError(f"split column {self.split!r} is not in the input {self.source.columns}")
+        grouped = {*self.key_by, *([self.split] if isinstance(self.split, str) else [])}
         nested = [
             f"{f.name} ({f.dataType.simpleString()})"
             for f in self.source.schema.fields
-            if f.name in {*self.key_by, self.split} and isinstance(f.dataType, ArrayType | MapType | StructType)
+            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
         ]
         if nested:
             raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
