@@ -6,9 +6,9 @@ the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
 RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows) and one
 tick row, so that every bucket runs every batch, even without data. The
 watermark and processing time come from the batch's control entry
-(:mod:`floodmark.spark.batch_entry`). The processor restores
-the bucket's operator from its RocksDB value state, runs the core's pure
-``step`` (processing time, then watermark, then partials and records), writes
+(:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
+operator from its RocksDB value state (compressed: :mod:`floodmark.spark.state_codec`),
+runs the core's pure ``step`` (processing time, then watermark, then partials and records), writes
 the new snapshot back and returns one frame of tagged rows:
 
 * PANE - fired panes; LATE - records beyond allowed lateness or for a closed
@@ -36,6 +36,7 @@ from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
 from floodmark.spark import plan as p
+from floodmark.spark import state_codec
 from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.rows import conform, keys_array, plain, records_json, result_value
@@ -61,7 +62,7 @@ class WindowBucketProcessor(StatefulProcessor):
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
         stored = self.state.get()  # None when the bucket has no state yet
-        snapshot = stored[0] if stored is not None else None
+        snapshot = state_codec.decode(stored[0]) if stored is not None else None
         entry = self.current_entry()
         data = frame[frame[p.ROW].notna()]  # the tick rows (one per bucket) carry nothing else
         kinds = data[p.ROW].to_numpy()
@@ -73,7 +74,7 @@ class WindowBucketProcessor(StatefulProcessor):
             self.plan.spec, snapshot, self._batch(raw), entry.watermark, entry.processing_time, partials
         )
         if operator.window_count() or snapshot is not None:
-            self.state.update((new_snapshot,))
+            self.state.update((state_codec.encode(new_snapshot),))
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {
