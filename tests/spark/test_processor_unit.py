@@ -15,8 +15,8 @@ from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
-from floodmark.spark import state_codec
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.processor import WindowBucketProcessor
@@ -66,8 +66,8 @@ def make_processor(skew=None):
 TEXT = pa.string()
 
 
-def shuffle_rows(processor, rows, watermark, ptime, v_type=TEXT):
-    """The combiner's output for ``rows`` of ``(ts, k, v, part)``; ``v`` as text by default (numbers parsed)."""
+def combine(processor, rows, watermark, ptime, v_type=TEXT):
+    """The combiner's rows for ``rows`` of ``(ts, k, v, part)``; ``v`` as text by default (numbers parsed)."""
     ts, k, v, part = zip(*rows, strict=True) if rows else ((), (), (), ())
     text = pa.types.is_string(v_type)
     data = pa.table(
@@ -79,16 +79,19 @@ def shuffle_rows(processor, rows, watermark, ptime, v_type=TEXT):
             p.BUCKET: pa.array([0] * len(rows), pa.int32()),
         }
     )
-    return processor.combiner.process(data, watermark, ptime).to_pandas()
+    return processor.combiner.process(data, watermark, ptime)
+
+
+def shuffle_rows(processor, rows, watermark, ptime, v_type=TEXT):
+    return combine(processor, rows, watermark, ptime, v_type).to_pandas()
 
 
 def call(processor, rows, seq, watermark, ptime, v_type=TEXT):
+    """The processor's output for one batch: the combiner's blocks plus the bucket's tick row, as Spark passes them."""
     processor.current_entry = lambda: ControlEntry(seq, watermark, ptime)
-    tick = pd.DataFrame({p.BUCKET: [0]})  # the bucket's tick row: no fm_row
-    frame = pd.concat([shuffle_rows(processor, rows, watermark, ptime, v_type), tick], ignore_index=True)
-    frame[p.BUCKET] = 0
-    # Through Arrow and back, as Spark hands it over: long columns with nulls arrive as float64.
-    frame = pa.Table.from_pandas(frame, preserve_index=False).to_pandas()
+    packed = pa.Table.from_batches([blocks.pack(combine(processor, rows, watermark, ptime, v_type))]).to_pandas()
+    tick = pd.DataFrame({p.BUCKET: [0], blocks.BLOCK: [None]})
+    frame = pd.concat([packed, tick], ignore_index=True) if len(packed) else tick
     (out,) = list(processor.handleInputRows((0,), iter([frame]), None))
     assert list(out.columns) == [f.name for f in processor.schema.fields]
     return out

@@ -14,6 +14,9 @@ rows are shuffled to their buckets. It
   does before its shuffle; every other record (late, or any record of a
   general-operator spec) goes on as a RAW row with its columns untouched.
 
+The rows cross the shuffle packed, one Arrow IPC block per bucket
+(:mod:`floodmark.spark.blocks`).
+
 The work is done on Arrow columns with Arrow's C++ kernels (hash group-by):
 no Python object per record. Only bad records (rare) go through pandas, to
 write their reasons and JSON. Which records may be aggregated, and how each
@@ -40,6 +43,7 @@ from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
 from floodmark.core.columnar import accumulator_reductions, open_window_pairs
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import arrow_table, plain, records_json, spark_like_pandas
@@ -48,11 +52,12 @@ _START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns o
 
 
 class MapSideCombiner:
-    """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows.
+    """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows, packed per bucket.
 
     :arg plan: the runtime plan. :arg control_dir: the control log directory
         (readable from the executors, as for the stateful processor).
-    :arg schema: the output schema (the input's columns plus ``plan.combiner_fields()``).
+    :arg schema: the rows' schema (the input's columns plus ``plan.combiner_fields()``); Spark gets them
+        as one ``(fm_bucket, fm_block)`` row per bucket (:mod:`floodmark.spark.blocks`).
     """
 
     def __init__(self, plan: p.RuntimePlan, control_dir: str, schema: StructType) -> None:
@@ -68,7 +73,7 @@ class MapSideCombiner:
             return
         entry = self.current_entry()
         out = self.process(pa.Table.from_batches(parts), entry.watermark, entry.processing_time, _partition_id())
-        yield from out.to_batches()
+        yield blocks.pack(out)
 
     def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""

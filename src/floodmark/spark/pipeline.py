@@ -59,6 +59,7 @@ from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.windows import Window, WindowAssigner
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlLog
@@ -232,10 +233,11 @@ class EventTimeAggregation:
             *split,
             F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
         )
-        # Every column is nullable after the combiner: PARTIAL and SPLIT_STATS rows carry no record.
+        # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
+        # no record.
         inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
         combined_schema = StructType([*inputs, *self.plan.combiner_fields()])
-        combined = data.mapInArrow(MapSideCombiner(self.plan, control_dir, combined_schema), combined_schema)
+        combined = data.mapInArrow(MapSideCombiner(self.plan, control_dir, combined_schema), blocks.SCHEMA)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         output = unioned.groupBy(p.BUCKET).transformWithStateInPandas(
             statefulProcessor=WindowBucketProcessor(self.plan, control_dir),

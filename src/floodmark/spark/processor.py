@@ -3,7 +3,8 @@
 Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and calls
 :meth:`WindowBucketProcessor.handleInputRows` once per bucket and batch with
 the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
-RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows) and one
+RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
+blocks: :mod:`floodmark.spark.blocks`) and one
 tick row, so that every bucket runs every batch, even without data. The
 watermark and processing time come from the batch's control entry
 (:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
@@ -35,8 +36,8 @@ from floodmark.core.columnar import Partials
 from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
+from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
-from floodmark.spark import state_codec
 from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.rows import conform, keys_array, plain, records_json, result_value
@@ -58,14 +59,14 @@ class WindowBucketProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        frames = list(rows)
-        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+        frame = pd.concat(list(rows), ignore_index=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
         stored = self.state.get()  # None when the bucket has no state yet
         snapshot = state_codec.decode(stored[0]) if stored is not None else None
         entry = self.current_entry()
-        data = frame[frame[p.ROW].notna()]  # the tick rows (one per bucket) carry nothing else
-        kinds = data[p.ROW].to_numpy()
+        # The tick rows (one per bucket) carry no block.
+        data = blocks.unpack([block for block in frame[blocks.BLOCK].tolist() if isinstance(block, bytes | bytearray)])
+        kinds = data[p.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         raw = data[kinds == p.RAW].reset_index(drop=True)
         bad = data[kinds == p.BAD_INPUT]
         out = [self._bad(bad), self._stats(data[kinds == p.SPLIT_STATS])]
@@ -103,6 +104,8 @@ class WindowBucketProcessor(StatefulProcessor):
         return frame
 
     def _stats(self, rows: pd.DataFrame) -> pd.DataFrame:
+        if not len(rows):
+            return pd.DataFrame()
         return pd.DataFrame(
             {
                 "fm_kind": p.STATS,

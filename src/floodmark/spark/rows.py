@@ -199,18 +199,19 @@ _NULLABLE_INTS = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype()}
 _NULLABLE_INTS.update({pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype()})
 
 
-def spark_like_pandas(table: pa.Table) -> pd.DataFrame:
+def spark_like_pandas(table: pa.Table, exact_integers: bool = True) -> pd.DataFrame:
     """``table`` as pandas the way Spark's ``mapInPandas`` hands it over: timestamps as naive local time.
 
     Spark sends timestamps as UTC instants tagged with the session time zone and
     turns them into that zone's wall-clock time, without zone, for pandas; doing
     the same keeps the JSON of bad records (made here) like that of late records
-    (made from pandas frames Spark converted). Integers stay exact (nullable
-    pandas integers), where Spark's conversion would turn a column with nulls into floats.
+    (made from pandas frames Spark converted). With ``exact_integers`` integer
+    columns become nullable pandas integers; without, a column with nulls turns
+    into float64, as in Spark's conversion.
     """
     columns = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
             column = pc.local_timestamp(column)
         columns[name] = column
-    return pa.table(columns).to_pandas(types_mapper=_NULLABLE_INTS.get)
+    return pa.table(columns).to_pandas(types_mapper=_NULLABLE_INTS.get if exact_integers else None)
