@@ -36,10 +36,11 @@ class MemoryValueState:
         self.value = value
 
 
-def make_processor(skew=None):
-    parts = {"n": aggregates.count(), "total": aggregates.sum("v")}
+def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
+    """A processor (and its combiner) for input ``(ts, k, v, part)``; by default count + sum of ``v`` as text."""
+    parts = parts or {"n": aggregates.count(), "total": aggregates.sum("v")}
     plan = p.RuntimePlan(
-        spec=WindowSpec(windows.Tumbling(10), aggregates.several(**parts)),
+        spec=WindowSpec(window or windows.Tumbling(10), aggregates.several(**parts), **spec),
         key_columns=("k",),
         key_types=(StringType(),),
         result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
@@ -55,7 +56,7 @@ def make_processor(skew=None):
     input_fields = [
         StructField("ts", LongType()),
         StructField("k", StringType()),
-        StructField("v", StringType()),
+        StructField("v", v_type or StringType()),
         StructField("part", LongType()),
         StructField(p.BUCKET, IntegerType()),
     ]
@@ -173,27 +174,13 @@ record = st.tuples(
 )
 
 
-def equivalence_plan(window, lateness, combiner, key_type):
-    parts = {
-        "n": aggregates.count(),
-        "total": aggregates.sum("v"),
-        "lo": aggregates.min("v"),
-        "hi": aggregates.max("v"),
-        "avg": aggregates.mean("v"),
-    }
-    spec = WindowSpec(window, aggregates.several(**parts), allowed_lateness=lateness, timestamp_combiner=combiner)
-    return p.RuntimePlan(
-        spec=spec,
-        key_columns=("k",),
-        key_types=(key_type,),
-        result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
-        numeric_fields=("v",),
-        user_columns=("ts", "k", "v", "part"),
-        max_future_skew_ms=None,
-        integral_columns=("ts", "part"),
-        ts_column="ts",
-        split_column="part",
-    )
+EVERY_AGGREGATE = {
+    "n": aggregates.count(),
+    "total": aggregates.sum("v"),
+    "lo": aggregates.min("v"),
+    "hi": aggregates.max("v"),
+    "avg": aggregates.mean("v"),
+}
 
 
 @settings(max_examples=100, deadline=None)
@@ -205,12 +192,14 @@ def equivalence_plan(window, lateness, combiner, key_type):
 )
 def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, batches):
     """Map-side Arrow aggregation + shuffle + processor == the core's step on the good records, batch by batch."""
-    plan = equivalence_plan(window, lateness, combiner, StringType())
-    processor = WindowBucketProcessor(plan, "/unused")
-    processor.state = MemoryValueState()
-    fields = [StructField(n, t) for n, t in [("ts", LongType()), ("k", StringType()), ("v", DoubleType())]]
-    fields += [StructField("part", LongType()), StructField(p.BUCKET, IntegerType())]
-    processor.combiner = MapSideCombiner(plan, "/unused", StructType([*fields, *plan.combiner_fields()]))
+    processor = make_processor(
+        parts=EVERY_AGGREGATE,
+        window=window,
+        v_type=DoubleType(),
+        allowed_lateness=lateness,
+        timestamp_combiner=combiner,
+    )
+    plan = processor.plan
     snapshot, expected, got = None, [], []
     watermarks = [-(2**63)]
     for _, advance in batches:

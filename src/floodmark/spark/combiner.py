@@ -32,7 +32,7 @@ so a replayed batch decides exactly as the original did.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
 from floodmark.core.columnar import accumulator_reductions, open_window_pairs
+from floodmark.core.timestamps import TimestampCombiner
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
@@ -79,8 +80,7 @@ class MapSideCombiner:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
         ts = data.column(self.plan.ts_column)
         timestamps = pc.fill_null(ts, 0).to_numpy()
-        values, reasons = self._validate(data, timestamps, processing_time)
-        rejected = reasons.astype(bool)  # a reason is a non-empty string
+        values, rejected, reasons = self._validate(data, timestamps, processing_time)
         bad = np.flatnonzero(rejected)
         good = np.flatnonzero(~rejected) if len(bad) else None  # None: every row is good
         rows = data if good is None else data.take(good)
@@ -98,23 +98,29 @@ class MapSideCombiner:
     # ------------------------------------------------------------- validation
     def _validate(
         self, data: pa.Table, timestamps: np.ndarray, processing_time: int
-    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """Numeric inputs as float64, and one reason per row (``None``: good), never dropped silently."""
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """Numeric inputs as float64, which rows are bad and why (the first reason found), never dropped silently."""
         n = data.num_rows
         reasons = np.full(n, None, dtype=object)
+        rejected = np.zeros(n, dtype=bool)
+
+        def reject(mask: np.ndarray, reason: Callable[[int], str]) -> None:
+            for i in np.flatnonzero(mask & ~rejected).tolist():
+                reasons[i] = reason(i)
+            rejected[mask] = True
+
         missing = data.column(self.plan.ts_column).is_null().to_numpy(zero_copy_only=False)
         if missing.any():
             raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
-            for i in np.flatnonzero(missing).tolist():
-                value = raw[i]
-                reasons[i] = "missing timestamp" if value is None else f"unparsable timestamp: {value!r}"
+            reject(missing, lambda i: "missing timestamp" if raw[i] is None else f"unparsable timestamp: {raw[i]!r}")
         skew = self.plan.max_future_skew_ms
         if skew is not None:
-            ahead = ~missing & (timestamps > processing_time + skew)
-            for i in np.flatnonzero(ahead & ~reasons.astype(bool)).tolist():
-                reasons[i] = (
+            reject(
+                ~missing & (timestamps > processing_time + skew),
+                lambda i: (
                     f"timestamp {int(timestamps[i])} is more than {skew} ms ahead of processing time {processing_time}"
-                )
+                ),
+            )
         values: dict[str, np.ndarray] = {}
         for name in self.plan.numeric_fields:
             column = data.column(name)
@@ -126,14 +132,12 @@ class MapSideCombiner:
                 numbers = pd.to_numeric(column.to_pandas(), errors="coerce").to_numpy(dtype=np.float64)
                 not_numeric = ~absent & np.isnan(numbers)
             absent |= ~not_numeric & np.isnan(numbers)  # NaN is as missing as null
-            for i in np.flatnonzero(absent & ~reasons.astype(bool)).tolist():
-                reasons[i] = f"field {name!r} is missing"
+            reject(absent, lambda i, name=name: f"field {name!r} is missing")
             if not_numeric.any():
                 texts = column.to_pylist()
-                for i in np.flatnonzero(not_numeric & ~reasons.astype(bool)).tolist():
-                    reasons[i] = f"field {name!r} is not a number: {texts[i]!r}"
+                reject(not_numeric, lambda i, name=name, texts=texts: f"field {name!r} is not a number: {texts[i]!r}")
             values[name] = numbers
-        return values, reasons
+        return values, rejected, reasons
 
     def _bad(self, data: pa.Table, positions: np.ndarray, reasons: np.ndarray) -> dict[str, Any]:
         if not len(positions):
@@ -188,7 +192,7 @@ class MapSideCombiner:
         columns = {c: rows.column(c) if identity else rows.column(c).take(pairs) for c in group_columns}
         columns.update({_START: starts, _END: ends, _HOLD: out_times})
         columns.update({f"fm_c_{f}": v[pairs] for f, v in values.items()})
-        latest = self.plan.spec.timestamp_combiner.name == "LATEST"
+        latest = self.plan.spec.timestamp_combiner is TimestampCombiner.LATEST
         reduced = dict.fromkeys((f"fm_c_{f}", r) for _, r, f in self.reductions if f is not None)
         aggregations = [(_HOLD, "max" if latest else "min"), ([], "count_all"), *reduced]
         grouped = pa.table(columns).group_by([*group_columns, _START, _END], use_threads=False).aggregate(aggregations)
@@ -203,9 +207,8 @@ class MapSideCombiner:
                 p.HOLD: grouped.column(f"{_HOLD}_{aggregations[0][1]}"),
             }
         )
-        accumulator = dict(zip((name for name, _, _ in self.reductions), self.plan.accumulator_columns(), strict=True))
-        for name, reduction, field in self.reductions:
-            column = accumulator[name][1]
+        accumulators = zip(self.reductions, self.plan.accumulator_columns(), strict=True)
+        for (_, reduction, field), (_, column, _) in accumulators:
             out[column] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
         return out
 
