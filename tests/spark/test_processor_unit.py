@@ -252,3 +252,24 @@ def test_state_is_stored_compressed_and_old_uncompressed_values_still_load():
     processor.state.value = (state_codec.decode(processor.state.value[0]),)  # as an older version stored it
     out = call(processor, [], seq=1, watermark=2**63 - 1, ptime=0)
     assert out[out.fm_kind == p.PANE][["k", "n"]].values.tolist() == [["a", 1]]
+
+
+def test_blocks_carry_each_buckets_rows_in_order_and_convert_as_spark_does():
+    table = pa.table(
+        {
+            p.BUCKET: pa.array([3, 1, 3, 0, 1], pa.int32()),
+            "id": pa.array([1, None, 3, 4, 5], pa.int64()),
+            "at": pa.array([0, 1_000_000, None, 3, 4], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    packed = blocks.pack(table)
+    assert packed.column(p.BUCKET).to_pylist() == [0, 1, 3]
+    by_bucket = dict(zip(packed.column(p.BUCKET).to_pylist(), packed.column(blocks.BLOCK).to_pylist(), strict=True))
+    three = blocks.unpack([by_bucket[3]])
+    assert three["id"].tolist() == [1, 3] and three["id"].dtype == np.int64, "arrival order kept"
+    one = blocks.unpack([by_bucket[1]])
+    assert one["id"].dtype == np.float64, "integers with nulls as float64, as Spark's conversion gives them"
+    assert one["at"].dt.tz is None and str(one["at"].iloc[0]) == "1970-01-01 00:00:01", "naive session time"
+    both = blocks.unpack([by_bucket[0], by_bucket[1]])
+    assert both[p.BUCKET].tolist() == [0, 1, 1]
+    assert blocks.pack(table.slice(0, 0)).num_rows == 0 and blocks.unpack([]).empty
