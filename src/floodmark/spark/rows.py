@@ -7,7 +7,6 @@ cannot write numpy scalars: these helpers keep values as the user wrote them.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,11 +69,10 @@ def records_json(frame: pd.DataFrame, columns: Sequence[str], integral: Sequence
     ]
 
 
-def conform(parts: Sequence[pd.DataFrame], schema: StructType, keep: Sequence[str] = ()) -> pd.DataFrame:
+def conform(parts: Sequence[pd.DataFrame], schema: StructType) -> pd.DataFrame:
     """Concatenate ``parts`` into one frame with exactly ``schema``'s columns, in order, typed for Arrow.
 
-    Missing columns are null. Columns named in ``keep`` keep their pandas dtype
-    (user columns, already as Spark gave them). Columns are stacked as numpy
+    Missing columns are null. Columns are stacked as numpy
     arrays (values and null masks), part by part: concatenating the frames
     first would turn integer columns that some parts lack into floats or
     objects, and pandas' per-column machinery costs more than the data itself
@@ -85,11 +83,7 @@ def conform(parts: Sequence[pd.DataFrame], schema: StructType, keep: Sequence[st
     columns: dict[str, Any] = {}
     for field in schema.fields:
         dtype = pandas_dtype(field.dataType)
-        pieces = [part.get(field.name) for part in present]
-        if field.name in keep and any(piece is not None for piece in pieces):
-            columns[field.name] = _stack_kept(pieces, sizes, dtype)
-        else:
-            columns[field.name] = _stack(pieces, sizes, dtype)
+        columns[field.name] = _stack([part.get(field.name) for part in present], sizes, dtype)
     return pd.DataFrame(columns, copy=False)
 
 
@@ -137,21 +131,6 @@ def _masked(piece: pd.Series | None, size: int, dtype: Any, np_type: Any) -> tup
     typed = piece.array if piece.dtype == dtype else pd.array(piece, dtype=dtype)  # nullable or objects: rare
     mask = np.asarray(typed.isna())
     return typed.to_numpy(dtype=np_type, na_value=np_type(0)), mask
-
-
-def _stack_kept(pieces: list[pd.Series | None], sizes: list[int], dtype: Any) -> pd.Series:
-    """A user column: each part's values as Spark gave them, nulls where a part lacks the column."""
-    series = [
-        pd.Series(_stack([None], [size], dtype)) if piece is None else piece.reset_index(drop=True)
-        for piece, size in zip(pieces, sizes, strict=True)
-    ]
-    if len(series) == 1:
-        return series[0]
-    with warnings.catch_warnings():
-        # pandas warns that all-NA pieces will stop being ignored when finding the common dtype; the null
-        # pieces already have the column's schema dtype, so the result is the same either way.
-        warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat(series, ignore_index=True)
 
 
 def arrow_table(parts: Sequence[dict[str, Any]], schema: StructType, like: pa.Schema) -> pa.Table:
