@@ -72,8 +72,11 @@ def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_p
     first = pd.DataFrame({"ts": [10_000, 10_500, 100], "k": ["a", "a", "a"], "p": [0, 2, 1]})
     second = pd.DataFrame({"ts": [11_000, 900], "k": ["a", "a"], "p": [2, 3]})
     write_batches(tmp_path / "in", [first.astype({"p": "int32"}), second.astype({"p": "int32"})])
+    # What a batch interrupted by the final stop leaves behind (it never runs again): removed at the end.
+    (tmp_path / "out" / "late" / "batch_id=999").mkdir(parents=True)
     agg = definition(events, split=F.col("p") % 2, known_splits=["0", "1"])
     handle = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert not (tmp_path / "out" / "late" / "batch_id=999").exists()
     assert set(handle.reports[0].splits) == {"0", "1"}
     assert handle.reports[0].split_records == {"0": 2, "1": 1}
     panes = read_output(spark, tmp_path / "out" / "panes")

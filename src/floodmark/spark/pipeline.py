@@ -268,7 +268,7 @@ class EventTimeAggregation:
         )
         if query_name:
             writer = writer.queryName(query_name)
-        return FloodmarkQuery(writer.start(), controller, outputs, self.spec)
+        return FloodmarkQuery(writer.start(), controller, outputs, self.spec, self.spark)
 
     def run_to_completion(
         self,
@@ -292,11 +292,14 @@ class EventTimeAggregation:
 class FloodmarkQuery:
     """A running floodmark query: the Spark query, its controller and outputs."""
 
-    def __init__(self, query, controller: BatchController, outputs: FileOutputs, spec: WindowSpec) -> None:
+    def __init__(
+        self, query, controller: BatchController, outputs: FileOutputs, spec: WindowSpec, spark: SparkSession
+    ) -> None:
         self.query = query
         self.controller = controller
         self.outputs = outputs
         self.spec = spec
+        self.spark = spark
 
     def explain(self, key: Any, window: Window) -> Explanation:
         """Why ``key``'s ``window`` has (not) fired, from the coordinator after the latest batch.
@@ -345,6 +348,9 @@ class FloodmarkQuery:
                 raise TimeoutError("the bounded run did not finish in time")
             time.sleep(0.05)
         self.query.stop()
+        # The trigger after the flush may have started before the stop: it had nothing to emit, and what its
+        # interrupted write left behind would never be replaced by a replay.
+        self.outputs.remove_batches_after(self.spark, self.reports[-1].batch_id)
 
     def _check(self) -> None:
         error = self.query.exception()

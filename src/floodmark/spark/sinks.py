@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from floodmark.spark import plan as p
@@ -44,6 +44,23 @@ class FileOutputs:
 
     def directory(self, kind: str) -> str:
         return str(Path(self.root) / KIND_DIRECTORIES[kind])
+
+    def remove_batches_after(self, spark: SparkSession, batch_id: int) -> None:
+        """Delete the output directories of batches after ``batch_id``.
+
+        For a query that has ended after ``batch_id``: stopping it can interrupt
+        the next batch half-way through its write, and since that batch will
+        never be replayed, what it left (an empty or partial directory) is removed.
+        """
+        for directory in KIND_DIRECTORIES.values():
+            parent = _hadoop_path(spark, str(Path(self.root) / directory))
+            fs = _file_system(spark, parent)
+            if not fs.exists(parent):
+                continue
+            for status in fs.listStatus(parent):
+                number = status.getPath().getName().removeprefix("batch_id=")
+                if number.isdigit() and int(number) > batch_id:
+                    fs.delete(status.getPath(), True)
 
 
 class BatchSink:
@@ -93,7 +110,7 @@ class BatchSink:
                 if self.outputs.on_panes is not None:
                     self.outputs.on_panes(frame.filter(kind == p.PANE).select(*self.columns(p.PANE)), batch_id)
             else:
-                _delete(frame, panes_path)
+                _delete(frame.sparkSession, panes_path)
             for row_kind in (p.LATE, p.BAD):
                 if counts[row_kind]:
                     rows = frame.filter(kind == row_kind).select(*self.columns(row_kind))
@@ -106,9 +123,15 @@ class BatchSink:
             listener(report)
 
 
-def _delete(frame: DataFrame, path: str) -> None:
+def _delete(spark: SparkSession, path: str) -> None:
     """Remove ``path`` through Hadoop's FileSystem (works for any scheme the session can write)."""
-    jvm = frame.sparkSession._jvm  # type: ignore[attr-defined]
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    conf = frame.sparkSession._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    hadoop_path.getFileSystem(conf).delete(hadoop_path, True)
+    hadoop_path = _hadoop_path(spark, path)
+    _file_system(spark, hadoop_path).delete(hadoop_path, True)
+
+
+def _hadoop_path(spark: SparkSession, path: str):
+    return spark._jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[attr-defined]
+
+
+def _file_system(spark: SparkSession, hadoop_path):
+    return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
