@@ -51,7 +51,7 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
         ts_column="ts",
         split_column="part",
     )
-    processor = WindowBucketProcessor(plan, "/unused")
+    processor = WindowBucketProcessor(plan)
     processor.state = MemoryValueState()
     input_fields = [
         StructField("ts", LongType()),
@@ -60,7 +60,7 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
         StructField("part", LongType()),
         StructField(p.BUCKET, IntegerType()),
     ]
-    processor.combiner = MapSideCombiner(plan, "/unused", StructType([*input_fields, *plan.combiner_fields()]))
+    processor.combiner = MapSideCombiner(plan, StructType([*input_fields, *plan.combiner_fields()]))
     return processor
 
 

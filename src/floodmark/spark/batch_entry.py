@@ -1,21 +1,31 @@
-"""The control entry of the micro-batch a task runs in (executor side).
+"""How the tasks of micro-batch N get control entry N: a Spark job property set by the driver.
 
-Tasks of micro-batch N read control entry N. Spark sets the batch id as the
-local property ``streaming.sql.batchId`` on every job of a micro-batch, so the
-map-side combiner and the stateful processor find their entry without it
-travelling in the data. Entry 0 is written before the query starts and the sink
-of batch N writes entry N+1 before batch N+1 can start, so the entry is always
-there; entries are immutable, so a batch replayed after a crash decides exactly
-as its first attempt did.
+Spark copies the local properties of the thread that submits a job into every
+task (``TaskContext.getLocalProperty``), and a streaming query submits all of a
+micro-batch's jobs from its own thread; the ``foreachBatch`` sink of batch N
+runs on that thread too. So the driver publishes entry N+1 there at the end of
+batch N (:func:`publish`), and before ``start()`` on the caller's thread, which
+the query's thread inherits, for the first batch it runs. The tasks read it
+with :class:`CurrentBatchEntry` and check it against the batch id Spark sets
+(``streaming.sql.batchId``): a mismatch is an error, never a silent use of the
+wrong watermark. No file system is shared between driver and executors, so a
+checkpoint on HDFS or an object store works on a cluster.
+
+Entries are immutable and written to the control log before they are published,
+so a batch replayed after a crash gets exactly the entry of its first attempt.
 """
 
 from __future__ import annotations
 
-from pyspark import TaskContext
+import json
+from dataclasses import asdict
 
-from floodmark.spark.control_log import ControlEntry, ControlLog
+from pyspark import SparkContext, TaskContext
+
+from floodmark.spark.control_log import ControlEntry
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
+ENTRY_PROPERTY = "floodmark.control.entry"
 
 
 def current_batch_id() -> int:
@@ -27,24 +37,45 @@ def current_batch_id() -> int:
     return int(batch_id)
 
 
+def encode(entry: ControlEntry) -> str:
+    """What the tasks need of ``entry`` (not the coordinator's snapshot, which only the driver reads)."""
+    fields = asdict(entry)
+    fields.pop("coordinator")
+    fields.pop("metrics")
+    return json.dumps(fields, separators=(",", ":"))
+
+
+def publish(context: SparkContext, entry: ControlEntry | None) -> None:
+    """Make ``entry`` the one that jobs submitted from the calling thread carry (None removes it)."""
+    context.setLocalProperty(ENTRY_PROPERTY, None if entry is None else encode(entry))  # type: ignore[arg-type]
+
+
 class CurrentBatchEntry:
-    """Callable returning the running micro-batch's control entry, read once per batch and task.
+    """Callable returning the running micro-batch's control entry, parsed once per batch and task."""
 
-    :arg control_dir: the control log directory (readable from the executors).
-    """
-
-    def __init__(self, control_dir: str) -> None:
-        self.control_dir = control_dir
+    def __init__(self) -> None:
         self._entry: ControlEntry | None = None
 
     def __call__(self) -> ControlEntry:
         batch_id = current_batch_id()
         if self._entry is None or self._entry.seq != batch_id:
-            entry = ControlLog(self.control_dir).read(batch_id)
-            if entry is None:
-                raise RuntimeError(f"floodmark control entry {batch_id} is missing from {self.control_dir}")
-            self._entry = entry
+            context = TaskContext.get()
+            text = context.getLocalProperty(ENTRY_PROPERTY) if context is not None else None
+            self._entry = entry_for_batch(text, batch_id)
         return self._entry
 
     def __getstate__(self) -> dict:
-        return {"control_dir": self.control_dir, "_entry": None}
+        return {"_entry": None}
+
+
+def entry_for_batch(text: str | None, batch_id: int) -> ControlEntry:
+    """Parse the published entry and check it is batch ``batch_id``'s."""
+    if text is None:
+        raise RuntimeError(
+            f"micro-batch {batch_id} carries no floodmark control entry: the query must be started with "
+            f"EventTimeAggregation.start() (classic PySpark, pinned threads: the default)"
+        )
+    entry = ControlEntry(**json.loads(text))
+    if entry.seq != batch_id:
+        raise RuntimeError(f"micro-batch {batch_id} carries floodmark control entry {entry.seq}, not its own")
+    return entry

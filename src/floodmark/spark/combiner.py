@@ -55,15 +55,15 @@ _START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns o
 class MapSideCombiner:
     """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows, packed per bucket.
 
-    :arg plan: the runtime plan. :arg control_dir: the control log directory
-        (readable from the executors, as for the stateful processor).
+    :arg plan: the runtime plan (the batch's watermark and processing time come with the job,
+        :mod:`floodmark.spark.batch_entry`).
     :arg schema: the rows' schema (the input's columns plus ``plan.combiner_fields()``); Spark gets them
         as one ``(fm_bucket, fm_block)`` row per bucket (:mod:`floodmark.spark.blocks`).
     """
 
-    def __init__(self, plan: p.RuntimePlan, control_dir: str, schema: StructType) -> None:
+    def __init__(self, plan: p.RuntimePlan, schema: StructType) -> None:
         self.plan = plan
-        self.current_entry = CurrentBatchEntry(control_dir)
+        self.current_entry = CurrentBatchEntry()
         self.schema = schema
         self.user_columns = [f.name for f in schema.fields if f.name in plan.user_columns]
         self.reductions = accumulator_reductions(plan.spec) if plan.combines else []

@@ -1,19 +1,20 @@
-"""The control log: what the driver decided for each micro-batch, as files.
+"""The control log: what the driver decided for each micro-batch, as files in the checkpoint.
 
 The driver-side coordinator runs after batch N (in the ``foreachBatch`` sink)
 and writes entry N+1: the watermark and processing time batch N+1 must use,
 plus the coordinator's snapshot. The tasks of batch N+1 on the executors (the
-map-side combiner and the stateful processor) read entry N+1 by their batch id
-(:mod:`floodmark.spark.batch_entry`). Files are the only channel between the
-driver's Python and the executors' Python workers (SPARK_FACTS.md).
+map-side combiner and the stateful processor) receive entry N+1 through the
+batch's job properties (:mod:`floodmark.spark.batch_entry`); the files are the
+driver's record, read back after a restart and by ``floodmark explain``.
 
-Entries are written atomically (temp file + rename) and never overwritten:
-when Spark replays batch N after a crash, the sink computes entry N+1 again
-and the first write wins, so the replay sees exactly the values of the
-original run. This plus Spark's offset log makes the watermark sequence
-exactly-once across restarts.
+Entries are written atomically and never overwritten: when Spark replays batch N
+after a crash, the sink computes entry N+1 again and the first write wins, so
+the replay sees exactly the values of the original run. This plus Spark's
+offset log makes the watermark sequence exactly-once across restarts.
 
-Pure Python, no Spark import: it is unit-tested on its own.
+The directory may be local or on any Hadoop file system
+(:mod:`floodmark.spark.checkpoint_files`); with the default local files this
+module needs no Spark and is unit-tested on its own.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
+
+from floodmark.spark.checkpoint_files import CheckpointFiles, LocalFiles, join
 
 _ENTRY = re.compile(r"^(\d{12})\.json$")
 
@@ -49,51 +50,42 @@ class ControlEntry:
 
 
 class ControlLog:
-    """A directory of ``<seq>.json`` control entries."""
+    """A directory of ``<seq>.json`` control entries.
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
+    :arg directory: a local path, or a URI when ``files`` is a
+        :class:`~floodmark.spark.checkpoint_files.HadoopFiles`.
+    """
 
-    def path(self, seq: int) -> Path:
-        return self.directory / f"{seq:012d}.json"
+    def __init__(self, directory: str | os.PathLike[str], files: CheckpointFiles | None = None) -> None:
+        self.directory = os.fspath(directory)
+        self.files = files or LocalFiles()
+
+    def path(self, seq: int) -> str:
+        return join(self.directory, f"{seq:012d}.json")
 
     def write(self, entry: ControlEntry) -> bool:
         """Write ``entry`` unless one with its ``seq`` exists; True if written."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.path(entry.seq)
-        if target.exists():
-            return False
-        fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(asdict(entry), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temp, target)  # atomic and fails if the target exists: first write wins
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(temp)
-        return True
+        return self.files.write_once(self.path(entry.seq), json.dumps(asdict(entry)))
 
     def read(self, seq: int) -> ControlEntry | None:
-        try:
-            data = json.loads(self.path(seq).read_text())
-        except FileNotFoundError:
-            return None
-        return ControlEntry(**data)
+        text = self.files.read_text(self.path(seq))
+        return None if text is None else ControlEntry(**json.loads(text))
+
+    def seqs(self) -> list[int]:
+        """The sequence numbers present, ascending."""
+        return sorted(int(m.group(1)) for name in self.files.list_names(self.directory) if (m := _ENTRY.match(name)))
 
     def latest_seq(self) -> int | None:
-        if not self.directory.exists():
-            return None
-        seqs = [int(m.group(1)) for name in os.listdir(self.directory) if (m := _ENTRY.match(name))]
-        return max(seqs) if seqs else None
+        seqs = self.seqs()
+        return seqs[-1] if seqs else None
 
     def prune(self, keep_from: int) -> None:
         """Delete entries older than ``keep_from`` (already committed batches)."""
-        if not self.directory.exists():
-            return
-        for name in os.listdir(self.directory):
-            m = _ENTRY.match(name)
-            if m and int(m.group(1)) < keep_from:
-                (self.directory / name).unlink(missing_ok=True)
+        for seq in self.seqs():
+            if seq < keep_from:
+                self.files.delete(self.path(seq))
+
+    def prune_one(self, seq: int) -> None:
+        """Delete entry ``seq`` if present: one call per batch instead of a listing (slow on object stores)."""
+        if seq >= 0:
+            self.files.delete(self.path(seq))

@@ -81,6 +81,8 @@ class BatchController:
         self.end_when_exhausted: Callable[[], bool] | None = None
         """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
         self.reports: list[BatchReport] = []
+        self.next_entry: ControlEntry | None = None
+        """The entry the latest :meth:`on_batch` wrote (or found) for the next batch."""
 
     def _source(self, start: int) -> SourceWatermarks:
         return SourceWatermarks(
@@ -114,13 +116,21 @@ class BatchController:
         assert entry is not None
         return entry
 
+    def entry_for_batch(self, batch_id: int) -> ControlEntry:
+        """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
+        entry = self.log.read(batch_id)
+        if entry is None:
+            raise RuntimeError(
+                f"floodmark control entry {batch_id} is missing from {self.log.directory}: the checkpoint's "
+                f"floodmark/control directory was altered or belongs to another query"
+            )
+        return entry
+
     def on_batch(
         self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
     ) -> BatchReport:
         seq = batch_id  # batch N runs with entry N (see batch_entry.py)
-        entry = self.log.read(seq)
-        if entry is None:
-            raise RuntimeError(f"control entry {seq} missing: the checkpoint's floodmark/control directory was altered")
+        entry = self.entry_for_batch(seq)
         source = self._source(entry.processing_time)
         source.restore(entry.coordinator)
         merged: dict[str, list[int]] = {}
@@ -142,9 +152,9 @@ class BatchController:
         if end:
             watermark = MAX_TIMESTAMP
         self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
-        written = self.log.read(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
-        assert written is not None
-        self.log.prune(keep_from=seq + 1 - KEPT_ENTRIES)
+        written = self.entry_for_batch(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
+        self.next_entry = written
+        self.log.prune_one(seq - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
         holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
         pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
         report = BatchReport(

@@ -59,7 +59,7 @@ from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.windows import Window, WindowAssigner
-from floodmark.spark import blocks
+from floodmark.spark import batch_entry, blocks, checkpoint_files
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.control_log import ControlLog
@@ -202,14 +202,17 @@ class EventTimeAggregation:
 
     def build(self, checkpoint: str) -> tuple[DataFrame, BatchController]:
         """The transformed streaming DataFrame (before the sink) and its controller."""
-        control_dir = str(Path(checkpoint) / "floodmark" / "control")
+        files = checkpoint_files.files_for(checkpoint, self.spark)
+        # A local file to append to; object stores cannot append (listeners and reports have it all).
+        remote = checkpoint_files.has_scheme(checkpoint)
+        local_metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
         controller = BatchController(
-            ControlLog(control_dir),
+            ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files),
             self.watermarks,
             periodic_interval=self.periodic_ms,
             percentile=self.percentile,
             splits=self.known_splits,
-            metrics_path=Path(checkpoint) / "floodmark" / "metrics.jsonl",
+            metrics_path=local_metrics,
         )
         controller.ensure_initial_entry()
         # One tick row per bucket and batch, from Spark's own rate-micro-batch source: it has a new offset at
@@ -237,10 +240,10 @@ class EventTimeAggregation:
         # no record.
         inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
         combined_schema = StructType([*inputs, *self.plan.combiner_fields()])
-        combined = data.mapInArrow(MapSideCombiner(self.plan, control_dir, combined_schema), blocks.SCHEMA)
+        combined = data.mapInArrow(MapSideCombiner(self.plan, combined_schema), blocks.SCHEMA)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         output = unioned.groupBy(p.BUCKET).transformWithStateInPandas(
-            statefulProcessor=WindowBucketProcessor(self.plan, control_dir),
+            statefulProcessor=WindowBucketProcessor(self.plan),
             outputStructType=self.plan.output_schema(),
             outputMode="Append",
             timeMode="None",
@@ -261,14 +264,25 @@ class EventTimeAggregation:
         frame, controller = self.build(checkpoint)
         sink = BatchSink(self.plan, outputs, controller)
         sink.listeners.extend(listeners)
+        spark_checkpoint = checkpoint_files.join(checkpoint, "spark")
         writer = (
             frame.writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(Path(checkpoint) / "spark"))
+            .option("checkpointLocation", spark_checkpoint)
             .trigger(processingTime=trigger_interval)
         )
         if query_name:
             writer = writer.queryName(query_name)
-        return FloodmarkQuery(writer.start(), controller, outputs, self.spec, self.spark)
+        # The query's thread inherits this thread's job properties when it is created: that is how the first
+        # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
+        first = first_batch_id(checkpoint_files.files_for(checkpoint, self.spark), spark_checkpoint)
+        context = self.spark.sparkContext
+        previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
+        batch_entry.publish(context, controller.entry_for_batch(first))
+        try:
+            query = writer.start()
+        finally:
+            context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
+        return FloodmarkQuery(query, controller, outputs, self.spec, self.spark)
 
     def run_to_completion(
         self,
@@ -287,6 +301,18 @@ class EventTimeAggregation:
         handle = self.start(checkpoint, output, trigger_interval, listeners=listeners)
         handle.finish_when_input_exhausted(timeout_s)
         return handle
+
+
+def first_batch_id(files: checkpoint_files.CheckpointFiles, spark_checkpoint: str) -> int:
+    """The micro-batch a query started on ``spark_checkpoint`` runs first: the one after the last commit.
+
+    Spark writes ``commits/N`` once batch N's sink returned; on a restart it re-runs the batch after the
+    last commit (whether or not its offsets were logged) and a new query starts at batch 0.
+    """
+    committed = [
+        int(name) for name in files.list_names(checkpoint_files.join(spark_checkpoint, "commits")) if name.isdigit()
+    ]
+    return max(committed) + 1 if committed else 0
 
 
 class FloodmarkQuery:

@@ -48,10 +48,10 @@ STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 class WindowBucketProcessor(StatefulProcessor):
     """Hosts the core window operator for one bucket of keys (see the module docstring)."""
 
-    def __init__(self, plan: p.RuntimePlan, control_dir: str) -> None:
+    def __init__(self, plan: p.RuntimePlan) -> None:
         self.plan = plan
         self.schema = plan.output_schema()
-        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry(control_dir)
+        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("operator", STATE_SCHEMA)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from floodmark.spark import batch_entry, checkpoint_files
 from floodmark.spark import plan as p
 from floodmark.spark.controller import BatchController, BatchReport
 
@@ -33,7 +33,7 @@ PaneHook = Callable[[DataFrame, int], None]
 
 @dataclass
 class FileOutputs:
-    """Parquet outputs under ``root``: ``panes/``, ``late/``, ``dead_letter/``.
+    """Parquet outputs under ``root`` (a path or any URI Spark can write): ``panes/``, ``late/``, ``dead_letter/``.
 
     :arg on_panes: optional extra hook called with each batch's non-empty pane
         DataFrame (e.g. to also write the seed's text lines).
@@ -43,7 +43,7 @@ class FileOutputs:
     on_panes: PaneHook | None = None
 
     def directory(self, kind: str) -> str:
-        return str(Path(self.root) / KIND_DIRECTORIES[kind])
+        return checkpoint_files.join(self.root, KIND_DIRECTORIES[kind])
 
     def remove_batches_after(self, spark: SparkSession, batch_id: int) -> None:
         """Delete the output directories of batches after ``batch_id``.
@@ -53,7 +53,7 @@ class FileOutputs:
         never be replayed, what it left (an empty or partial directory) is removed.
         """
         for directory in KIND_DIRECTORIES.values():
-            parent = _hadoop_path(spark, str(Path(self.root) / directory))
+            parent = _hadoop_path(spark, checkpoint_files.join(self.root, directory))
             fs = _file_system(spark, parent)
             if not fs.exists(parent):
                 continue
@@ -119,6 +119,8 @@ class BatchSink:
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
             frame.unpersist()
+        # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
+        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
 

@@ -1,0 +1,106 @@
+"""Checkpoints and outputs given as URIs (Hadoop file systems), and the control entry travelling with the job."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from spark_helpers import read_output, write_batches
+
+from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark.spark import EventTimeAggregation
+from floodmark.spark.batch_entry import encode, entry_for_batch
+from floodmark.spark.checkpoint_files import HadoopFiles, LocalFiles, files_for, has_scheme, join
+from floodmark.spark.control_log import ControlEntry
+from floodmark.spark.pipeline import first_batch_id
+
+SCHEMA = "ts LONG, k STRING, p INT"
+
+
+def test_join_keeps_scheme_and_authority():
+    assert join("s3a://bucket/ckpt", "floodmark", "control") == "s3a://bucket/ckpt/floodmark/control"
+    assert join("s3a://bucket/ckpt/", "spark") == "s3a://bucket/ckpt/spark"
+    assert join("file:///tmp/x", "spark") == "file:///tmp/x/spark"
+    assert join("/tmp/x", "spark") == "/tmp/x/spark"
+    assert has_scheme("hdfs://nn:8020/a") and has_scheme("file:/a")
+    assert not has_scheme("/tmp/a") and not has_scheme("relative/dir") and not has_scheme("C:\\runs")
+
+
+def test_a_uri_needs_a_session_and_a_path_does_not():
+    assert isinstance(files_for("/tmp/a"), LocalFiles)
+    with pytest.raises(ValueError, match="needs a Spark session"):
+        files_for("s3a://bucket/a")
+
+
+@pytest.mark.parametrize("make_files", [lambda spark: LocalFiles(), HadoopFiles], ids=["local", "hadoop"])
+def test_files_first_write_wins_and_list_and_delete(spark, tmp_path, make_files):
+    files = make_files(spark)
+    directory = f"file://{tmp_path}/d" if isinstance(files, HadoopFiles) else str(tmp_path / "d")
+    target = join(directory, "000000000001.json")
+    assert files.read_text(target) is None and files.list_names(directory) == []
+    assert files.write_once(target, '{"a": "é"}')
+    assert not files.write_once(target, '{"a": 2}'), "an existing entry is never replaced"
+    assert json.loads(files.read_text(target)) == {"a": "é"}
+    assert [n for n in files.list_names(directory) if not n.startswith(".")] == ["000000000001.json"]
+    files.delete(target)
+    files.delete(target)  # deleting what is gone is not an error
+    assert files.read_text(target) is None
+
+
+def test_the_published_entry_must_be_the_batch_s_own():
+    entry = ControlEntry(7, 1_000, 2_000, False, coordinator={"splits": {"0": [1, 2, 3]}})
+    text = encode(entry)
+    assert "coordinator" not in text, "the executors do not need the coordinator's snapshot"
+    assert entry_for_batch(text, 7) == ControlEntry(7, 1_000, 2_000)
+    with pytest.raises(RuntimeError, match="micro-batch 8 carries floodmark control entry 7"):
+        entry_for_batch(text, 8)
+    with pytest.raises(RuntimeError, match="carries no floodmark control entry"):
+        entry_for_batch(None, 7)
+
+
+def test_first_batch_is_the_one_after_the_last_commit(tmp_path):
+    commits = tmp_path / "spark" / "commits"
+    assert first_batch_id(LocalFiles(), str(tmp_path / "spark")) == 0, "a new query"
+    commits.mkdir(parents=True)
+    for name in ("0", "1", "2", ".2.crc"):
+        (commits / name).write_text("v1")
+    assert first_batch_id(LocalFiles(), str(tmp_path / "spark")) == 3
+
+
+def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path):
+    """A file:// checkpoint goes through Hadoop's FileSystem, like hdfs:// or s3a:// on a cluster."""
+
+    def batch(*stamps):
+        return pd.DataFrame({"ts": list(stamps), "k": ["a"] * len(stamps), "p": [0] * len(stamps)}).astype(
+            {"p": "int32"}
+        )
+
+    write_batches(tmp_path / "in", [batch(100, 1_100), batch(2_100, 2_200)])
+    checkpoint, output = f"file://{tmp_path}/ckpt", f"file://{tmp_path}/out"
+
+    def aggregation():
+        return EventTimeAggregation(
+            spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in")),
+            event_time="ts",
+            key_by=["k"],
+            split="p",
+            watermarks=WatermarkStrategy.for_bounded_out_of_orderness(0),
+            window=windows.Tumbling(1_000),
+            aggregations={"n": aggregates.count()},
+        )
+
+    first = aggregation().start(checkpoint, output, trigger_interval="0 seconds")
+    first.await_batches(3, timeout_s=300)
+    first.stop()
+    stopped_after = first.reports[-1].batch_id
+    batch(3_500, 3_600, 900).to_parquet(tmp_path / "in" / "part-00002.parquet", index=False)  # newest file
+    second = aggregation().run_to_completion(checkpoint, output, timeout_s=300)
+    assert second.reports[0].batch_id > stopped_after, "the restarted query went on from the checkpoint"
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert sorted(zip(panes["window_start"], panes["n"], strict=True)) == [(0, 1), (1_000, 1), (2_000, 2), (3_000, 2)]
+    late = read_output(spark, tmp_path / "out" / "late")
+    assert late["event_time"].tolist() == [900]
+    control = tmp_path / "ckpt" / "floodmark" / "control"
+    assert sorted(p.name for p in control.glob("*.json"))[-1] == f"{second.reports[-1].batch_id + 1:012d}.json"
+    assert not (tmp_path / "ckpt" / "floodmark" / "metrics.jsonl").exists(), "no appending on remote checkpoints"
