@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from floodmark import aggregates, windows
+from floodmark import aggregates, triggers, windows
 from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
@@ -183,14 +183,20 @@ EVERY_AGGREGATE = {
 }
 
 
+def nulls(row):
+    """min, max and mean of a pane row, NaN as None: Spark turns NaN in a pandas result into null (empty panes)."""
+    return tuple(None if pd.isna(x) else x for x in (row.lo, row.hi, row.avg))
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from(COMBINABLE),
     st.sampled_from([0, 10]),
     st.sampled_from(list(TimestampCombiner)),
+    st.sampled_from([triggers.Default(), triggers.AfterWatermark(early=triggers.AfterProcessingTime(5))]),
     st.lists(st.tuples(st.lists(record, max_size=12), st.integers(0, 25)), min_size=1, max_size=4),
 )
-def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, batches):
+def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, trigger, batches):
     """Map-side Arrow aggregation + shuffle + processor == the core's step on the good records, batch by batch."""
     processor = make_processor(
         parts=EVERY_AGGREGATE,
@@ -198,7 +204,9 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
         v_type=DoubleType(),
         allowed_lateness=lateness,
         timestamp_combiner=combiner,
+        trigger=trigger,
     )
+    assert processor.plan.combines, "the spec runs on the columnar operator, with partials from the combiner"
     plan = processor.plan
     snapshot, expected, got = None, [], []
     watermarks = [-(2**63)]
@@ -206,9 +214,10 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
         watermarks.append(max(watermarks[-1], 0) + advance)
     watermarks[-1] = 2**63 - 1  # the end of input fires everything
     for seq, ((rows, _), watermark) in enumerate(zip([*batches, ([], 0)], watermarks, strict=True)):
-        out = call(processor, rows, seq, watermark, 0, v_type=pa.float64())
+        ptime = 3 * seq  # early firings (5 ms after a window's first record) come every other batch
+        out = call(processor, rows, seq, watermark, ptime, v_type=pa.float64())
         got += [
-            (r.k, r.window_start, r.pane_timestamp, r.timing, r.pane_index, r.is_last, r.n, r.total, r.lo, r.hi, r.avg)
+            (r.k, r.window_start, r.pane_timestamp, r.timing, r.pane_index, r.is_last, r.n, r.total, *nulls(r))
             for r in out[out.fm_kind == p.PANE].itertuples()
         ]
         good = [r for r in rows if r[0] is not None and r[2] is not None]
@@ -219,7 +228,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
             keys[:] = [r[1] for r in good]
             ts = np.array([r[0] for r in good], dtype=np.int64)
             batch = RecordBatch(keys, ts, {None: np.arange(len(good)), "v": np.array([r[2] for r in good])})
-        snapshot, emitted, _ = step(plan.spec, snapshot, batch, watermark, 0)
+        snapshot, emitted, _ = step(plan.spec, snapshot, batch, watermark, ptime)
         expected += [
             (
                 pane.key,

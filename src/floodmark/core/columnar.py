@@ -7,12 +7,15 @@ so a batch costs numpy work plus one dict lookup per (key, window) group, and
 firing is a vectorised mask over the state. It covers:
 
 * non-merging windows (tumbling, sliding, global);
-* triggers that never fire before the end of the window: ``Default()``,
-  ``AfterWatermark()`` without early or late firings, ``Never()``;
+* triggers ``Default()``, ``Never()`` and ``AfterWatermark()`` without late
+  firings, with or without early firings ``AfterProcessingTime(delay > 0)``
+  (Beam's "speculative results every N seconds": a window fires EARLY once
+  ``delay`` ms of processing time have passed since its first record after the
+  last pane; the deadline is the ``pending`` column plus the delay);
 * aggregates count, sum, min, max and mean (alone or in ``several``).
 
-Everything else (sessions, early firings, count and processing-time triggers,
-collect_list, user-defined aggregates) runs on the general operator;
+Everything else (sessions, early count firings, a zero delay, late firings,
+other triggers, collect_list, user-defined aggregates) runs on the general operator;
 :func:`floodmark.core.step.make_operator` picks. Pane frames: fired panes come out as one pandas
 frame per call (``Emitted.pane_frames``) so that runtimes never build a Python
 object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
@@ -34,7 +37,7 @@ from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.triggers import AfterWatermark, Default, Never
+from floodmark.core.triggers import AfterProcessingTime, AfterWatermark, Default, Never
 from floodmark.core.windows import Global, Sliding, Tumbling, Window
 
 NONE_TIME = np.iinfo(np.int64).max  # "no value" in int64 time columns
@@ -48,12 +51,28 @@ def _parts(aggregate: agg.Aggregate) -> dict[str, agg.Aggregate] | None:
     return None
 
 
+def early_delay(spec: WindowSpec) -> int | None:
+    """The delay of ``spec``'s early firings in ms when they are ``AfterProcessingTime(delay)``, else None."""
+    trigger = spec.trigger
+    if (
+        type(trigger) is AfterWatermark
+        and trigger.early is not None
+        and type(trigger.early.trigger) is AfterProcessingTime
+    ):
+        return trigger.early.trigger.delay
+    return None
+
+
 def supports(spec: WindowSpec) -> bool:
     """Can the columnar operator run ``spec``?"""
     trigger = spec.trigger
-    simple_trigger = isinstance(trigger, Default | Never) or (
-        type(trigger) is AfterWatermark and trigger.early is None and trigger.late is None
-    )
+    if type(trigger) is AfterWatermark:
+        delay = early_delay(spec)
+        # A zero delay fires as records arrive, inside the add call: partials and records of one window arriving
+        # in separate calls would fire separate panes, so it stays on the general operator.
+        simple_trigger = trigger.late is None and (trigger.early is None or (delay is not None and delay > 0))
+    else:
+        simple_trigger = isinstance(trigger, Default | Never)
     return (
         isinstance(spec.window, Tumbling | Sliding | Global) and simple_trigger and _parts(spec.aggregate) is not None
     )
@@ -69,6 +88,7 @@ class ColumnarWindowOperator:
         if not supports(spec):
             raise ValueError("this spec needs the general WindowOperator")
         self.spec = spec
+        self.early_delay = early_delay(spec)
         self.parts = _parts(spec.aggregate) or {}
         self.single = not isinstance(spec.aggregate, agg.Several)
         self.watermark = watermark
@@ -156,8 +176,31 @@ class ColumnarWindowOperator:
 
     # ------------------------------------------------------------------ time
     def advance_processing_time(self, processing_time: int) -> Emitted:
-        self.processing_time = max(self.processing_time, processing_time)
-        return Emitted()
+        """Move processing time forward (a lower value is ignored); fire the EARLY panes that are due.
+
+        A window in its early phase fires when ``processing_time >= pending + delay``,
+        ``pending`` being the processing time of its first record since its last pane.
+        """
+        out = Emitted()
+        if processing_time <= self.processing_time:
+            return out
+        self.processing_time = processing_time
+        if self.early_delay is None:
+            return out
+        c = self.cols
+        pending = c["pending"]
+        due = (
+            c["live"]
+            & ~c["closed"]
+            & ~c["fired"]
+            & (c["end"] - 1 > self.watermark)
+            & (pending != NONE_TIME)
+            & (pending <= processing_time - self.early_delay)
+        )
+        rows = np.flatnonzero(due)
+        if len(rows):
+            out.pane_frames.append(self._emit(rows, np.zeros(len(rows), dtype=bool)))
+        return out
 
     def advance_watermark(self, watermark: int) -> Emitted:
         out = Emitted()

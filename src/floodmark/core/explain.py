@@ -589,7 +589,13 @@ def _lookup(
         if isinstance(trigger, Default):
             state: dict[str, Any] = {"fired": fired, "since_fire": 0}
         elif isinstance(trigger, AfterWatermark):
-            state = {"late_phase": fired or closed, "early": None, "late": None}
+            late_phase = fired or closed
+            early = None
+            if operator.early_delay is not None:  # the early deadline is the pending column plus the delay
+                pending_since = int(c["pending"][row])
+                waiting = pending_since != NONE_TIME and not late_phase
+                early = {"deadline": pending_since + operator.early_delay if waiting else None}
+            state = {"late_phase": late_phase, "early": early, "late": None}
         else:
             state = trigger.new_state()
         hold = int(c["hold"][row])
