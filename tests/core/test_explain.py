@@ -221,6 +221,15 @@ def test_columnar_operator_state():
     feed(op, src, 200)
     e = explain_window(sp, "k", WINDOW, src, op)
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE and "fired: yes" in e.trigger_state
+    sp = spec(lateness=500, trigger=triggers.AfterWatermark(late=triggers.AfterCount(1)))
+    src = three_splits()
+    op = ColumnarWindowOperator(sp)
+    feed(op, src, 100, records=[10, 20])
+    pass_window(src)
+    feed(op, src, 200)
+    e = explain_window(sp, "k", WINDOW, src, op)
+    assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE
+    assert "late firings: Repeatedly[AfterCount(1): 0 of 1 record(s)]" in e.trigger_state
 
 
 def test_trigger_driven_window_waits_for_its_trigger():

@@ -287,6 +287,8 @@ COLUMNAR_TRIGGERS = [
     triggers.Never(),
     triggers.AfterWatermark(early=triggers.AfterProcessingTime(1)),
     triggers.AfterWatermark(early=triggers.AfterProcessingTime(4)),
+    triggers.AfterWatermark(late=triggers.AfterCount(1)),
+    triggers.AfterWatermark(early=triggers.AfterProcessingTime(3), late=triggers.AfterCount(1)),
 ]
 
 

@@ -193,7 +193,13 @@ def nulls(row):
     st.sampled_from(COMBINABLE),
     st.sampled_from([0, 10]),
     st.sampled_from(list(TimestampCombiner)),
-    st.sampled_from([triggers.Default(), triggers.AfterWatermark(early=triggers.AfterProcessingTime(5))]),
+    st.sampled_from(
+        [
+            triggers.Default(),
+            triggers.AfterWatermark(early=triggers.AfterProcessingTime(5)),
+            triggers.AfterWatermark(early=triggers.AfterProcessingTime(5), late=triggers.AfterCount(1)),
+        ]
+    ),
     st.lists(st.tuples(st.lists(record, max_size=12), st.integers(0, 25)), min_size=1, max_size=4),
 )
 def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, trigger, batches):

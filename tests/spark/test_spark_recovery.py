@@ -100,8 +100,8 @@ GENERAL_SPEC = dict(  # runs on the general operator (count triggers): raw recor
 )
 COLUMNAR_EARLY_SPEC = dict(  # the columnar operator with speculative panes: partials cross the shuffle
     window=windows.Tumbling(4_000),
-    trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(400)),
-    allowed_lateness=2_000,
+    trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(400), late=triggers.AfterCount(1)),
+    allowed_lateness=6_000,
     accumulation=AccumulationMode.DISCARDING,
 )
 
@@ -123,6 +123,9 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
                 }
             )
         )
+    # Two records for a window the watermark passed a while ago (within the columnar spec's lateness).
+    late = pd.DataFrame({"ts": [15_000, 15_500], "k": ["x", "x"], "p": [0, 1], "v": [0.5, 0.25]})
+    batches[-1] = pd.concat([batches[-1], late.astype({"p": "int32"})], ignore_index=True)
     write_batches(tmp_path / "in", batches)
     aggregations = {"n": aggregates.count(), "total": aggregates.sum("v"), "lo": aggregates.min("v")}
     agg = EventTimeAggregation(
@@ -180,5 +183,5 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
     )
     assert got == expected
     assert len(got) > 10
-    assert "EARLY" in {p[2] for p in got}, "speculative panes were part of the comparison"
+    assert {"EARLY", "ON_TIME", "LATE"} <= {p[2] for p in got}, "speculative and late panes were compared too"
     assert json.dumps([r.batch_id for r in handle.reports]) == json.dumps(list(range(len(handle.reports))))

@@ -7,15 +7,16 @@ so a batch costs numpy work plus one dict lookup per (key, window) group, and
 firing is a vectorised mask over the state. It covers:
 
 * non-merging windows (tumbling, sliding, global);
-* triggers ``Default()``, ``Never()`` and ``AfterWatermark()`` without late
-  firings, with or without early firings ``AfterProcessingTime(delay > 0)``
+* triggers ``Default()``, ``Never()`` and ``AfterWatermark()`` with late firings
+  on every late record (``late=AfterCount(1)``, as ``Default()``) or none, and with
+  or without early firings ``AfterProcessingTime(delay > 0)``
   (Beam's "speculative results every N seconds": a window fires EARLY once
   ``delay`` ms of processing time have passed since its first record after the
   last pane; the deadline is the ``pending`` column plus the delay);
 * aggregates count, sum, min, max and mean (alone or in ``several``).
 
-Everything else (sessions, early count firings, a zero delay, late firings,
-other triggers, collect_list, user-defined aggregates) runs on the general operator;
+Everything else (sessions, early count firings, a zero delay, other late
+firings, other triggers, collect_list, user-defined aggregates) runs on the general operator;
 :func:`floodmark.core.step.make_operator` picks. Pane frames: fired panes come out as one pandas
 frame per call (``Emitted.pane_frames``) so that runtimes never build a Python
 object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
@@ -37,7 +38,7 @@ from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.triggers import AfterProcessingTime, AfterWatermark, Default, Never
+from floodmark.core.triggers import AfterCount, AfterProcessingTime, AfterWatermark, Default, Never, Trigger
 from floodmark.core.windows import Global, Sliding, Tumbling, Window
 
 NONE_TIME = np.iinfo(np.int64).max  # "no value" in int64 time columns
@@ -63,6 +64,16 @@ def early_delay(spec: WindowSpec) -> int | None:
     return None
 
 
+def finishes_on_time(trigger: Trigger) -> bool:
+    """``AfterWatermark()`` without late firings: the on-time pane is the last, later records are refused."""
+    return type(trigger) is AfterWatermark and trigger.late is None
+
+
+def _fires_every_late_record(trigger: AfterWatermark) -> bool:
+    """``late=AfterCount(1)``: one LATE pane per late record, as ``Default()`` does."""
+    return trigger.late is not None and type(trigger.late.trigger) is AfterCount and trigger.late.trigger.count == 1
+
+
 def supports(spec: WindowSpec) -> bool:
     """Can the columnar operator run ``spec``?"""
     trigger = spec.trigger
@@ -70,7 +81,8 @@ def supports(spec: WindowSpec) -> bool:
         delay = early_delay(spec)
         # A zero delay fires as records arrive, inside the add call: partials and records of one window arriving
         # in separate calls would fire separate panes, so it stays on the general operator.
-        simple_trigger = trigger.late is None and (trigger.early is None or (delay is not None and delay > 0))
+        simple_early = trigger.early is None or (delay is not None and delay > 0)
+        simple_trigger = simple_early and (trigger.late is None or _fires_every_late_record(trigger))
     else:
         simple_trigger = isinstance(trigger, Default | Never)
     return (
@@ -219,7 +231,7 @@ class ColumnarWindowOperator:
         final = collect & ~firing & ~c["closed"] & (c["new_count"] > 0)
         rows = np.flatnonzero(firing | final)
         if len(rows):
-            finished = isinstance(trigger, AfterWatermark) & firing[rows]
+            finished = finishes_on_time(trigger) & firing[rows]
             is_last = finished | collect[rows]
             out.pane_frames.append(self._emit(rows, is_last))
             c["fired"][rows[firing[rows]]] = True
@@ -388,11 +400,11 @@ class ColumnarWindowOperator:
         per_record_row = rows[group]
         rank = np.arange(len(sel)) - np.flatnonzero(np.r_[True, np.diff(group) != 0])[group]
         closed = c["closed"][per_record_row]
-        if isinstance(self.spec.trigger, AfterWatermark):
+        if finishes_on_time(self.spec.trigger):
             # A window first seen after its end fires once with its first record, then closes.
             firing = ~closed & (rank == 0)
             refused = ~firing
-        else:  # Default: every late record fires a LATE pane of its own
+        else:  # Default or late=AfterCount(1): every late record fires a LATE pane of its own
             firing = ~closed
             refused = closed
         for i in np.flatnonzero(refused).tolist():
@@ -437,7 +449,7 @@ class ColumnarWindowOperator:
                 results[name] = reduce(c[f"{name}.v"][f_rows], cumulative)
                 c[f"{name}.v"][f_rows[last]] = results[name][last]
         timing = np.full(len(fire_idx), "LATE", dtype=object)
-        is_last = np.full(len(fire_idx), isinstance(self.spec.trigger, AfterWatermark))
+        is_last = np.full(len(fire_idx), finishes_on_time(self.spec.trigger))
         out.pane_frames.append(
             self._pane_frame(
                 f_rows,
@@ -456,7 +468,7 @@ class ColumnarWindowOperator:
         c["had_nonearly"][window_rows] = True
         c["held"][window_rows] = False
         c["fired"][window_rows] = True
-        if isinstance(self.spec.trigger, AfterWatermark):
+        if finishes_on_time(self.spec.trigger):
             c["closed"][window_rows] = True
         if not accumulating:
             self._reset_acc(window_rows)

@@ -595,7 +595,9 @@ def _lookup(
                 pending_since = int(c["pending"][row])
                 waiting = pending_since != NONE_TIME and not late_phase
                 early = {"deadline": pending_since + operator.early_delay if waiting else None}
-            state = {"late_phase": late_phase, "early": early, "late": None}
+            # Late firings on the columnar operator fire at every late record: never a record in waiting.
+            late = trigger.late.new_state() if trigger.late is not None else None
+            state = {"late_phase": late_phase, "early": early, "late": late}
         else:
             state = trigger.new_state()
         hold = int(c["hold"][row])

@@ -1,0 +1,100 @@
+"""What speculative (EARLY) panes cost: floodmark with and without early firings, same files, rows/second.
+
+    .venv/bin/python bench/early_firings.py --rows 2000000 --keys 100000
+
+Native Spark has no early firings, so the baseline is floodmark's own Default
+trigger on the same input (the table also shows native's noop-sink rate for
+scale). ``AfterWatermark(early=AfterProcessingTime(delay))`` runs on the
+columnar operator with map-side partials; ``early=AfterCount(n)`` runs on the
+general operator (one Python object per window) and shows what that path costs.
+Input, warm-up and medians as in ``bench/throughput.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from throughput import SCHEMA, generate, native_run
+
+from floodmark import WatermarkStrategy, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, local_session
+from floodmark.spark.plan import RuntimePlan
+
+
+def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, bool]:
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
+    agg = EventTimeAggregation(
+        stream,
+        event_time="ts",
+        key_by=["k"],
+        split="p",
+        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
+        window=windows.Tumbling(60_000),
+        aggregations={"n": aggregates.count()},
+        known_splits=["0", "1", "2", "3"],
+        trigger=trigger,
+    )
+    plan: RuntimePlan = agg.plan
+    started = time.perf_counter()
+    agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
+    return rows / (time.perf_counter() - started), plan.combines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--keys", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--delay-ms", type=int, default=1_000, help="early firing delay (processing time)")
+    parser.add_argument("--count", type=int, default=100, help="early firing every N records (AfterCount)")
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="floodmark-early-"))
+    spark = local_session("floodmark-bench-early", cores=2, shuffle_partitions=2)
+    variants = {
+        "Default()": triggers.Default(),
+        f"AfterWatermark(early=AfterProcessingTime({args.delay_ms}))": triggers.AfterWatermark(
+            early=triggers.AfterProcessingTime(args.delay_ms)
+        ),
+        f"AfterWatermark(early=AfterCount({args.count}))": triggers.AfterWatermark(
+            early=triggers.AfterCount(args.count)
+        ),
+    }
+    table = Table(title=f"tumbling 1-minute count, {args.rows:,} rows, 4 splits, local[2], median of {args.repeat}")
+    for column in ("keys", "trigger", "operator", "floodmark rows/s", "vs Default()", "native noop rows/s"):
+        table.add_column(column, justify="right")
+    for index, keys in enumerate(args.keys):
+        data = work / f"data-{keys}"
+        shutil.rmtree(data, ignore_errors=True)
+        generate(data, args.rows, keys, 10, 8)
+        if index == 0:  # warm-up, not measured
+            native_run(spark, data, work / "native-warm-up")
+            floodmark_rate(spark, data, work / "fm-warm-up", triggers.Default(), args.rows)
+        native_rates = []
+        for run in range(args.repeat):
+            elapsed, rows, _ = native_run(spark, data, work / f"native-{keys}-{run}")
+            native_rates.append(rows / elapsed)
+        native = statistics.median(native_rates)
+        baseline = None
+        for name, trigger in variants.items():
+            rates, combines = [], False
+            for run in range(args.repeat):
+                rate, combines = floodmark_rate(spark, data, work / f"{name}-{keys}-{run}", trigger, args.rows)
+                rates.append(rate)
+            rate = statistics.median(rates)
+            baseline = baseline or rate
+            operator = "columnar + partials" if combines else "general, raw rows"
+            table.add_row(f"{keys:,}", name, operator, f"{rate:,.0f}", f"{rate / baseline:.2f}x", f"{native:,.0f}")
+    Console(width=200).print(table)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
