@@ -5,8 +5,10 @@
 Native Spark has no early firings, so the baseline is floodmark's own Default
 trigger on the same input (the table also shows native's noop-sink rate for
 scale). ``AfterWatermark(early=AfterProcessingTime(delay))`` runs on the
-columnar operator with map-side partials; ``early=AfterCount(n)`` runs on the
-general operator (one Python object per window) and shows what that path costs.
+columnar operator with map-side partials; ``early=AfterCount(n)`` on the columnar
+operator with raw records (a pane after exactly n records needs the records);
+``late=AfterCount(2)`` only on the general operator (one Python object per
+window), which shows what that path costs.
 Input, warm-up and medians as in ``bench/throughput.py``.
 """
 
@@ -24,11 +26,12 @@ from rich.table import Table
 from throughput import SCHEMA, generate, native_run
 
 from floodmark import WatermarkStrategy, aggregates, triggers, windows
+from floodmark.core.columnar import supports
 from floodmark.spark import EventTimeAggregation, local_session
 from floodmark.spark.plan import RuntimePlan
 
 
-def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, bool]:
+def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, str]:
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     agg = EventTimeAggregation(
         stream,
@@ -42,9 +45,11 @@ def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, row
         trigger=trigger,
     )
     plan: RuntimePlan = agg.plan
+    operator = "columnar" if supports(plan.spec) else "general"
+    shipped = "partials" if plan.combines else "raw records"
     started = time.perf_counter()
     agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
-    return rows / (time.perf_counter() - started), plan.combines
+    return rows / (time.perf_counter() - started), f"{operator}, {shipped}"
 
 
 def main() -> None:
@@ -66,6 +71,7 @@ def main() -> None:
         f"AfterWatermark(early=AfterCount({args.count}))": triggers.AfterWatermark(
             early=triggers.AfterCount(args.count)
         ),
+        "AfterWatermark(late=AfterCount(2))": triggers.AfterWatermark(late=triggers.AfterCount(2)),
     }
     table = Table(title=f"tumbling 1-minute count, {args.rows:,} rows, 4 splits, local[2], median of {args.repeat}")
     for column in ("keys", "trigger", "operator", "floodmark rows/s", "vs Default()", "native noop rows/s"):
@@ -84,13 +90,12 @@ def main() -> None:
         native = statistics.median(native_rates)
         baseline = None
         for name, trigger in variants.items():
-            rates, combines = [], False
+            rates, operator = [], ""
             for run in range(args.repeat):
-                rate, combines = floodmark_rate(spark, data, work / f"{name}-{keys}-{run}", trigger, args.rows)
+                rate, operator = floodmark_rate(spark, data, work / f"{name}-{keys}-{run}", trigger, args.rows)
                 rates.append(rate)
             rate = statistics.median(rates)
             baseline = baseline or rate
-            operator = "columnar + partials" if combines else "general, raw rows"
             table.add_row(f"{keys:,}", name, operator, f"{rate:,.0f}", f"{rate / baseline:.2f}x", f"{native:,.0f}")
     Console(width=200).print(table)
     spark.stop()

@@ -230,6 +230,13 @@ def test_columnar_operator_state():
     e = explain_window(sp, "k", WINDOW, src, op)
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE
     assert "late firings: Repeatedly[AfterCount(1): 0 of 1 record(s)]" in e.trigger_state
+    sp = spec(trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)))
+    for operator_type in (WindowOperator, ColumnarWindowOperator):
+        op = operator_type(sp)
+        feed(op, three_splits(), 100, records=[10, 20])
+        e = explain_window(sp, "k", WINDOW, three_splits(), op)
+        assert "early firings: Repeatedly[AfterCount(3): 2 of 3 record(s)]" in e.trigger_state
+        assert e.pane_state.records_until_check == 1
 
 
 def test_trigger_driven_window_waits_for_its_trigger():

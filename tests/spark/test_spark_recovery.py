@@ -17,6 +17,7 @@ import pytest
 from spark_helpers import read_output, write_batches
 
 from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
+from floodmark.core.columnar import supports
 from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
@@ -92,7 +93,13 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
     assert sum(p[6] for p in got_panes) == total, "discarding panes count every record exactly once"
 
 
-GENERAL_SPEC = dict(  # runs on the general operator (count triggers): raw records cross the shuffle
+GENERAL_SPEC = dict(  # runs on the general operator (late firings every 2nd record): raw records
+    window=windows.Sliding(4_000, 2_000),
+    trigger=triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(2)),
+    allowed_lateness=2_000,
+    accumulation=AccumulationMode.ACCUMULATING,
+)
+COLUMNAR_COUNT_SPEC = dict(  # the columnar operator with early count firings: raw records (no partials)
     window=windows.Sliding(4_000, 2_000),
     trigger=triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
     allowed_lateness=2_000,
@@ -106,7 +113,11 @@ COLUMNAR_EARLY_SPEC = dict(  # the columnar operator with speculative panes: par
 )
 
 
-@pytest.mark.parametrize("spec_args", [GENERAL_SPEC, COLUMNAR_EARLY_SPEC], ids=["general", "columnar-early"])
+@pytest.mark.parametrize(
+    "spec_args",
+    [GENERAL_SPEC, COLUMNAR_COUNT_SPEC, COLUMNAR_EARLY_SPEC],
+    ids=["general", "columnar-count", "columnar-early"],
+)
 def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec_args):
     rng = np.random.default_rng(11)
     batches = []
@@ -141,6 +152,7 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         **spec_args,
     )
     assert agg.plan.combines == (spec_args is COLUMNAR_EARLY_SPEC)
+    assert supports(agg.plan.spec) == (spec_args is not GENERAL_SPEC)
     # Batches 200 ms apart at least: processing time moves between them and early firings come due.
     handle = agg.run_to_completion(
         str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval="200 milliseconds", timeout_s=300

@@ -9,14 +9,19 @@ firing is a vectorised mask over the state. It covers:
 * non-merging windows (tumbling, sliding, global);
 * triggers ``Default()``, ``Never()`` and ``AfterWatermark()`` with late firings
   on every late record (``late=AfterCount(1)``, as ``Default()``) or none, and with
-  or without early firings ``AfterProcessingTime(delay > 0)``
-  (Beam's "speculative results every N seconds": a window fires EARLY once
-  ``delay`` ms of processing time have passed since its first record after the
-  last pane; the deadline is the ``pending`` column plus the delay);
+  or without early firings:
+
+  - ``AfterProcessingTime(delay > 0)`` (Beam's "speculative results every N
+    seconds"): a window fires EARLY once ``delay`` ms of processing time have
+    passed since its first record after the last pane; the deadline is the
+    ``pending`` column plus the delay;
+  - ``AfterCount(n)``: a pane after every n-th record of the window, mid-batch, in
+    arrival order (``new_count`` is the trigger's count); these need the records,
+    so no map-side partials (:func:`supports_partials`);
 * aggregates count, sum, min, max and mean (alone or in ``several``).
 
-Everything else (sessions, early count firings, a zero delay, other late
-firings, other triggers, collect_list, user-defined aggregates) runs on the general operator;
+Everything else (sessions, a zero early delay, other late firings, composite
+triggers, collect_list, user-defined aggregates) runs on the general operator;
 :func:`floodmark.core.step.make_operator` picks. Pane frames: fired panes come out as one pandas
 frame per call (``Emitted.pane_frames``) so that runtimes never build a Python
 object per pane; ``Emitted.all_panes()`` turns them into :class:`Pane` objects.
@@ -64,6 +69,14 @@ def early_delay(spec: WindowSpec) -> int | None:
     return None
 
 
+def early_count(spec: WindowSpec) -> int | None:
+    """``n`` when ``spec``'s early firings are ``AfterCount(n)`` (a pane every n records), else None."""
+    trigger = spec.trigger
+    if type(trigger) is AfterWatermark and trigger.early is not None and type(trigger.early.trigger) is AfterCount:
+        return trigger.early.trigger.count
+    return None
+
+
 def finishes_on_time(trigger: Trigger) -> bool:
     """``AfterWatermark()`` without late firings: the on-time pane is the last, later records are refused."""
     return type(trigger) is AfterWatermark and trigger.late is None
@@ -81,13 +94,22 @@ def supports(spec: WindowSpec) -> bool:
         delay = early_delay(spec)
         # A zero delay fires as records arrive, inside the add call: partials and records of one window arriving
         # in separate calls would fire separate panes, so it stays on the general operator.
-        simple_early = trigger.early is None or (delay is not None and delay > 0)
+        simple_early = trigger.early is None or (delay is not None and delay > 0) or early_count(spec) is not None
         simple_trigger = simple_early and (trigger.late is None or _fires_every_late_record(trigger))
     else:
         simple_trigger = isinstance(trigger, Default | Never)
     return (
         isinstance(spec.window, Tumbling | Sliding | Global) and simple_trigger and _parts(spec.aggregate) is not None
     )
+
+
+def supports_partials(spec: WindowSpec) -> bool:
+    """Can records be aggregated before the shuffle (:func:`combine`) for ``spec``?
+
+    Not with early count firings: a pane fires after exactly n records, in
+    arrival order, so the operator needs the records themselves.
+    """
+    return supports(spec) and early_count(spec) is None
 
 
 class ColumnarWindowOperator:
@@ -101,6 +123,7 @@ class ColumnarWindowOperator:
             raise ValueError("this spec needs the general WindowOperator")
         self.spec = spec
         self.early_delay = early_delay(spec)
+        self.early_count = early_count(spec)
         self.parts = _parts(spec.aggregate) or {}
         self.single = not isinstance(spec.aggregate, agg.Several)
         self.watermark = watermark
@@ -276,17 +299,20 @@ class ColumnarWindowOperator:
                 self.cols[col][rows] = self._acc_empty(col, part)
 
     def _results(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        c = self.cols
+        return self._results_of({col: column[rows] for col, column in self.cols.items() if "." in col})
+
+    def _results_of(self, acc: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Aggregate results from accumulator columns (``name.n``, ``name.s``, ``name.v``)."""
         results = {}
         for name, part in self.parts.items():
             if isinstance(part, agg.Count):
-                results[name] = c[f"{name}.n"][rows]
+                results[name] = acc[f"{name}.n"]
             elif isinstance(part, agg.Mean):
-                n = c[f"{name}.n"][rows]
+                n = acc[f"{name}.n"]
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    results[name] = np.where(n > 0, c[f"{name}.s"][rows] / np.maximum(n, 1), np.nan)
+                    results[name] = np.where(n > 0, acc[f"{name}.s"] / np.maximum(n, 1), np.nan)
             else:
-                results[name] = c[f"{name}.v"][rows]
+                results[name] = acc[f"{name}.v"]
         return results
 
     def _pane_frame(self, rows, timing, is_last, stamps, results=None, index=None, nonspec=None) -> pd.DataFrame:
@@ -328,7 +354,9 @@ class ColumnarWindowOperator:
             if not isinstance(part, agg.Count)
         }
         late_phase = ends - 1 <= self.watermark
-        if (~late_phase).any():
+        if (~late_phase).any() and self.early_count is not None:
+            self._accumulate_counting(out, keys, pos, starts, ends, out_times, values, ~late_phase)
+        elif (~late_phase).any():
             self._accumulate(keys, pos, starts, ends, out_times, values, ~late_phase)
         if late_phase.any() and not isinstance(self.spec.trigger, Never):
             self._late_records(out, keys, pos, starts, ends, ts, values, late_phase, payload)
@@ -351,6 +379,103 @@ class ColumnarWindowOperator:
             self.spec, keys[pos[sel]], starts[sel], ends[sel], out_times[sel], {f: v[sel] for f, v in values.items()}
         )
         self._merge(partials, holds)
+
+    def _accumulate_counting(self, out, keys, pos, starts, ends, out_times, values, mask):
+        """Early-phase records with early ``AfterCount(n)`` firings: an EARLY pane after every n-th record.
+
+        Records of one window are taken in arrival order; position ``p`` counts
+        from the window's last pane (``new_count`` records are already in the
+        state), so segment ``p // n`` of the window's records ends with a pane.
+        The state's accumulators and hold are folded into segment 0.
+        """
+        sel, group, heads, group_keys = self._groups(keys, pos, starts, mask)
+        c = self.cols
+        rows, _ = self._rows_for(group_keys, starts[heads], ends[heads])
+        n = self.early_count
+        first_of_group = np.flatnonzero(np.r_[True, np.diff(group) != 0])
+        position = c["new_count"][rows][group] + np.arange(len(sel)) - first_of_group[group]
+        segment = position // n
+        new_segment = np.r_[True, (np.diff(group) != 0) | (np.diff(segment) != 0)]
+        bounds = np.flatnonzero(new_segment)
+        last_of_segment = np.r_[bounds[1:], len(sel)] - 1
+        seg_group, seg_index = group[bounds], segment[bounds]
+        seg_row = rows[seg_group]
+        complete = (position[last_of_segment] + 1) % n == 0
+        folds_state = seg_index == segment[first_of_group][seg_group]  # the group's first segment
+        # Per segment: accumulators of its records, plus the state's in the group's first segment.
+        seg_acc: dict[str, np.ndarray] = {}
+        for col, part in _layout_parts(self.parts):
+            state = c[col][seg_row]
+            if col.endswith(".n"):
+                mine = np.diff(np.r_[bounds, len(sel)]).astype(np.int64)
+            else:
+                v = values[part.field][sel]
+                if isinstance(part, agg.Min | agg.Max) and col.endswith(".v"):
+                    reduce = np.fmin if isinstance(part, agg.Min) else np.fmax
+                    mine = reduce.reduceat(v, bounds)
+                    seg_acc[col] = np.where(folds_state, reduce(state, mine), mine)
+                    continue
+                mine = np.add.reduceat(v, bounds)
+            seg_acc[col] = np.where(folds_state, state + mine, mine)
+        times = out_times[sel]
+        combiner = self.spec.timestamp_combiner
+        if combiner is TimestampCombiner.LATEST:
+            seg_hold = np.maximum.reduceat(times, bounds)
+            seg_hold = np.where(folds_state, np.maximum(c["hold"][seg_row], seg_hold), seg_hold)
+        elif combiner is TimestampCombiner.EARLIEST:
+            seg_hold = np.minimum.reduceat(times, bounds)
+            seg_hold = np.where(folds_state, np.minimum(c["hold"][seg_row], seg_hold), seg_hold)
+        else:
+            seg_hold = np.full(len(bounds), self.hold_empty, dtype=np.int64)
+        accumulating = self.spec.accumulation is AccumulationMode.ACCUMULATING
+        if accumulating:  # a pane shows everything so far: cumulate the segments of each window
+            for col, part in _layout_parts(self.parts):
+                grouped = pd.Series(seg_acc[col]).groupby(seg_group)
+                if isinstance(part, agg.Min | agg.Max) and col.endswith(".v"):
+                    seg_acc[col] = (grouped.cummin() if isinstance(part, agg.Min) else grouped.cummax()).to_numpy()
+                else:
+                    seg_acc[col] = grouped.cumsum().to_numpy().astype(c[col].dtype)
+        fired = np.flatnonzero(complete)
+        if len(fired):
+            f_rows = seg_row[fired]
+            max_ts = c["end"][f_rows] - 1
+            hold = seg_hold[fired]
+            if combiner is TimestampCombiner.END_OF_WINDOW:
+                stamps = max_ts
+            else:
+                stamps = np.where(hold == self.hold_empty, max_ts, np.minimum(hold, max_ts))
+            base = segment[first_of_group][seg_group[fired]]  # the first segment of a window fires index pane_index
+            out.pane_frames.append(
+                self._pane_frame(
+                    f_rows,
+                    np.full(len(fired), "EARLY", dtype=object),
+                    np.zeros(len(fired), dtype=bool),
+                    stamps,
+                    results=self._results_of({col: seg_acc[col][fired] for col in seg_acc}),
+                    index=c["pane_index"][f_rows] + seg_index[fired] - base,
+                )
+            )
+        # The state after the batch: each window's last segment (empty when it just fired).
+        last = np.r_[np.diff(seg_group) != 0, True]
+        w_rows, w_complete = seg_row[last], complete[last]
+        panes_fired = np.bincount(seg_group, weights=complete, minlength=len(rows)).astype(np.int64)
+        c["pane_index"][rows] += panes_fired
+        c["new_count"][w_rows] = np.where(w_complete, 0, position[last_of_segment[last]] + 1 - n * seg_index[last])
+        for col, part in _layout_parts(self.parts):
+            tail = seg_acc[col][last]
+            if accumulating:
+                c[col][w_rows] = tail
+            else:
+                c[col][w_rows] = np.where(w_complete, self._acc_empty(col, part), tail)
+        c["hold"][w_rows] = np.where(w_complete, self.hold_empty, seg_hold[last])
+        pending = c["pending"][w_rows]
+        had_pane = panes_fired[seg_group[last]] > 0
+        c["pending"][w_rows] = np.where(
+            w_complete,
+            NONE_TIME,
+            np.where(had_pane | (pending == NONE_TIME), self.processing_time, pending),
+        )
+        c["held"][w_rows] = True
 
     def add_partials(self, partials: Partials) -> Emitted:
         """Merge the partial aggregates of on-time records (from :func:`combine`, possibly several of them).
@@ -709,8 +834,8 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
     Feeding ``operator.add_partials(partials)`` and ``operator.add_records(batch[raw])``
     gives the same panes as ``operator.add_records(batch)`` (sums of floats up to rounding).
     """
-    if not supports(spec):
-        raise ValueError("only specs of the columnar operator can be combined before the shuffle")
+    if not supports_partials(spec):
+        raise ValueError("this spec cannot be combined before the shuffle (see supports_partials)")
     rows, starts, ends, out_times, raw = open_window_pairs(spec, watermark, batch.timestamps)
     keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
     values = {

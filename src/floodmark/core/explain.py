@@ -595,6 +595,8 @@ def _lookup(
                 pending_since = int(c["pending"][row])
                 waiting = pending_since != NONE_TIME and not late_phase
                 early = {"deadline": pending_since + operator.early_delay if waiting else None}
+            elif operator.early_count is not None:  # the early count is the records since the last pane
+                early = {"n": 0 if late_phase else int(c["new_count"][row])}
             # Late firings on the columnar operator fire at every late record: never a record in waiting.
             late = trigger.late.new_state() if trigger.late is not None else None
             state = {"late_phase": late_phase, "early": early, "late": late}

@@ -30,7 +30,7 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core import aggregates
-from floodmark.core.columnar import accumulator_layout, supports
+from floodmark.core.columnar import accumulator_layout, supports_partials
 from floodmark.core.operator import WindowSpec
 
 # Internal columns (prefixed so that they never clash with user columns).
@@ -127,8 +127,8 @@ class RuntimePlan:
 
     @property
     def combines(self) -> bool:
-        """Whether records are aggregated before the shuffle (the columnar operator's specs)."""
-        return supports(self.spec)
+        """Whether records are aggregated before the shuffle (most of the columnar operator's specs)."""
+        return supports_partials(self.spec)
 
     def accumulator_columns(self) -> list[tuple[str, str, DataType]]:
         """``(core accumulator, Spark column, type)`` for the PARTIAL rows' accumulators."""
