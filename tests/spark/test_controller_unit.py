@@ -28,6 +28,17 @@ def test_end_of_input_after_the_first_batch_without_records(tmp_path):
     assert ctl.on_batch(3, [], [], {}).watermark == MAX_TIMESTAMP
 
 
+def test_the_first_batch_after_a_restart_does_not_end_the_input(tmp_path):
+    ctl = controller(tmp_path)
+    ctl.on_batch(0, stats(3), [], {})
+    ctl.on_batch(1, stats(2), [], {})
+    restarted = BatchController(ctl.log, ctl.strategy, clock=ManualClock(0))
+    restarted.first_batch_id = 2  # a replay of offsets planned before the restart: no input then
+    restarted.end_when_exhausted = lambda: True
+    assert restarted.on_batch(2, [], [], {}).next_watermark < MAX_TIMESTAMP
+    assert restarted.on_batch(3, [], [], {}).next_watermark == MAX_TIMESTAMP
+
+
 def test_a_direct_request_is_not_taken_back_by_a_source_that_is_not_done(tmp_path):
     ctl = controller(tmp_path)
     ctl.end_when_exhausted = lambda: False

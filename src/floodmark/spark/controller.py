@@ -81,6 +81,8 @@ class BatchController:
         self.end_when_exhausted: Callable[[], bool] | None = None
         """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
         self.reports: list[BatchReport] = []
+        self.first_batch_id = 0
+        """The first batch this run of the query executes (set by ``start``); see :meth:`on_batch`."""
         self.next_entry: ControlEntry | None = None
         """The entry the latest :meth:`on_batch` wrote (or found) for the next batch."""
 
@@ -143,7 +145,10 @@ class BatchController:
         now = max(self.clock.now_ms(), entry.processing_time)
         watermark = source.advance_processing_time(now)
         records = sum(c for c, _, _ in merged.values())
-        exhausted = self.end_when_exhausted is not None and records == 0 and not counts.get("BAD", 0)
+        # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
+        # did not exist yet: reading nothing there says nothing about the input now.
+        read_nothing = records == 0 and not counts.get("BAD", 0) and batch_id > self.first_batch_id
+        exhausted = self.end_when_exhausted is not None and read_nothing
         if exhausted and not self.end_of_input_requested:
             # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch:
             # a request made directly (end_of_input_requested = True) is never taken back.

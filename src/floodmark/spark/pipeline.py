@@ -275,6 +275,7 @@ class EventTimeAggregation:
         # The query's thread inherits this thread's job properties when it is created: that is how the first
         # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
         first = first_batch_id(checkpoint_files.files_for(checkpoint, self.spark), spark_checkpoint)
+        controller.first_batch_id = first
         context = self.spark.sparkContext
         previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
         batch_entry.publish(context, controller.entry_for_batch(first))
@@ -359,7 +360,9 @@ class FloodmarkQuery:
 
         Every input row is either a good record or a dead letter, so a batch with
         neither read nothing. The controller decides at the end of that batch and
-        the very next batch runs with watermark MAX (every window fires).
+        the very next batch runs with watermark MAX (every window fires). The first
+        batch after a restart does not count: Spark may replay offsets it planned
+        before the restart, when newer input did not exist yet.
 
         :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
             paced source can have batches without records before it is done. Called on the driver from
