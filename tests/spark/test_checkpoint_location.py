@@ -10,7 +10,7 @@ from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, aggregates, windows
 from floodmark.spark import EventTimeAggregation
-from floodmark.spark.batch_entry import encode, entry_for_batch
+from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
 from floodmark.spark.checkpoint_files import HadoopFiles, LocalFiles, files_for, has_scheme, join
 from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.pipeline import first_batch_id
@@ -57,6 +57,20 @@ def test_the_published_entry_must_be_the_batch_s_own():
         entry_for_batch(text, 8)
     with pytest.raises(RuntimeError, match="carries no floodmark control entry"):
         entry_for_batch(None, 7)
+
+
+def test_sessions_where_job_properties_cannot_carry_the_entry_are_refused(spark):
+    class Session:  # what the check reads of a session
+        def __init__(self, context):
+            self._sc = context
+
+    class Context:
+        def __init__(self, gateway):
+            self._gateway = gateway
+
+    assert session_problem(spark) is None
+    assert "classic SparkSession" in session_problem(Session(None))
+    assert "pinned-thread mode" in session_problem(Session(Context(gateway=object())))
 
 
 def test_first_batch_is_the_one_after_the_last_commit(tmp_path):

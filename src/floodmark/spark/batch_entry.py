@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
+from py4j.clientserver import ClientServer
 from pyspark import SparkContext, TaskContext
 
 from floodmark.spark.control_log import ControlEntry
@@ -43,6 +45,24 @@ def encode(entry: ControlEntry) -> str:
     fields.pop("coordinator")
     fields.pop("metrics")
     return json.dumps(fields, separators=(",", ":"))
+
+
+def session_problem(session: Any) -> str | None:
+    """Why control entries cannot travel as job properties in ``session`` (None: they can).
+
+    They need a classic session (local properties live in the driver's SparkContext; Spark Connect has none)
+    whose Python threads are pinned to JVM threads (py4j's ClientServer, PySpark's default): then the
+    ``foreachBatch`` callback's calls run on the query's own thread.
+    """
+    context = getattr(session, "_sc", None)
+    if context is None:
+        return "floodmark needs a classic SparkSession (Spark Connect sessions have no job properties)"
+    if not isinstance(context._gateway, ClientServer):
+        return (
+            "floodmark needs PySpark's pinned-thread mode (the default): unset PYSPARK_PIN_THREAD=false, so that "
+            "the sink's calls run on the streaming query's thread"
+        )
+    return None
 
 
 def publish(context: SparkContext, entry: ControlEntry | None) -> None:

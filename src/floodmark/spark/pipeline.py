@@ -108,6 +108,9 @@ class EventTimeAggregation:
     def __post_init__(self) -> None:
         if not self.source.isStreaming:
             raise ValueError("source must be a streaming DataFrame (spark.readStream...)")
+        problem = batch_entry.session_problem(self.source.sparkSession)
+        if problem:
+            raise ValueError(problem)
         provider = self.source.sparkSession.conf.get("spark.sql.streaming.stateStore.providerClass", None)
         if provider != ROCKSDB_PROVIDER:
             raise ValueError(
