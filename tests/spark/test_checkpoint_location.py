@@ -119,3 +119,44 @@ def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path):
     # Written through Hadoop's FileSystem at the URI (a trigger after the flush may have added one more).
     assert (control / f"{second.reports[-1].batch_id + 1:012d}.json").exists()
     assert not (tmp_path / "ckpt" / "floodmark" / "metrics.jsonl").exists(), "no appending on remote checkpoints"
+
+
+def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognises():
+    import re
+
+    from py4j.protocol import Py4JJavaError
+
+    from floodmark.spark.sinks import BatchInterrupted, BatchSink
+
+    class JavaError(Py4JJavaError):  # str() of a real one asks the JVM for the whole stack trace
+        def __init__(self, text):
+            Exception.__init__(self, text)
+            self.text = text
+
+        def __str__(self):
+            return self.text
+
+    def sink_raising(error):
+        sink = BatchSink.__new__(BatchSink)
+
+        def write(frame, batch_id):
+            raise error
+
+        sink._write = write
+        return sink
+
+    stack = "\n".join(f"\tat org.example.Frame{i}.call(Frame.java:{i})" for i in range(300))
+    interrupted = JavaError(
+        f"An error occurred while calling o481.collectToPython.\n: java.lang.InterruptedException\n{stack}"
+    )
+    with pytest.raises(BatchInterrupted) as raised:
+        sink_raising(interrupted)(None, 3)
+    text = str(raised.value)
+    assert len(text) < 200 and raised.value.__suppress_context__, "short, without the Java stack trace"
+    # The pattern Spark 4.3's StreamExecution matches a Python foreachBatch error with to recognise a stop.
+    names = "java.lang.InterruptedException|java.io.InterruptedIOException|java.nio.channels.ClosedByInterruptException"
+    spark_pattern = r"py4j.protocol.Py4JJavaError: An error occurred while calling((.|\r\n|\r|\n)*)(" + names + ")"
+    assert re.search(spark_pattern, text)
+    failure = JavaError(f"An error occurred while calling o12.parquet.\n: java.io.IOException: disk full\n{stack}")
+    with pytest.raises(JavaError):
+        sink_raising(failure)(None, 3)  # a real failure keeps its whole text

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -88,6 +89,21 @@ class BatchSink:
         return [*names, *extra]
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
+        try:
+            self._write(frame, batch_id)
+        except Py4JJavaError as error:
+            interruption = _interruption(error)
+            if interruption is None:
+                raise
+            # query.stop() interrupted this batch. Spark recognises that by matching the Python error's text
+            # with a regex whose recursion overflows the stack on a long text (the whole Java stack trace):
+            # the stream thread would die with StackOverflowError. A short text in the expected form lets Spark
+            # see a clean stop; the batch is not committed either way and runs again after a restart.
+            raise BatchInterrupted(
+                f"py4j.protocol.Py4JJavaError: An error occurred while calling the floodmark sink.\n: {interruption}"
+            ) from None
+
+    def _write(self, frame: DataFrame, batch_id: int) -> None:
         frame = frame.persist()
         try:
             observation = Observation()  # a fresh, uniquely named observation per batch
@@ -123,6 +139,24 @@ class BatchSink:
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
+
+
+INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+"""What Spark's StreamExecution takes as a stop's interruption of a Python foreachBatch (SPARK-39218)."""
+
+
+class BatchInterrupted(RuntimeError):
+    """The batch was interrupted by ``query.stop()`` (not a failure)."""
+
+
+def _interruption(error: Py4JJavaError) -> str | None:
+    """The interruption exception's class name if ``error`` is one, else None."""
+    head = str(error)[:1_000]
+    return next((name for name in INTERRUPTIONS if f": {name}" in head), None)
 
 
 def _delete(spark: SparkSession, path: str) -> None:
