@@ -61,7 +61,7 @@ def test_reserved_column_prefix_and_state_store_are_checked(spark, events):
         definition(events.withColumnRenamed("p", "fm_part"), split=None)
     spark.conf.set(PROVIDER, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
     try:
-        with pytest.raises(ValueError, match="state lives in RocksDB"):
+        with pytest.raises(ValueError, match="state in RocksDB"):
             definition(events)
     finally:
         spark.conf.set(PROVIDER, ROCKSDB_PROVIDER)

@@ -22,14 +22,14 @@ from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.processor import WindowBucketProcessor
 
 
-class MemoryValueState:
+class MemoryGroupState:
+    """What the processor uses of PySpark's GroupState (``getOption`` is a property there too)."""
+
     def __init__(self):
         self.value = None
 
-    def exists(self):
-        return self.value is not None
-
-    def get(self):
+    @property
+    def getOption(self):
         return self.value
 
     def update(self, value):
@@ -52,7 +52,7 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
         split_column="part",
     )
     processor = WindowBucketProcessor(plan)
-    processor.state = MemoryValueState()
+    processor.state = MemoryGroupState()  # the bucket's state, kept across calls by the tests
     input_fields = [
         StructField("ts", LongType()),
         StructField("k", StringType()),
@@ -93,7 +93,7 @@ def call(processor, rows, seq, watermark, ptime, v_type=TEXT):
     packed = pa.Table.from_batches([blocks.pack(combine(processor, rows, watermark, ptime, v_type))]).to_pandas()
     tick = pd.DataFrame({p.BUCKET: [0], blocks.BLOCK: [None]})
     frame = pd.concat([packed, tick], ignore_index=True) if len(packed) else tick
-    (out,) = list(processor.handleInputRows((0,), iter([frame]), None))
+    (out,) = list(processor((0,), iter([frame]), processor.state))
     assert list(out.columns) == [f.name for f in processor.schema.fields]
     return out
 

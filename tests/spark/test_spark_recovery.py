@@ -29,7 +29,7 @@ DRIVER = Path(__file__).with_name("restart_driver.py")
 
 
 def ordered_batches(count: int, seed: int) -> list[pd.DataFrame]:
-    """In-order records per split (no late data), so panes do not depend on batch timing."""
+    """In-order records per split (no late data), so which records are on time does not depend on batch timing."""
     rng = random.Random(seed)
     batches = []
     for b in range(count):
@@ -87,7 +87,23 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
 
     expected_panes, expected_late = outputs(spark, tmp_path / "ref" / "out")
     got_panes, got_late = outputs(spark, tmp_path / "crash" / "out")
-    assert got_panes == expected_panes, "no duplicate and no missing pane"
+
+    # Which records make an EARLY pane of AfterCount(3) depends on their arrival order, and that is not
+    # fixed across a crash: Spark re-plans a batch whose offsets were not logged, and the file source may
+    # then take two files in one batch (seen), whose input partitions reach the operator in any order.
+    # What must not change: every pane once (key, window, timing, index, count) and every record once
+    # (each window's discarding panes add up to the same total).
+    def structure(panes):
+        return sorted(p[:7] for p in panes)
+
+    def window_totals(panes):
+        totals: dict = {}
+        for p in panes:
+            totals[p[:3]] = round(totals.get(p[:3], 0.0) + p[7], 9)
+        return totals
+
+    assert structure(got_panes) == structure(expected_panes), "no duplicate and no missing pane"
+    assert window_totals(got_panes) == window_totals(expected_panes), "every record in its window exactly once"
     assert got_late == expected_late
     total = sum(len(b) for b in ordered_batches(12, seed=7))
     assert sum(p[6] for p in got_panes) == total, "discarding panes count every record exactly once"

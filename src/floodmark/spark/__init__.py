@@ -2,8 +2,8 @@
 
 It hosts :mod:`floodmark.core` on Spark Structured Streaming: the coordinator
 on the driver (:mod:`.controller`) writing each batch's watermark to a control
-log (:mod:`.control_log`, read by batch id on the executors: :mod:`.batch_entry`),
-the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``transformWithStateInPandas``
+log (:mod:`.control_log`; the executors get it with the batch's jobs: :mod:`.batch_entry`),
+the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``applyInPandasWithState``
 (:mod:`.processor`) and a ``foreachBatch`` sink (:mod:`.sinks`). Users start at
 :class:`EventTimeAggregation` (:mod:`.pipeline`) and :func:`local_session`.
 """

@@ -1,8 +1,9 @@
 """How the combiner's rows cross the shuffle: one Arrow IPC block per bucket and input partition.
 
-transformWithStateInPandas turns its input into pandas row by row (Spark 4.3:
-``itertuples`` and one ``pd.DataFrame(rows)`` per key), which cost ~0.6 s per
-batch with 100k keys (~180k partial rows). So the combiner ships each bucket's
+Python stateful operators hand a group's rows to pandas with per-row work
+(Spark 4.3's transformWithStateInPandas: ``itertuples`` and one
+``pd.DataFrame(rows)`` per key), which cost ~0.6 s per batch with 100k keys
+(~180k partial rows) when floodmark used it. So the combiner ships each bucket's
 rows as a single binary value, an Arrow IPC stream of the rows with the
 combiner's full schema, and the processor reads it back column by column.
 Spark sees a handful of rows per partition, whatever the number of records.

@@ -1,7 +1,7 @@
 """The stateful processor: one core window operator per bucket of keys, inside Spark.
 
-Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and calls
-:meth:`WindowBucketProcessor.handleInputRows` once per bucket and batch with
+Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and, through
+``applyInPandasWithState``, calls :class:`WindowBucketProcessor` once per bucket and batch with
 the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
 RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
 blocks: :mod:`floodmark.spark.blocks`) and one
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
+from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from floodmark.core.columnar import Partials
@@ -45,23 +45,22 @@ from floodmark.spark.rows import conform, keys_array, plain, records_json, resul
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
 
-class WindowBucketProcessor(StatefulProcessor):
-    """Hosts the core window operator for one bucket of keys (see the module docstring)."""
+class WindowBucketProcessor:
+    """Hosts the core window operator for one bucket of keys (see the module docstring).
+
+    The function given to ``applyInPandasWithState`` (state schema :data:`STATE_SCHEMA`, no timeout): the
+    bucket's operator snapshot is the group state, one compressed blob.
+    """
 
     def __init__(self, plan: p.RuntimePlan) -> None:
         self.plan = plan
         self.schema = plan.output_schema()
         self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("operator", STATE_SCHEMA)
-
-    def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
+    def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         frame = pd.concat(list(rows), ignore_index=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
-        stored = self.state.get()  # None when the bucket has no state yet
+        stored = state.getOption  # a property: None when the bucket has no state yet
         snapshot = state_codec.decode(stored[0]) if stored is not None else None
         entry = self.current_entry()
         # The tick rows (one per bucket) carry no block.
@@ -75,7 +74,7 @@ class WindowBucketProcessor(StatefulProcessor):
             self.plan.spec, snapshot, self._batch(raw), entry.watermark, entry.processing_time, partials
         )
         if operator.window_count() or snapshot is not None:
-            self.state.update((state_codec.encode(new_snapshot),))
+            state.update((state_codec.encode(new_snapshot),))
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {

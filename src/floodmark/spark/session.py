@@ -14,7 +14,8 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 def required_conf() -> dict[str, str]:
     """Settings every floodmark query needs (also on a cluster).
 
-    * RocksDB state: transformWithState runs only on it.
+    * RocksDB state: the buckets' operator snapshots live in Spark's checkpoint, in RocksDB (what
+      transformWithState requires too; floodmark refuses other providers so a query's state format is fixed).
     * Changelog checkpointing: without it RocksDB uploads a snapshot of every
       state store at every commit (~150 ms per batch measured here, about half
       of native Spark's whole batch); with it a commit writes the changes only
