@@ -23,27 +23,16 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from throughput import SCHEMA, generate, native_run
+from throughput import aggregation, generate, native_run
 
-from floodmark import WatermarkStrategy, aggregates, triggers, windows
+from floodmark import triggers
 from floodmark.core.columnar import supports
-from floodmark.spark import EventTimeAggregation, local_session
+from floodmark.spark import local_session
 from floodmark.spark.plan import RuntimePlan
 
 
 def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, str]:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
-    agg = EventTimeAggregation(
-        stream,
-        event_time="ts",
-        key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
-        window=windows.Tumbling(60_000),
-        aggregations={"n": aggregates.count()},
-        known_splits=["0", "1", "2", "3"],
-        trigger=trigger,
-    )
+    agg = aggregation(spark, data, trigger)
     plan: RuntimePlan = agg.plan
     operator = "columnar" if supports(plan.spec) else "general"
     shipped = "partials" if plan.combines else "raw records"

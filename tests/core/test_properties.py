@@ -297,19 +297,24 @@ PARTIAL_TRIGGERS = [t for t in COLUMNAR_TRIGGERS if "early=AfterCount" not in re
 """Early count firings need the records themselves (a pane after exactly n): no map-side partials."""
 
 
-@settings(max_examples=600, deadline=None)
-@given(
+columnar_spec = st.builds(
+    lambda window, trigger, lateness, mode, combiner: WindowSpec(
+        window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner
+    ),
     st.sampled_from(COLUMNAR_WINDOWS),
     st.sampled_from(COLUMNAR_TRIGGERS),
     st.sampled_from([0, 5, 20]),
     st.sampled_from(list(AccumulationMode)),
     st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
-    st.lists(op, min_size=1, max_size=25),
 )
-def test_columnar_operator_equals_the_general_operator(window, trigger, lateness, mode, combiner, raw_ops):
+"""Every spec the columnar operator runs: windows x triggers x lateness x accumulation x timestamp combiner."""
+
+
+@settings(max_examples=600, deadline=None)
+@given(columnar_spec, st.lists(op, min_size=1, max_size=25))
+def test_columnar_operator_equals_the_general_operator(spec, raw_ops):
     from floodmark.core.columnar import ColumnarWindowOperator
 
-    spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
 
     def drive(operator):
@@ -322,19 +327,11 @@ def test_columnar_operator_equals_the_general_operator(window, trigger, lateness
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.sampled_from(COLUMNAR_WINDOWS),
-    st.sampled_from(COLUMNAR_TRIGGERS),
-    st.sampled_from([0, 5, 20]),
-    st.sampled_from(list(AccumulationMode)),
-    st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
-    st.lists(op, min_size=1, max_size=25),
-)
-def test_columnar_operator_gauges_equal_the_general_operator(window, trigger, lateness, mode, combiner, raw_ops):
+@given(columnar_spec, st.lists(op, min_size=1, max_size=25))
+def test_columnar_operator_gauges_equal_the_general_operator(spec, raw_ops):
     """Output hold, oldest pending record and open windows agree after every move (they feed the stage watermarks)."""
     from floodmark.core.columnar import ColumnarWindowOperator
 
-    spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     operators = [ColumnarWindowOperator(spec, -10), WindowOperator(spec, -10)]
     watermark, now = -10, 0
     for kind, arg in numbered(raw_ops):

@@ -79,12 +79,6 @@ class ControlLog:
         seqs = self.seqs()
         return seqs[-1] if seqs else None
 
-    def prune(self, keep_from: int) -> None:
-        """Delete entries older than ``keep_from`` (already committed batches)."""
-        for seq in self.seqs():
-            if seq < keep_from:
-                self.files.delete(self.path(seq))
-
     def prune_one(self, seq: int) -> None:
         """Delete entry ``seq`` if present: one call per batch instead of a listing (slow on object stores)."""
         if seq >= 0:
