@@ -246,8 +246,8 @@ class EventTimeAggregation:
         combined = data.mapInArrow(MapSideCombiner(self.plan, combined_schema), blocks.SCHEMA)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         # applyInPandasWithState rather than transformWithStateInPandas: same RocksDB state, one value per
-        # bucket, and ~15% less time per batch with few keys (no state-server round trips, no driver-side
-        # Python pre-init when a query starts: bench/batch_floor.py, docs/STATUS.md).
+        # bucket and no timers needed, while the latter adds a driver-side Python pre-init at every query
+        # start (~0.7 s) and ~15 ms per batch (bench/batch_floor.py; docs/architecture.md).
         output = unioned.groupBy(p.BUCKET).applyInPandasWithState(
             WindowBucketProcessor(self.plan),
             outputStructType=self.plan.output_schema(),
@@ -281,7 +281,7 @@ class EventTimeAggregation:
             writer = writer.queryName(query_name)
         # The query's thread inherits this thread's job properties when it is created: that is how the first
         # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
-        first = first_batch_id(checkpoint_files.files_for(checkpoint, self.spark), spark_checkpoint)
+        first = first_batch_id(controller.log.files, spark_checkpoint)
         controller.first_batch_id = first
         context = self.spark.sparkContext
         previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
