@@ -385,8 +385,9 @@ class ColumnarWindowOperator:
 
         Records of one window are taken in arrival order; position ``p`` counts
         from the window's last pane (``new_count`` records are already in the
-        state), so segment ``p // n`` of the window's records ends with a pane.
-        The state's accumulators and hold are folded into segment 0.
+        state, fewer than n: the n-th always fires), so segment ``p // n`` of the
+        window's records ends with a pane. The state's accumulators and hold are
+        folded into segment 0.
         """
         sel, group, heads, group_keys = self._groups(keys, pos, starts, mask)
         c = self.cols
@@ -401,7 +402,7 @@ class ColumnarWindowOperator:
         seg_group, seg_index = group[bounds], segment[bounds]
         seg_row = rows[seg_group]
         complete = (position[last_of_segment] + 1) % n == 0
-        folds_state = seg_index == segment[first_of_group][seg_group]  # the group's first segment
+        folds_state = seg_index == 0
         # Per segment: accumulators of its records, plus the state's in the group's first segment.
         seg_acc: dict[str, np.ndarray] = {}
         for col, part in _layout_parts(self.parts):
@@ -444,7 +445,6 @@ class ColumnarWindowOperator:
                 stamps = max_ts
             else:
                 stamps = np.where(hold == self.hold_empty, max_ts, np.minimum(hold, max_ts))
-            base = segment[first_of_group][seg_group[fired]]  # the first segment of a window fires index pane_index
             out.pane_frames.append(
                 self._pane_frame(
                     f_rows,
@@ -452,7 +452,7 @@ class ColumnarWindowOperator:
                     np.zeros(len(fired), dtype=bool),
                     stamps,
                     results=self._results_of({col: seg_acc[col][fired] for col in seg_acc}),
-                    index=c["pane_index"][f_rows] + seg_index[fired] - base,
+                    index=c["pane_index"][f_rows] + seg_index[fired],
                 )
             )
         # The state after the batch: each window's last segment (empty when it just fired).
@@ -487,6 +487,8 @@ class ColumnarWindowOperator:
         """
         if len(partials) == 0:
             return Emitted()
+        if not supports_partials(self.spec):
+            raise ValueError("early count firings need the records themselves, not partial aggregates")
         if (partials.ends - 1 <= self.watermark).any():
             raise ValueError(
                 "partial aggregates for a window the watermark has already reached: the combiner and the "
