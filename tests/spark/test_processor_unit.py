@@ -289,4 +289,8 @@ def test_blocks_carry_each_buckets_rows_in_order_and_convert_as_spark_does():
     assert one["at"].dt.tz is None and str(one["at"].iloc[0]) == "1970-01-01 00:00:01", "naive session time"
     both = blocks.unpack([by_bucket[0], by_bucket[1]])
     assert both[p.BUCKET].tolist() == [0, 1, 1]
+    # Blocks from several input partitions are read in partition order, whatever order Spark delivers them in.
+    later = blocks.pack(table.slice(0, 1), partition=7).column(blocks.BLOCK).to_pylist()[0]
+    earlier = blocks.pack(table.slice(2, 1), partition=2).column(blocks.BLOCK).to_pylist()[0]
+    assert blocks.unpack([later, earlier])["id"].tolist() == [3, 1]
     assert blocks.pack(table.slice(0, 0)).num_rows == 0 and blocks.unpack([]).empty

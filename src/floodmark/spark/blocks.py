@@ -9,6 +9,10 @@ combiner's full schema, and the processor reads it back column by column.
 Spark sees a handful of rows per partition, whatever the number of records.
 
 A row of the shuffle is ``(fm_bucket, fm_block)``; the tick rows have no block.
+Each block records the input partition it came from (Arrow schema metadata), and
+the processor reads a bucket's blocks in partition order: the order in which
+blocks reach it varies, and records' arrival order decides which records make a
+count-triggered pane, so a replayed batch sees its records in the same order.
 """
 
 from __future__ import annotations
@@ -26,8 +30,14 @@ SCHEMA = StructType([StructField(p.BUCKET, IntegerType()), StructField(BLOCK, Bi
 """The schema of the rows the combiner returns to Spark."""
 
 
-def pack(table: pa.Table) -> pa.RecordBatch:
-    """``table`` (rows with an ``fm_bucket`` column) as one ``(fm_bucket, fm_block)`` row per bucket."""
+PARTITION_KEY = b"floodmark.partition"
+
+
+def pack(table: pa.Table, partition: int = 0) -> pa.RecordBatch:
+    """``table`` (rows with an ``fm_bucket`` column) as one ``(fm_bucket, fm_block)`` row per bucket.
+
+    :arg partition: the input partition the rows come from (kept in each block).
+    """
     ids: list[int] = []
     blocks: list[bytes] = []
     if table.num_rows == 0:
@@ -37,10 +47,11 @@ def pack(table: pa.Table) -> pa.RecordBatch:
     sorted_buckets = buckets[order]
     starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
     ordered = table.take(order) if len(starts) > 1 else table
+    ordered = ordered.replace_schema_metadata({**(table.schema.metadata or {}), PARTITION_KEY: str(partition).encode()})
     ends = [*starts[1:], len(order)]
     for start, end in zip(starts, ends, strict=True):
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
+        with pa.ipc.new_stream(sink, ordered.schema) as writer:
             writer.write_table(ordered.slice(int(start), int(end - start)))
         ids.append(int(sorted_buckets[start]))
         blocks.append(sink.getvalue().to_pybytes())
@@ -50,11 +61,16 @@ def pack(table: pa.Table) -> pa.RecordBatch:
 def unpack(blocks: list[bytes | bytearray]) -> pd.DataFrame:
     """The rows of ``blocks`` as one pandas frame, converted as Spark converts rows for pandas.
 
+    Blocks are taken in input-partition order (stable), whatever order they came in.
     Timestamps become naive local times and integer columns with nulls become
     float64, exactly what the processor received when Spark shipped the rows itself.
     """
     if not blocks:
         return pd.DataFrame()
-    tables = [pa.ipc.open_stream(block).read_all() for block in blocks]
+    tables = sorted((pa.ipc.open_stream(block).read_all() for block in blocks), key=_partition)
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     return spark_like_pandas(table, exact_integers=False)
+
+
+def _partition(table: pa.Table) -> int:
+    return int((table.schema.metadata or {}).get(PARTITION_KEY, b"0"))

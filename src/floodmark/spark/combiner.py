@@ -73,8 +73,9 @@ class MapSideCombiner:
         if not parts:
             return
         entry = self.current_entry()
-        out = self.process(pa.Table.from_batches(parts), entry.watermark, entry.processing_time, _partition_id())
-        yield blocks.pack(out)
+        partition = _partition_id()
+        out = self.process(pa.Table.from_batches(parts), entry.watermark, entry.processing_time, partition)
+        yield blocks.pack(out, partition)
 
     def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
