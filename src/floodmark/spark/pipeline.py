@@ -220,7 +220,7 @@ class EventTimeAggregation:
         controller.ensure_initial_entry()
         # One tick row per bucket and batch, from Spark's own rate-micro-batch source: it has a new offset at
         # every trigger (so the query runs when the input is idle: seed 000's lone last window) and makes every
-        # bucket's processor run. The values the batch needs come from control entry N, read by batch id.
+        # bucket's processor run. The values the batch needs come from control entry N, a job property (batch_entry).
         ticks = (
             self.spark.readStream.format("rate-micro-batch")
             .option("rowsPerBatch", self.bucket_count)
