@@ -201,6 +201,16 @@ def test_all_splits_idle():
     assert e.watermark_reaches_at is None  # nothing left to go idle or to advance on its own
 
 
+def fired_on_the_columnar_operator(sp):
+    """The explanation of WINDOW after two records and a watermark past its end, on the columnar operator."""
+    src = three_splits()
+    op = ColumnarWindowOperator(sp)
+    feed(op, src, 100, records=[10, 20])
+    pass_window(src)
+    feed(op, src, 200)
+    return explain_window(sp, "k", WINDOW, src, op)
+
+
 def test_columnar_operator_state():
     src = three_splits()
     op = ColumnarWindowOperator(spec())
@@ -213,21 +223,9 @@ def test_columnar_operator_state():
     feed(op, src, 200)
     e = explain_window(spec(lateness=0), "k", WINDOW, src, op)
     assert e.status is WindowStatus.EXPIRED  # lateness 0: fired and dropped at once
-    sp = spec(lateness=500)
-    src = three_splits()
-    op = ColumnarWindowOperator(sp)
-    feed(op, src, 100, records=[10, 20])
-    pass_window(src)
-    feed(op, src, 200)
-    e = explain_window(sp, "k", WINDOW, src, op)
+    e = fired_on_the_columnar_operator(spec(lateness=500))
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE and "fired: yes" in e.trigger_state
-    sp = spec(lateness=500, trigger=triggers.AfterWatermark(late=triggers.AfterCount(1)))
-    src = three_splits()
-    op = ColumnarWindowOperator(sp)
-    feed(op, src, 100, records=[10, 20])
-    pass_window(src)
-    feed(op, src, 200)
-    e = explain_window(sp, "k", WINDOW, src, op)
+    e = fired_on_the_columnar_operator(spec(lateness=500, trigger=triggers.AfterWatermark(late=triggers.AfterCount(1))))
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE
     assert "late firings: Repeatedly[AfterCount(1): 0 of 1 record(s)]" in e.trigger_state
     sp = spec(trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)))
