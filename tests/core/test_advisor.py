@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from floodmark.core.advisor import (
+from floodmark.apps.advisor import (
     NUM_BINS,
     LatenessProfile,
     bin_edges,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from floodmark.cli import app
+from floodmark.apps.cli import app
 
 runner = CliRunner(env={"COLUMNS": "300", "TERMINAL_WIDTH": "300"})
 

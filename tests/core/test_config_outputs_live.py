@@ -7,12 +7,12 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from floodmark.config import PipelineConfig, parse_duration
+from floodmark.apps.config import PipelineConfig
+from floodmark.apps.live import Totals, render
+from floodmark.apps.outputs import read_output, text_lines
 from floodmark.core import windows
-from floodmark.core.time import MIN_TIMESTAMP
-from floodmark.outputs import read_output, text_lines
-from floodmark.report.live import Totals, render
-from floodmark.spark.controller import BatchReport
+from floodmark.core.time import MIN_TIMESTAMP, parse_duration
+from floodmark.driver.controller import BatchReport
 
 
 def test_durations_take_units_and_refuse_nonsense():

@@ -5,9 +5,9 @@ import pytest
 
 mdates = pytest.importorskip("matplotlib.dates")
 
+from floodmark.apps.plot import Timeline, downsample_indices, plot_timeline, timeline_figure  # noqa: E402
 from floodmark.core.panes import Timing  # noqa: E402 - after the importorskip
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP  # noqa: E402
-from floodmark.report import Timeline, downsample_indices, plot_timeline, timeline_figure  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BASE = 1_714_560_000_000  # 2024-05-01T10:40:00Z

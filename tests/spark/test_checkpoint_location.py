@@ -9,10 +9,11 @@ import pytest
 from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark.driver.checkpoint_files import LocalFiles, has_scheme, join
+from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import EventTimeAggregation
 from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
-from floodmark.spark.checkpoint_files import HadoopFiles, LocalFiles, files_for, has_scheme, join
-from floodmark.spark.control_log import ControlEntry
+from floodmark.spark.hadoop_files import HadoopFiles, files_for
 from floodmark.spark.pipeline import first_batch_id
 
 SCHEMA = "ts LONG, k STRING, p INT"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from floodmark import WatermarkStrategy
 from floodmark.core.clock import ManualClock
 from floodmark.core.time import MAX_TIMESTAMP
-from floodmark.spark.control_log import ControlLog
-from floodmark.spark.controller import BatchController
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import BatchController
 
 
 def controller(tmp_path):

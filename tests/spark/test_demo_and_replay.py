@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from floodmark.demo import SEED_001, check_counts, run_demo
-from floodmark.inspection import explain_run
-from floodmark.replay import run_replay
+from floodmark.apps.demo import SEED_001, check_counts, run_demo
+from floodmark.apps.inspection import explain_run
+from floodmark.apps.replay import run_replay
 from floodmark.simulator.clickstream import ClickstreamConfig, generate
 
 SMALL = ClickstreamConfig(

@@ -15,10 +15,10 @@ from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.processor import WindowBucketProcessor
 
 

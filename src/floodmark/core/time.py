@@ -1,4 +1,4 @@
-"""Event time and processing time as integer milliseconds.
+"""Event time and processing time as integer milliseconds: arithmetic, formatting and parsing.
 
 Every timestamp in floodmark is an ``int`` of milliseconds since the Unix epoch
 (UTC), for event time and processing time alike. Durations are ``int``
@@ -9,11 +9,18 @@ milliseconds too; every public function that takes a duration also accepts a
 ``Long.MAX_VALUE``, the bottom and top of a watermark as in Flink: a watermark of
 ``MIN_TIMESTAMP`` promises nothing, a watermark of ``MAX_TIMESTAMP`` says the
 input is complete (end of a bounded input).
+
+Every conversion between milliseconds and text lives here: ISO instants
+(:func:`format_timestamp`, :func:`format_instant`, :func:`parse_instant`),
+durations (:func:`format_duration`, :func:`format_seconds`,
+:func:`parse_duration`) and seed 001's ``yyyyMMddHHmmss`` (:func:`format_compact`).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 MIN_TIMESTAMP: int = -(2**63)
 MAX_TIMESTAMP: int = 2**63 - 1
@@ -78,3 +85,98 @@ def format_timestamp(timestamp: int) -> str:
     except (OverflowError, OSError, ValueError):
         return str(timestamp)
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def format_watermark(ms: int | None) -> str:
+    """A watermark or event time for live displays: UTC ISO time, ``MIN (no data)``, ``MAX (end)``; ``-`` for None."""
+    if ms is None:
+        return "-"
+    if ms <= MIN_TIMESTAMP:
+        return "MIN (no data)"
+    if ms >= MAX_TIMESTAMP:
+        return "MAX (end)"
+    return format_timestamp(ms)
+
+
+def format_instant(ms: int) -> str:
+    """``2024-01-01T11:59:59.999Z (1704110399999 ms)``; ``MIN`` / ``MAX`` for the extremes."""
+    if ms <= MIN_TIMESTAMP:
+        return "MIN"
+    if ms >= MAX_TIMESTAMP:
+        return "MAX"
+    return f"{format_timestamp(ms)} ({ms} ms)"
+
+
+def format_compact(ms: int) -> str:
+    """``yyyyMMddHHmmss`` in UTC (seed 001's output format)."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S")
+
+
+_DAY, _HOUR, _MINUTE, _SECOND = 86_400_000, 3_600_000, 60_000, 1_000
+_UNBOUNDED = 10**15  # ~31 700 years: a gap measured from MIN_TIMESTAMP, not a real duration
+
+
+def format_duration(ms: int) -> str:
+    """``1 min 10.5 s (70500 ms)``, exact to the millisecond; ``unbounded`` for gaps measured from MIN."""
+    if abs(ms) >= _UNBOUNDED:
+        return "unbounded"
+    sign, rest = ("-", -ms) if ms < 0 else ("", ms)
+    if rest < _SECOND:
+        return f"{sign}{rest} ms"
+    parts = []
+    for size, unit in ((_DAY, "d"), (_HOUR, "h"), (_MINUTE, "min")):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count} {unit}")
+    seconds, millis = divmod(rest, _SECOND)
+    if millis:
+        parts.append(f"{seconds}.{millis:03d}".rstrip("0") + " s")
+    elif seconds:
+        parts.append(f"{seconds} s")
+    return f"{sign}{' '.join(parts)} ({ms} ms)"
+
+
+def format_seconds(ms: int | None) -> str:
+    """A short, rounded duration for live displays: ``12.5 s``, ``15.2 min``; ``-`` for None."""
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    return f"{seconds:,.1f} s" if abs(seconds) < 600 else f"{seconds / 60:,.1f} min"
+
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|min|m|h|d)?\s*$")
+
+
+def parse_duration(value: Any) -> int:
+    """Milliseconds from an int (ms), digits, or a number with a unit: ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``.
+
+    :raises ValueError: for negative numbers, other units or anything else.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative: {value}")
+        return value
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return int(match.group(1)) * _UNITS[match.group(2) or "ms"]
+    raise ValueError(f"not a duration: {value!r} (use ms or a number with ms, s, m, h or d, e.g. '50s')")
+
+
+def parse_instant(value: str) -> int:
+    """Milliseconds since the epoch from digits (ms) or an ISO-8601 date-time (UTC unless it names a zone).
+
+    :raises ValueError: for anything else.
+    """
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is neither ms nor an ISO date-time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)

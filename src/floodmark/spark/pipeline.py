@@ -59,11 +59,12 @@ from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.windows import Window, WindowAssigner
-from floodmark.spark import batch_entry, blocks, checkpoint_files
+from floodmark.driver import checkpoint_files
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.spark import batch_entry, blocks, hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.control_log import ControlLog
-from floodmark.spark.controller import BatchController, BatchReport
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
 from floodmark.spark.session import ROCKSDB_PROVIDER
 from floodmark.spark.sinks import BatchSink, FileOutputs
@@ -205,7 +206,7 @@ class EventTimeAggregation:
 
     def build(self, checkpoint: str) -> tuple[DataFrame, BatchController]:
         """The transformed streaming DataFrame (before the sink) and its controller."""
-        files = checkpoint_files.files_for(checkpoint, self.spark)
+        files = hadoop_files.files_for(checkpoint, self.spark)
         # A local file to append to; object stores cannot append (listeners and reports have it all).
         remote = checkpoint_files.has_scheme(checkpoint)
         local_metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")

@@ -36,10 +36,10 @@ from floodmark.core.columnar import Partials
 from floodmark.core.operator import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
+from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.control_log import ControlEntry
 from floodmark.spark.rows import conform, keys_array, plain, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])

@@ -23,9 +23,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from floodmark.spark import batch_entry, checkpoint_files
+from floodmark.driver import checkpoint_files
+from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
-from floodmark.spark.controller import BatchController, BatchReport
 
 KIND_DIRECTORIES = {p.PANE: "panes", p.LATE: "late", p.BAD: "dead_letter"}
 

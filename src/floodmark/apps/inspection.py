@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.config import PipelineConfig
+from floodmark.apps.config import PipelineConfig
+from floodmark.apps.outputs import read_output
 from floodmark.core.explain import Explanation, explain_window
 from floodmark.core.windows import Tumbling, Window
-from floodmark.outputs import read_output
-from floodmark.spark.control_log import ControlLog
-from floodmark.spark.controller import BatchController
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import BatchController
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ read them with pandas (no Spark needed) and render panes as seed 001's lines::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+
+from floodmark.core.time import format_compact
 
 OUTPUT_KINDS = ("panes", "late", "dead_letter")
 
@@ -36,11 +37,6 @@ def read_output(root: str | Path, kind: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def compact_time(ms: int) -> str:
-    """``yyyyMMddHHmmss`` in UTC (seed 001's format)."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S")
-
-
 def text_lines(panes: pd.DataFrame, key_columns: Sequence[str], value_columns: Sequence[str]) -> list[str]:
     """One line per pane, ``start end key... value...``, ordered by window, then key, then pane index."""
     if panes.empty:
@@ -50,7 +46,7 @@ def text_lines(panes: pd.DataFrame, key_columns: Sequence[str], value_columns: S
     for row in ordered.to_dict("records"):
         values = [_text(row[c]) for c in value_columns]
         keys = [str(row[c]) for c in key_columns]
-        lines.append(" ".join([compact_time(row["window_start"]), compact_time(row["window_end"]), *keys, *values]))
+        lines.append(" ".join([format_compact(row["window_start"]), format_compact(row["window_end"]), *keys, *values]))
     return lines
 
 

@@ -1,7 +1,7 @@
 """The live terminal view of a running query (rich): per-split watermarks, idleness, lags and counts.
 
 :class:`LiveView` is a batch listener (``EventTimeAggregation.start(listeners=[view])``):
-each :class:`~floodmark.spark.controller.BatchReport` redraws one table. It
+each :class:`~floodmark.driver.controller.BatchReport` redraws one table. It
 shows, for every split, its watermark, whether it is idle, and whether it is
 the one holding the combined watermark back, then the combined watermark, the
 event-time lag (how far the combined watermark trails the latest event time
@@ -20,28 +20,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_seconds, format_watermark
 
 if TYPE_CHECKING:
-    from floodmark.spark.controller import BatchReport
-
-
-def show_time(ms: int | None) -> str:
-    """A watermark or event time for humans: UTC time of day, or the MIN/MAX sentinels by name."""
-    if ms is None:
-        return "-"
-    if ms <= MIN_TIMESTAMP:
-        return "MIN (no data)"
-    if ms >= MAX_TIMESTAMP:
-        return "MAX (end)"
-    return format_timestamp(ms)
-
-
-def show_duration(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    seconds = ms / 1000
-    return f"{seconds:,.1f} s" if abs(seconds) < 600 else f"{seconds / 60:,.1f} min"
+    from floodmark.driver.controller import BatchReport
 
 
 @dataclass
@@ -84,9 +66,9 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
         behind = None if watermark <= MIN_TIMESTAMP or combined <= MIN_TIMESTAMP else watermark - combined
         table.add_row(
             split,
-            show_time(watermark),
+            format_watermark(watermark),
             state,
-            show_duration(behind),
+            format_seconds(behind),
             f"{totals.split_records.get(split, 0):,}",
         )
     event_lag = (
@@ -96,8 +78,8 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
     )
     pending_lag = None if report.oldest_pending is None else max(0, report.processing_time - report.oldest_pending)
     summary = Table.grid(padding=(0, 2))
-    summary.add_row("combined watermark", show_time(combined), "open windows", f"{report.open_windows:,}")
-    summary.add_row("event-time lag", show_duration(event_lag), "processing-time lag", show_duration(pending_lag))
+    summary.add_row("combined watermark", format_watermark(combined), "open windows", f"{report.open_windows:,}")
+    summary.add_row("event-time lag", format_seconds(event_lag), "processing-time lag", format_seconds(pending_lag))
     summary.add_row("records", f"{totals.records:,}", "panes", f"{totals.panes:,}")
     summary.add_row("late records", f"{totals.late:,}", "bad records", f"{totals.bad:,}")
     notes = []

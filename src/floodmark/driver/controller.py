@@ -19,7 +19,7 @@ from typing import Any
 from floodmark.core.clock import Clock, SystemClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
-from floodmark.spark.control_log import ControlEntry, ControlLog
+from floodmark.driver.control_log import ControlEntry, ControlLog
 
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from floodmark.config import PipelineConfig
-from floodmark.outputs import read_output, write_text_lines
+from floodmark.apps.config import PipelineConfig
+from floodmark.apps.outputs import read_output, write_text_lines
 
 FORMATS = ("json", "parquet")
 

@@ -27,10 +27,11 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from floodmark.config import PipelineConfig, WindowConfig
-from floodmark.core.advisor import LatenessProfile, recommend
-from floodmark.outputs import read_output, write_text_lines
-from floodmark.report.live import LiveView, Totals, show_time
+from floodmark.apps.advisor import LatenessProfile, recommend
+from floodmark.apps.config import PipelineConfig, WindowConfig
+from floodmark.apps.live import LiveView, Totals
+from floodmark.apps.outputs import read_output, write_text_lines
+from floodmark.core.time import format_watermark
 from floodmark.simulator.clickstream import ClickstreamConfig, generate, straight_counts
 
 SEED_001 = PipelineConfig(
@@ -80,7 +81,7 @@ def check_counts(simulator: ClickstreamConfig, panes: pd.DataFrame, late: pd.Dat
     both = pd.concat([expected.rename("expected"), total.rename("counted")], axis=1).fillna(0).astype(np.int64)
     wrong = both[both["expected"] != both["counted"]]
     return [
-        f"window {show_time(int(start))} {channel} {behavior}: expected {row.expected}, counted {row.counted}"
+        f"window {format_watermark(int(start))} {channel} {behavior}: expected {row.expected}, counted {row.counted}"
         for (start, channel, behavior), row in wrong.iterrows()
     ]
 
@@ -186,7 +187,7 @@ def _batch_ticks(query) -> dict[int, tuple[int, int]]:
 
 
 def _plot(result: DemoResult, query) -> Path:
-    from floodmark.report.plot import Timeline, plot_timeline
+    from floodmark.apps.plot import Timeline, plot_timeline
 
     simulator = result.simulator
     ptime = {r.batch_id: r.processing_time for r in result.reports}

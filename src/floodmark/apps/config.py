@@ -21,7 +21,6 @@ Aggregations are ``{output column: "count" | "sum:<field>" | "min:<field>" |
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -31,31 +30,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from floodmark.core import aggregates, windows
 from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
+from floodmark.core.time import parse_duration
 from floodmark.core.watermarks import WatermarkStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from floodmark.spark import EventTimeAggregation
-
-_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|min|m|h|d)?\s*$")
-
-
-def parse_duration(value: Any) -> int:
-    """Milliseconds from an int (ms) or a string with a unit: ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``, ``"1d"``."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative: {value}")
-        return value
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return int(match.group(1)) * _UNITS[match.group(2) or "ms"]
-    raise ValueError(f"not a duration: {value!r} (use ms or a number with ms, s, m, h or d, e.g. '50s')")
-
 
 Millis = Annotated[int, BeforeValidator(parse_duration)]
 

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from floodmark.config import PipelineConfig, WindowConfig, parse_duration
+from floodmark.apps.config import PipelineConfig, WindowConfig
+from floodmark.core.time import parse_duration, parse_instant
 
 app = typer.Typer(
     help="floodmark: Flink/Beam-grade event time (per-split watermarks, idleness, lateness) for PySpark.",
@@ -36,7 +37,7 @@ def _duration(value: str | None, option: str) -> int | None:
     if value is None:
         return None
     try:
-        return parse_duration(int(value) if value.isdigit() else value)
+        return parse_duration(value)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint=option) from None
 
@@ -55,7 +56,7 @@ def demo(
     """Run seed 001's clickstream job on the simulator (local Spark), with seed 000's idle split."""
     import dataclasses
 
-    from floodmark.demo import run_demo
+    from floodmark.apps.demo import run_demo
     from floodmark.simulator.clickstream import ClickstreamConfig
 
     simulator = dataclasses.replace(ClickstreamConfig.demo(), seed=seed)
@@ -142,7 +143,7 @@ def replay(
     files_per_batch: Annotated[int, typer.Option(min=1, help="Files per micro-batch.")] = 1,
 ) -> None:
     """Replay history (files) through a pipeline as a bounded run; every window fires at the end."""
-    from floodmark.replay import FORMATS, detect_format, input_files, run_replay
+    from floodmark.apps.replay import FORMATS, detect_format, input_files, run_replay
 
     pipeline = _pipeline(config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate)
     if file_format is not None and file_format not in FORMATS:
@@ -172,18 +173,10 @@ def replay(
 
 
 def _instant(value: str, option: str) -> int:
-    """ms since the epoch from digits or an ISO-8601 date-time (UTC unless it says otherwise)."""
-    from datetime import UTC, datetime
-
-    if value.lstrip("-").isdigit():
-        return int(value)
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is neither ms nor an ISO date-time", param_hint=option) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
+        return parse_instant(value)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
 
 
 @app.command()
@@ -194,7 +187,7 @@ def explain(
     batch: Annotated[int | None, typer.Option(min=0, help="Explain as of this batch (default: the last).")] = None,
 ) -> None:
     """Say why a key's window has not fired: which split holds the watermark back, idleness, when it fires."""
-    from floodmark.inspection import explain_run
+    from floodmark.apps.inspection import explain_run
 
     start = _instant(window_start, "--window-start")
     parts = tuple(part.strip() for part in key.split(","))
@@ -217,7 +210,7 @@ def advise(
     import numpy as np
     import pandas as pd
 
-    from floodmark.core.advisor import format_tradeoff, observe, recommend, tradeoff
+    from floodmark.apps.advisor import format_tradeoff, observe, recommend, tradeoff
 
     window_ms = _duration(window, "--window")
     if not input_path.exists():

@@ -13,7 +13,7 @@ the replay sees exactly the values of the original run. This plus Spark's
 offset log makes the watermark sequence exactly-once across restarts.
 
 The directory may be local or on any Hadoop file system
-(:mod:`floodmark.spark.checkpoint_files`); with the default local files this
+(:mod:`floodmark.driver.checkpoint_files`); with the default local files this
 module needs no Spark and is unit-tested on its own.
 """
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from floodmark.spark.checkpoint_files import CheckpointFiles, LocalFiles, join
+from floodmark.driver.checkpoint_files import CheckpointFiles, LocalFiles, join
 
 _ENTRY = re.compile(r"^(\d{12})\.json$")
 
@@ -53,7 +53,7 @@ class ControlLog:
     """A directory of ``<seq>.json`` control entries.
 
     :arg directory: a local path, or a URI when ``files`` is a
-        :class:`~floodmark.spark.checkpoint_files.HadoopFiles`.
+        :class:`~floodmark.spark.hadoop_files.HadoopFiles`.
     """
 
     def __init__(self, directory: str | os.PathLike[str], files: CheckpointFiles | None = None) -> None:

@@ -1,0 +1,11 @@
+"""The applications built on the library: what people run rather than import.
+
+* :mod:`.cli` - the ``floodmark`` command (``demo``, ``replay``, ``explain``, ``advise``);
+* :mod:`.demo`, :mod:`.replay` - seed 001's job on the simulator, and history files through a pipeline;
+* :mod:`.inspection` - ``floodmark explain`` on a run's files (no Spark needed);
+* :mod:`.advisor` - the lateness advisor (bound and allowed lateness for a target late fraction);
+* :mod:`.config` - a pipeline as a JSON/TOML file; :mod:`.outputs` - reading a run's outputs back;
+* :mod:`.live`, :mod:`.plot` - the live terminal view and the *Streaming Systems* timeline PNG.
+
+Nothing in :mod:`floodmark.core`, :mod:`floodmark.driver` or :mod:`floodmark.spark` imports from here.
+"""
