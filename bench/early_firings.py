@@ -26,7 +26,6 @@ from rich.table import Table
 from throughput import aggregation, generate, native_run
 
 from floodmark import triggers
-from floodmark.core.columnar import supports
 from floodmark.spark import local_session
 from floodmark.spark.plan import RuntimePlan
 
@@ -34,7 +33,7 @@ from floodmark.spark.plan import RuntimePlan
 def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, str]:
     agg = aggregation(spark, data, trigger)
     plan: RuntimePlan = agg.plan
-    operator = "columnar" if supports(plan.spec) else "general"
+    operator = "columnar" if plan.spec.is_columnar else "general"
     shipped = "partials" if plan.combines else "raw records"
     started = time.perf_counter()
     agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)

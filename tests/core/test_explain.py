@@ -6,10 +6,11 @@ from hypothesis import strategies as st
 
 from floodmark.core import aggregates, triggers, windows
 from floodmark.core.columnar import ColumnarWindowOperator
-from floodmark.core.explain import WindowStatus, explain_window, format_duration, format_instant
-from floodmark.core.operator import WindowOperator, WindowSpec
+from floodmark.core.explain import WindowStatus, explain_window
+from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
-from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.core.spec import WindowSpec
+from floodmark.core.time import MIN_TIMESTAMP, format_duration, format_instant
 from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
 from floodmark.core.windows import Window
 

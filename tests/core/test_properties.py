@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark import AccumulationMode, LateReason, WatermarkStrategy, aggregates, triggers, windows
-from floodmark.core.operator import WindowOperator, WindowSpec
+from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats
 
@@ -440,7 +441,8 @@ def test_columnar_late_panes_accumulate_every_aggregate():
 )
 def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, combiner, raw_ops, ahead):
     """combine() before the shuffle + add_partials == add_records of every record (even with a later watermark)."""
-    from floodmark.core.columnar import ColumnarWindowOperator, combine
+    from floodmark.core.columnar import ColumnarWindowOperator
+    from floodmark.core.combine import combine
 
     spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
@@ -449,7 +451,7 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
         """Splits every batch in two halves (two 'partitions'), combines each, ships partials + raw records."""
 
         def add_records(self, batch):
-            from floodmark.core.operator import Emitted
+            from floodmark.core.emitted import Emitted
 
             out = Emitted()
             halves = [np.arange(len(batch))[: len(batch) // 2], np.arange(len(batch))[len(batch) // 2 :]]

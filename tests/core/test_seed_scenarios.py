@@ -1,9 +1,10 @@
 """The seeds' scenarios on the engine-free core: seed 000's lone last event, seed 003's stages."""
 
 from floodmark import TimestampCombiner, WatermarkStrategy, aggregates, windows
-from floodmark.core.operator import WindowOperator, WindowSpec
+from floodmark.core.operator import WindowOperator
 from floodmark.core.pipeline import Stage
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.watermarks import SourceWatermarks
 from floodmark.testing import TestStream
 

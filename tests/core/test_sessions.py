@@ -45,7 +45,7 @@ def test_late_record_bridges_two_fired_sessions_within_lateness():
         ]
         (bridged,) = h.add_elements([(None, 7)], key="k")
         assert (bridged.window, bridged.value, bridged.timing.value) == (Window(0, 25), expected, "LATE")
-        assert h.operator.windows["k"].keys() == {Window(0, 25)}
+        assert h.open_windows("k") == {Window(0, 25)}
         assert h.late == []
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from floodmark import aggregates, triggers, windows
-from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.driver.control_log import ControlEntry

@@ -17,9 +17,8 @@ import pytest
 from spark_helpers import read_output, write_batches
 
 from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
-from floodmark.core.columnar import supports
-from floodmark.core.operator import WindowSpec
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
 from floodmark.spark import EventTimeAggregation
 
@@ -168,7 +167,7 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         **spec_args,
     )
     assert agg.plan.combines == (spec_args is COLUMNAR_EARLY_SPEC)
-    assert supports(agg.plan.spec) == (spec_args is not GENERAL_SPEC)
+    assert agg.plan.spec.is_columnar == (spec_args is not GENERAL_SPEC)
     # Batches 200 ms apart at least: processing time moves between them and early firings come due.
     handle = agg.run_to_completion(
         str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval="200 milliseconds", timeout_s=300

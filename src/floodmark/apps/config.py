@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from floodmark.core import aggregates, windows
-from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import parse_duration
 from floodmark.core.watermarks import WatermarkStrategy
 

@@ -16,6 +16,15 @@ Accumulators must be picklable: they are snapshotted into the runtime's state.
 Each aggregate reads one input: ``field`` names the record field (a DataFrame
 column on Spark); ``None`` means the whole value (the harness's element value).
 :func:`several` runs several aggregates side by side and yields a ``dict``.
+
+Columnar form: an aggregate whose accumulator is a few numbers also declares
+them (:meth:`Aggregate.columnar_accumulators`: one :class:`Reduction` per number)
+and how its result comes from them (:meth:`Aggregate.columnar_result`). The
+columnar operator keeps them as numpy columns for every window at once, the
+map-side combine (Arrow on Spark) makes partials of them, and both combine them
+with the same reductions; :func:`columnar_layout` is that form for a whole
+(possibly ``several``) aggregate, ``None`` when some part has none (collect_list,
+user-defined and full-window aggregates run on the general operator).
 """
 
 from __future__ import annotations
@@ -26,6 +35,95 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+
+class Reduction:
+    """How one numeric accumulator column is made from records and combined (vectorised).
+
+    :ivar name: the reduction's name, also Arrow's hash-aggregate function (``count``, ``sum``, ``min``, ``max``).
+    :ivar dtype: the column's numpy dtype. :ivar empty: the value of a window without records, the identity
+        of :meth:`merge` (NaN for min and max: "none yet", an empty pane's result is None).
+    :ivar reads_values: False for ``count`` (it counts records, whatever their values).
+    """
+
+    name: str
+    dtype: type
+    empty: Any
+    reads_values = True
+
+    def of_groups(self, values: np.ndarray, group: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """One value per group of ``values`` (sorted by group id ``group``; group ``i`` starts at ``bounds[i]``)."""
+        raise NotImplementedError
+
+    def merge(self, state: np.ndarray, incoming: np.ndarray) -> np.ndarray:
+        """Element-wise combination of two accumulator columns."""
+        raise NotImplementedError
+
+    def reduce_at(self, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """Combine accumulator rows sorted by group into one per group (groups start at ``bounds``)."""
+        raise NotImplementedError
+
+    def cumulate(self, values: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """The running combination within each group, in order (accumulating panes)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"Reduction({self.name})"
+
+
+class _Additive(Reduction):
+    def merge(self, state: np.ndarray, incoming: np.ndarray) -> np.ndarray:
+        return state + incoming
+
+    def reduce_at(self, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values, bounds) if len(values) else values
+
+    def cumulate(self, values: np.ndarray, group: np.ndarray) -> np.ndarray:
+        return pd.Series(values).groupby(group).cumsum().to_numpy().astype(self.dtype)
+
+
+class _Count(_Additive):
+    name, dtype, empty, reads_values = "count", np.int64, 0, False
+
+    def of_groups(self, values: np.ndarray, group: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        return np.bincount(group, minlength=len(bounds)).astype(np.int64)
+
+
+class _Sum(_Additive):
+    name, dtype, empty = "sum", np.float64, 0.0
+
+    def of_groups(self, values: np.ndarray, group: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=values, minlength=len(bounds))
+
+
+class _Extreme(Reduction):
+    dtype, empty = np.float64, np.nan
+    ufunc: np.ufunc  # fmin/fmax: NaN (no value yet) loses against any number
+
+    def of_groups(self, values: np.ndarray, group: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        return self.reduce_at(values, bounds)
+
+    def merge(self, state: np.ndarray, incoming: np.ndarray) -> np.ndarray:
+        return self.ufunc(state, incoming)
+
+    def reduce_at(self, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        return self.ufunc.reduceat(values, bounds) if len(values) else values
+
+    def cumulate(self, values: np.ndarray, group: np.ndarray) -> np.ndarray:
+        grouped = pd.Series(values).groupby(group)
+        return (grouped.cummin() if self.ufunc is np.fmin else grouped.cummax()).to_numpy()
+
+
+class _Min(_Extreme):
+    name, ufunc = "min", np.fmin
+
+
+class _Max(_Extreme):
+    name, ufunc = "max", np.fmax
+
+
+COUNT, SUM, MIN, MAX = _Count(), _Sum(), _Min(), _Max()
 
 
 class Aggregate:
@@ -53,6 +151,14 @@ class Aggregate:
     def result_is_list(self) -> bool:
         return False
 
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]] | None:
+        """The accumulator as named numeric columns, ``[(suffix, reduction)]``; ``None``: no columnar form."""
+        return None
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        """Pane results from the accumulator columns (``{suffix: array}``), vectorised."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class Count(Aggregate):
@@ -68,6 +174,12 @@ class Count(Aggregate):
 
     def merge(self, accs: Sequence[int]) -> int:
         return int(builtins.sum(accs))
+
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]]:
+        return [("n", COUNT)]
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        return columns["n"]
 
 
 def _numeric(values: np.ndarray) -> np.ndarray:
@@ -93,6 +205,12 @@ class Sum(Aggregate):
     def merge(self, accs: Sequence[Any]) -> Any:
         return builtins.sum(accs)
 
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]]:
+        return [("v", SUM)]
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        return columns["v"]
+
 
 @dataclass(frozen=True)
 class Min(Aggregate):
@@ -113,6 +231,12 @@ class Min(Aggregate):
         present = [a for a in accs if a is not None]
         return builtins.min(present) if present else None
 
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]]:
+        return [("v", MIN)]
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        return columns["v"]
+
 
 @dataclass(frozen=True)
 class Max(Aggregate):
@@ -132,6 +256,12 @@ class Max(Aggregate):
     def merge(self, accs: Sequence[Any]) -> Any:
         present = [a for a in accs if a is not None]
         return builtins.max(present) if present else None
+
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]]:
+        return [("v", MAX)]
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        return columns["v"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +286,14 @@ class Mean(Aggregate):
 
     def result(self, acc: tuple[float, int]) -> float | None:
         return acc[0] / acc[1] if acc[1] else None
+
+    def columnar_accumulators(self) -> list[tuple[str, Reduction]]:
+        return [("s", SUM), ("n", COUNT)]
+
+    def columnar_result(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        n = columns["n"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, columns["s"] / np.maximum(n, 1), np.nan)
 
 
 @dataclass(frozen=True)
@@ -278,6 +416,58 @@ class Several(Aggregate):
 
     def result(self, acc: dict[str, Any]) -> dict[str, Any]:
         return {name: part.result(acc[name]) for name, part in self.parts.items()}
+
+
+@dataclass(frozen=True)
+class AccumulatorColumn:
+    """One numeric accumulator column: ``name`` (``"<part>.<suffix>"``), its reduction, the field it reduces
+    (``None`` for counts)."""
+
+    name: str
+    reduction: Reduction
+    field: str | None
+
+
+@dataclass(frozen=True)
+class ColumnarLayout:
+    """An aggregate in columnar form: its accumulator columns and how pane results come from them.
+
+    :ivar parts: the named aggregates (``{"value": aggregate}`` for a single one).
+    :ivar single: the aggregate is not ``several``: its result is one value, not a dict.
+    :ivar columns: every accumulator column of every part, in order.
+    """
+
+    parts: dict[str, Aggregate]
+    single: bool
+    columns: tuple[AccumulatorColumn, ...]
+
+    @property
+    def value_fields(self) -> list[str | None]:
+        """The record fields some column reduces, each once, in order."""
+        return list(dict.fromkeys(c.field for c in self.columns if c.reduction.reads_values))
+
+    def results(self, accumulators: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``{part: results}`` from ``{column name: values}`` (e.g. rows of the state, or partials)."""
+        results = {}
+        for name, part in self.parts.items():
+            suffixes = [suffix for suffix, _ in part.columnar_accumulators() or ()]
+            results[name] = part.columnar_result({s: accumulators[f"{name}.{s}"] for s in suffixes})
+        return results
+
+
+def columnar_layout(aggregate: Aggregate) -> ColumnarLayout | None:
+    """The columnar form of ``aggregate`` (see the module docstring), or ``None`` if a part has none."""
+    single = not isinstance(aggregate, Several)
+    parts = {"value": aggregate} if single else aggregate.parts
+    columns = []
+    for name, part in parts.items():
+        accumulators = part.columnar_accumulators()
+        if accumulators is None:
+            return None
+        for suffix, reduction in accumulators:
+            field = part.field if reduction.reads_values else None
+            columns.append(AccumulatorColumn(f"{name}.{suffix}", reduction, field))
+    return ColumnarLayout(dict(parts), single, tuple(columns))
 
 
 def add_columns(aggregate: Aggregate, acc: Any, columns: dict[str | None, np.ndarray]) -> Any:

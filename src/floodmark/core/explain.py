@@ -19,59 +19,42 @@ Conventions (those of ``docs/semantics.md``):
   ``percentile < 100``, the highest value that that share of the non-idle splits
   has reached); all splits idle: the highest split watermark.
 
-Projections ("at processing time X if no records arrive") replay the
-coordinator's rules on paper: periodic emits every ``periodic_interval`` from
-``last_periodic``, Flink's idleness timer arithmetic, the seed-000 generator's
-self-advance. They assume the coordinator is advanced at least once per interval
-(``max_periodic_catch_up`` skips are not modelled) and that no records arrive.
-The window operator sees a new source watermark only when the runtime hands it
-over (the next micro-batch on Spark), so a window whose firing point the source
+Nothing is modelled twice. Projections ("at processing time X if no records
+arrive") run a restored copy of the coordinator forward, one periodic interval
+at a time (:mod:`floodmark.core.watermarks.projection`); split facts come from
+the generators' public methods (``describe``, ``out_of_orderness``,
+``timestamp_for``...); the window's state comes from the operator's
+``window_view`` and the trigger describes itself (``Trigger.describe``). The
+window operator sees a new source watermark only when the runtime hands it over
+(the next micro-batch on Spark), so a window whose firing point the source
 watermark has passed but the operator's has not is reported as ``DUE``.
 """
 
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from floodmark.core.columnar import NONE_TIME, ColumnarWindowOperator
-from floodmark.core.operator import WindowOperator, WindowSpec
-from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp
-from floodmark.core.triggers import (
-    AfterAll,
-    AfterAny,
-    AfterCount,
-    AfterEach,
-    AfterProcessingTime,
-    AfterWatermark,
-    Default,
-    Never,
-    OrFinally,
-    Repeatedly,
-    Trigger,
-    TriggerContext,
-)
-from floodmark.core.watermarks.bounded import AscendingTimestamps, BoundedOutOfOrderness, LegacyBoundedOutOfOrderness
+from floodmark.core.spec import WindowSpec
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_duration, format_instant, format_relative
+from floodmark.core.triggers import TriggerContext
 from floodmark.core.watermarks.coordinator import SourceWatermarks
-from floodmark.core.watermarks.generator import WatermarkGenerator
-from floodmark.core.watermarks.idle_advancing import BoundedOutOfOrdernessWatermarkBasedOnEventTime
-from floodmark.core.watermarks.idleness import IdlenessTimer, WatermarksWithIdleness
-from floodmark.core.watermarks.multiplexer import SplitOutput
-from floodmark.core.watermarks.percentile import PercentileOfRecentTimestamps, completeness_percentile
+from floodmark.core.watermarks.percentile import allowed_behind
+from floodmark.core.watermarks.projection import Projection, SplitProjection, project
+from floodmark.core.window_table import WindowView
 from floodmark.core.windows import Window
 
-__all__ = [
-    "Explanation",
-    "PaneState",
-    "SplitReport",
-    "WindowStatus",
-    "explain_window",
-    "format_duration",
-    "format_instant",
-]
+__all__ = ["Explanation", "PaneState", "SplitReport", "WindowStatus", "explain_window"]
+
+
+class OperatorView(Protocol):
+    """What explain reads from a window operator (both operators implement it)."""
+
+    watermark: int
+
+    def window_view(self, key: Hashable, window: Window) -> WindowView | None: ...
 
 
 class WindowStatus(enum.StrEnum):
@@ -276,45 +259,6 @@ class Explanation:
 
 
 # ---------------------------------------------------------------------------------------------- formatting
-_DAY, _HOUR, _MINUTE, _SECOND = 86_400_000, 3_600_000, 60_000, 1_000
-_UNBOUNDED = 10**15  # ~31 700 years: a gap measured from MIN_TIMESTAMP, not a real duration
-
-
-def format_instant(ms: int) -> str:
-    """``2024-01-01T11:59:59.999Z (1704110399999 ms)``; ``MIN`` / ``MAX`` for the extremes."""
-    if ms <= MIN_TIMESTAMP:
-        return "MIN"
-    if ms >= MAX_TIMESTAMP:
-        return "MAX"
-    return f"{format_timestamp(ms)} ({ms} ms)"
-
-
-def format_duration(ms: int) -> str:
-    """``1 min 10.5 s (70500 ms)``; ``unbounded`` for gaps measured from MIN."""
-    if abs(ms) >= _UNBOUNDED:
-        return "unbounded"
-    sign, rest = ("-", -ms) if ms < 0 else ("", ms)
-    if rest < _SECOND:
-        return f"{sign}{rest} ms"
-    parts = []
-    for size, unit in ((_DAY, "d"), (_HOUR, "h"), (_MINUTE, "min")):
-        count, rest = divmod(rest, size)
-        if count:
-            parts.append(f"{count} {unit}")
-    seconds, millis = divmod(rest, _SECOND)
-    if millis:
-        parts.append(f"{seconds}.{millis:03d}".rstrip("0") + " s")
-    elif seconds:
-        parts.append(f"{seconds} s")
-    return f"{sign}{' '.join(parts)} ({ms} ms)"
-
-
-def _relative(at: int, now: int) -> str:
-    if at == now:
-        return "now"
-    return f"in {format_duration(at - now)}" if at > now else f"{format_duration(now - at)} ago"
-
-
 def _split_line(report: SplitReport, holding: bool) -> str:
     if report.watermark <= MIN_TIMESTAMP:
         head = f"{report.split}: no watermark yet"
@@ -341,405 +285,86 @@ def _split_line(report: SplitReport, holding: bool) -> str:
     return f"{head}: {state} ({'; '.join(facts)})"
 
 
-# ------------------------------------------------------------------------------------------ split models
-class _SplitModel:
-    """Read-only view of one split's output and generator, with projections."""
+# ------------------------------------------------------------------------------------------------- splits
+@dataclass(frozen=True)
+class _Split:
+    """One split as explain sees it: its output, its generator's public facts, its projected future."""
 
-    def __init__(
-        self, split: str, output: SplitOutput, generator: WatermarkGenerator | None, source: SourceWatermarks
-    ) -> None:
-        self.split = split
-        self.watermark = output.watermark
-        self.idle = output.idle
-        self.interval: int = source.periodic_interval
-        self.next_tick: int = source.last_periodic + self.interval
-        self.timer: IdlenessTimer | None = None
-        inner = generator
-        while isinstance(inner, WatermarksWithIdleness):  # the outermost timer decides idleness
-            self.timer = self.timer or inner.timer
-            inner = inner.generator
-        self.inner = inner
-        self.last_periodic: int = source.last_periodic
+    split: str
+    watermark: int
+    idle: bool
+    generator: Any
+    future: SplitProjection
+    next_tick: int
 
-    # --- facts read from the generator
-    def bound(self) -> int | None:
-        g = self.inner
-        if isinstance(g, BoundedOutOfOrderness | LegacyBoundedOutOfOrderness):
-            return g.bound
-        if isinstance(g, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
-            return g.bound
-        if isinstance(g, PercentileOfRecentTimestamps):
-            return g.current_bound()
-        return None
-
-    def highest_event_time(self) -> int | None:
-        g = self.inner
-        # Each generator starts from a sentinel just above MIN; equal to it means "no record yet".
-        if isinstance(g, BoundedOutOfOrderness):
-            return None if g.max_timestamp == MIN_TIMESTAMP + g.bound + 1 else g.max_timestamp
-        if isinstance(g, LegacyBoundedOutOfOrderness):
-            return None if g.current_max_timestamp == MIN_TIMESTAMP + g.bound else g.current_max_timestamp
-        if isinstance(g, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
-            start = MIN_TIMESTAMP + g.bound + 1
-            return None if g.last_event_timestamp == start else g.last_event_timestamp
-        if isinstance(g, PercentileOfRecentTimestamps):
-            return g.max_timestamp
-        return None
-
-    def has_records(self) -> bool | None:
-        if self._known_generator():
-            return self.highest_event_time() is not None
-        if self.timer is not None:
-            return self.timer.counter > 0
-        return None
-
-    def _known_generator(self) -> bool:
-        return isinstance(
-            self.inner,
-            BoundedOutOfOrderness
-            | LegacyBoundedOutOfOrderness
-            | BoundedOutOfOrdernessWatermarkBasedOnEventTime
-            | PercentileOfRecentTimestamps,
-        )
-
-    def description(self) -> str:
-        g = self.inner
-        if isinstance(g, AscendingTimestamps):
-            text = "ascending timestamps"
-        elif isinstance(g, BoundedOutOfOrderness):
-            text = f"bounded out-of-orderness, bound {format_duration(g.bound)}"
-        elif isinstance(g, LegacyBoundedOutOfOrderness):
-            text = f"legacy bounded out-of-orderness (max - bound), bound {format_duration(g.bound)}"
-        elif isinstance(g, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
-            text = (
-                f"idle-advancing (seed 000), bound {format_duration(g.bound)}, advances on its own after "
-                f"{format_duration(g.wait)} without records"
-            )
-        elif isinstance(g, PercentileOfRecentTimestamps):
-            bound = format_duration(g.current_bound())
-            text = f"percentile-of-recent-delays (p{g.percentile:g}), current bound {bound}"
-        else:
-            text = f"generator {type(g).__name__}"
-        if self.timer is not None:
-            text += f", idle after {format_duration(self.timer.timeout)} without records"
-        return text
-
-    def next_emit(self) -> int | None:
-        """What the next periodic emit publishes from the records already seen (``None``: unknown)."""
-        g = self.inner
-        if isinstance(g, BoundedOutOfOrderness):
-            return g.max_timestamp - g.bound - 1
-        if isinstance(g, LegacyBoundedOutOfOrderness):
-            return max(g.last_emitted_watermark, g.current_max_timestamp - g.bound)
-        if isinstance(g, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
-            logical = g.logical_time + g.interval
-            if logical - g.last_event_timestamp > g.wait:
-                return logical - g.bound - 1
-            return g.max_timestamp - g.bound - 1
-        if isinstance(g, PercentileOfRecentTimestamps):
-            return MIN_TIMESTAMP if g.max_timestamp is None else g.max_timestamp - g.current_bound() - 1
-        return None
-
-    def needs_event_time(self, target: int) -> int | None:
-        """The lowest record event time (inclusive) that lifts this split's watermark to ``target``."""
-        g = self.inner
-        if isinstance(g, LegacyBoundedOutOfOrderness):
-            return target + g.bound  # watermark = max - bound (no - 1)
-        bound = self.bound()
-        return None if bound is None else target + bound + 1
-
-    def idle_at(self) -> int | None:
-        """Processing time of the periodic check that marks it idle if no record arrives (Flink's timer)."""
-        timer = self.timer
-        if timer is None or self.idle:
-            return None
-        if timer.counter != timer.last_counter:
-            start = self.last_periodic + 2 * self.interval  # next check consumes the activity, the one after starts
-        elif timer.start_of_inactivity is None:
-            start = self.last_periodic + self.interval
-        else:
-            start = timer.start_of_inactivity
-        # First check strictly more than `timeout` after the start (checks run every interval).
-        ticks = max(1, (start + timer.timeout - self.last_periodic) // self.interval + 1)
-        return self.last_periodic + ticks * self.interval
-
-    def reach_at(self, target: int) -> int | None:
-        """Processing time at which its own watermark reaches ``target`` without records (``None``: never),
-        unless it is marked idle first (idleness is checked before the wrapped generator emits)."""
-        if self.idle:
-            return None
-        if self.watermark >= target:
-            return self.last_periodic
-        at: int | None = None
-        emit = self.next_emit()
-        g = self.inner
-        if emit is not None and emit >= target:
-            at = self.next_tick
-        elif isinstance(g, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
-            # Tick k adds k * interval of logical time; it emits logical - bound - 1 once logical - last > wait.
-            after_wait = (g.wait + g.last_event_timestamp - g.logical_time) // g.interval + 1
-            reaching = -((g.logical_time - target - g.bound - 1) // g.interval)
-            at = self.last_periodic + max(1, after_wait, reaching) * self.interval
-        idle_at = self.idle_at()
-        if at is None or at >= MAX_TIMESTAMP or (idle_at is not None and at >= idle_at):
-            return None
-        return at
+    def reaches_at(self, target: int) -> int | None:
+        return self.future.reaches_at.get(target)
 
     def report(self, max_timestamp: int) -> SplitReport:
-        emit = self.next_emit()
-        timer = self.timer
+        g = self.generator
+        emit = self.future.next_emit
         return SplitReport(
             split=self.split,
             watermark=self.watermark,
             idle=self.idle,
             gap_ms=min(MAX_TIMESTAMP, max(0, max_timestamp - self.watermark)),
-            has_records=self.has_records(),
-            highest_event_time=self.highest_event_time(),
-            generator=self.description(),
-            bound_ms=self.bound(),
-            needs_event_time=self.needs_event_time(max_timestamp),
+            has_records=g.has_seen_records(),
+            highest_event_time=g.highest_timestamp(),
+            generator=g.describe(),
+            bound_ms=g.out_of_orderness(),
+            needs_event_time=g.timestamp_for(max_timestamp),
             next_emit_watermark=emit if emit is not None and emit > self.watermark else None,
-            idle_timeout_ms=timer.timeout if timer is not None else None,
-            inactive_since=timer.start_of_inactivity if timer is not None else None,
-            idle_at=self.idle_at(),
-            self_advance_at=self.reach_at(max_timestamp) if self.watermark < max_timestamp else None,
+            idle_timeout_ms=g.idle_timeout(),
+            inactive_since=g.inactive_since(),
+            idle_at=self.future.idle_at,
+            self_advance_at=self.reaches_at(max_timestamp) if self.watermark < max_timestamp else None,
         )
 
 
-def _combine(watermarks: dict[str, int], idle: dict[str, bool], percentile: float) -> int:
-    """The multiplexer's candidate (without the never-regress step)."""
-    active = [wm for split, wm in watermarks.items() if not idle[split]]
-    if not active:
-        return max(watermarks.values(), default=MIN_TIMESTAMP)
-    return min(active) if percentile == 100.0 else completeness_percentile(active, percentile)
-
-
-def _project(models: list[_SplitModel], combined: int, percentile: float, target: int) -> int | None:
-    """Processing time at which the combined watermark reaches ``target`` if no record arrives."""
-    if combined >= target:
-        return None
-    events: list[tuple[int, bool, str, int]] = []  # (processing time, marks idle, split, new watermark)
-    for model in models:
-        if model.idle:
-            continue
-        idle_at = model.idle_at()
-        emit = model.next_emit()
-        if emit is not None and emit > model.watermark and (idle_at is None or model.next_tick < idle_at):
-            events.append((model.next_tick, False, model.split, emit))
-        reach = model.reach_at(target)
-        if reach is not None:
-            events.append((reach, False, model.split, target))
-        if idle_at is not None:
-            events.append((idle_at, True, model.split, MIN_TIMESTAMP))
-    watermarks = {m.split: m.watermark for m in models}
-    idle = {m.split: m.idle for m in models}
-    events.sort()
-    i = 0
-    while i < len(events):
-        now = events[i][0]
-        while i < len(events) and events[i][0] == now:  # the coordinator combines once per advance
-            _, marks_idle, split, value = events[i]
-            if marks_idle:
-                idle[split] = True
-            else:
-                watermarks[split] = max(watermarks[split], value)
-            i += 1
-        combined = max(combined, _combine(watermarks, idle, percentile))
-        if combined >= target:
-            return now
-    return None
-
-
-def _allowed_behind(active: int, percentile: float) -> int:
-    """How many non-idle splits may stay below a value the combined watermark has reached."""
-    if percentile == 100.0 or active == 0:
-        return 0
-    # Same arithmetic as completeness_percentile: the value is the sorted list's entry at this index.
-    return min(math.floor(active * (1.0 - percentile / 100.0) + 1e-9), active - 1)
+def _splits(watermarks: SourceWatermarks, projection: Projection) -> list[_Split]:
+    return [
+        _Split(
+            split,
+            output.watermark,
+            output.idle,
+            watermarks.generators[split],
+            projection.splits.get(split, SplitProjection()),
+            projection.next_tick,
+        )
+        for split, output in watermarks.multiplexer.outputs.items()
+    ]
 
 
 # ------------------------------------------------------------------------------------------ operator state
-@dataclass(frozen=True)
-class _View:
-    window: Window
-    trigger_state: dict[str, Any]
-    new_count: int
-    pane_index: int
-    nonspeculative_index: int
-    had_nonearly: bool
-    closed: bool
-    held: bool
-    hold: int | None
-    pending_since: int | None
-    columnar: bool
-
-
-def _lookup(
-    spec: WindowSpec, operator: WindowOperator | ColumnarWindowOperator, key: Hashable, window: Window
-) -> tuple[_View | None, str | None]:
-    """The state of (key, window), read-only; a note when a covering session stands in for ``window``."""
-    if isinstance(operator, ColumnarWindowOperator):
-        row = operator.index.get((key, window.start))
-        c = operator.cols
-        if row is None or not c["live"][row] or int(c["end"][row]) != window.end:
-            return None, None
-        fired, closed = bool(c["fired"][row]), bool(c["closed"][row])
-        # The columnar operator keeps flags, not trigger dicts: rebuild the dict its trigger would have.
-        trigger = spec.trigger
-        if isinstance(trigger, Default):
-            state: dict[str, Any] = {"fired": fired, "since_fire": 0}
-        elif isinstance(trigger, AfterWatermark):
-            late_phase = fired or closed
-            early = None
-            if operator.early_delay is not None:  # the early deadline is the pending column plus the delay
-                pending_since = int(c["pending"][row])
-                waiting = pending_since != NONE_TIME and not late_phase
-                early = {"deadline": pending_since + operator.early_delay if waiting else None}
-            elif operator.early_count is not None:  # the early count is the records since the last pane
-                early = {"n": 0 if late_phase else int(c["new_count"][row])}
-            # Late firings on the columnar operator fire at every late record: never a record in waiting.
-            late = trigger.late.new_state() if trigger.late is not None else None
-            state = {"late_phase": late_phase, "early": early, "late": late}
-        else:
-            state = trigger.new_state()
-        hold = int(c["hold"][row])
-        pending = int(c["pending"][row])
-        return (
-            _View(
-                window=window,
-                trigger_state=state,
-                new_count=int(c["new_count"][row]),
-                pane_index=int(c["pane_index"][row]),
-                nonspeculative_index=int(c["nonspec"][row]),
-                had_nonearly=bool(c["had_nonearly"][row]),
-                closed=closed,
-                held=bool(c["held"][row]),
-                hold=None if hold == operator.hold_empty else hold,
-                pending_since=None if pending == NONE_TIME else pending,
-                columnar=True,
-            ),
-            None,
-        )
-    per_key = operator.windows.get(key, {})
-    state_obj = per_key.get(window)
-    note = None
-    if state_obj is None and spec.window.is_merging:
-        covering = sorted(w for w in per_key if w.intersects(window))
-        if len(covering) == 1:
-            state_obj = per_key[covering[0]]
-            note = f"the session {_window_text(covering[0])} of this key overlaps the window asked about: explained"
-    if state_obj is None:
-        return None, None
-    return (
-        _View(
-            window=state_obj.window,
-            trigger_state=state_obj.trigger,
-            new_count=state_obj.new_count,
-            pane_index=state_obj.pane_index,
-            nonspeculative_index=state_obj.nonspeculative_index,
-            had_nonearly=state_obj.had_nonearly,
-            closed=state_obj.closed,
-            held=state_obj.held,
-            hold=state_obj.hold,
-            pending_since=state_obj.pending_since,
-            columnar=False,
-        ),
-        note,
-    )
-
-
-def _window_text(window: Window) -> str:
-    return f"[{format_instant(window.start)}, {format_instant(window.end)})"
-
-
-def _describe_trigger(trigger: Trigger, state: dict[str, Any], ctx: TriggerContext) -> str:
-    """The trigger's state in words (read-only: only query methods are called)."""
-    if isinstance(trigger, Default):
-        if state["fired"]:
-            return f"Default: fired; {state['since_fire']} record(s) since its last firing"
-        return "Default: not fired yet (fires when the watermark reaches the max timestamp)"
-    if isinstance(trigger, AfterCount):
-        return f"AfterCount({trigger.count}): {state['n']} of {trigger.count} record(s)"
-    if isinstance(trigger, AfterProcessingTime):
-        if state["deadline"] is None:
-            return f"AfterProcessingTime({format_duration(trigger.delay)}): not started (the next record starts it)"
-        when = state["deadline"]
-        return (
-            f"AfterProcessingTime({format_duration(trigger.delay)}): fires at processing time "
-            f"{format_instant(when)} ({_relative(when, ctx.processing_time)})"
-        )
-    if isinstance(trigger, Never):
-        return "Never: fires only when the window is garbage collected (at the horizon)"
-    if isinstance(trigger, Repeatedly):
-        return f"Repeatedly[{_describe_trigger(trigger.trigger, state, ctx)}]"
-    if isinstance(trigger, AfterWatermark):
-        if state["late_phase"]:
-            late = _describe_trigger(trigger.late, state["late"], ctx) if trigger.late else None
-            return "AfterWatermark: on-time pane fired; " + (
-                f"late firings: {late}" if late else "no late firings (finished)"
-            )
-        text = "AfterWatermark: waiting for the watermark to reach the max timestamp"
-        if trigger.early:
-            text += f"; early firings: {_describe_trigger(trigger.early, state['early'], ctx)}"
-        return text
-    if isinstance(trigger, AfterEach):
-        index = state["index"]
-        if index >= len(trigger.triggers):
-            return "AfterEach: all steps finished"
-        current = _describe_trigger(trigger.triggers[index], state["subs"][index], ctx)
-        return f"AfterEach: step {index + 1} of {len(trigger.triggers)}: {current}"
-    if isinstance(trigger, AfterAny | AfterAll):
-        subs = [
-            _describe_trigger(t, s, ctx) + (" [done]" if done else "")
-            for t, s, done in zip(trigger.triggers, state["subs"], state["done"], strict=True)
-        ]
-        return f"{type(trigger).__name__}({'; '.join(subs)})"
-    if isinstance(trigger, OrFinally):
-        main = _describe_trigger(trigger.trigger, state["main"], ctx)
-        return f"{main}, until {_describe_trigger(trigger.until, state['until'], ctx)}"
-    return f"{trigger!r} with state {state!r}"
-
-
-def _pane_state(spec: WindowSpec, view: _View, ctx: TriggerContext) -> PaneState:
-    trigger = spec.trigger
-    closed = view.closed
+def _pane_state(spec: WindowSpec, view: WindowView, ctx: TriggerContext) -> PaneState:
+    book, trigger = view.book, spec.trigger
+    closed = book.finished
     return PaneState(
-        records_since_last_pane=view.new_count,
-        panes_emitted=view.pane_index,
-        nonearly_fired=view.had_nonearly,
+        records_since_last_pane=book.records_since_last_pane,
+        panes_emitted=book.panes_emitted,
+        nonearly_fired=book.nonearly_fired,
         finished=closed,
-        holds_output_watermark=view.held and not closed,
-        output_hold=(
-            spec.timestamp_combiner.pane_timestamp(view.hold, view.window.max_timestamp)
-            if view.held and not closed
-            else None
-        ),
-        pending_since=view.pending_since,
+        holds_output_watermark=book.holds_output_watermark,
+        output_hold=book.output_hold,
+        pending_since=book.pending_since,
         records_until_check=None if closed else trigger.elements_until_check(view.trigger_state, ctx),
         processing_deadline=None if closed else trigger.processing_deadline(view.trigger_state),
     )
 
 
-def _trigger_text(spec: WindowSpec, view: _View, pane: PaneState, ctx: TriggerContext) -> str:
+def _trigger_text(spec: WindowSpec, view: WindowView, pane: PaneState, ctx: TriggerContext) -> str:
     parts = [
         f"{pane.records_since_last_pane} record(s) since the last pane",
         f"{pane.panes_emitted} pane(s) emitted"
-        + (f" ({view.nonspeculative_index} ON_TIME/LATE)" if pane.panes_emitted else ""),
+        + (f" ({view.book.nonspeculative_emitted} ON_TIME/LATE)" if pane.panes_emitted else ""),
+        *view.details,
     ]
-    if view.columnar:
-        parts.append("fired: " + ("yes" if view.had_nonearly else "no"))
-        parts.append("closed: " + ("yes" if view.closed else "no"))
-    elif pane.finished:
-        parts.append("trigger finished (window closed)")
     if pane.holds_output_watermark and pane.output_hold is not None:
         parts.append(f"holds the output watermark at {format_instant(pane.output_hold)}")
     if pane.pending_since is not None:
         parts.append(f"oldest unemitted record arrived at processing time {format_instant(pane.pending_since)}")
-    engine = "columnar operator" if view.columnar else "window operator"
-    trigger = (
-        f"{spec.trigger!r} finished" if pane.finished else _describe_trigger(spec.trigger, view.trigger_state, ctx)
-    )
-    return f"{engine}: {'; '.join(parts)}. Trigger: {trigger}."
+    trigger = f"{spec.trigger!r} finished" if pane.finished else spec.trigger.describe(view.trigger_state, ctx)
+    return f"{view.engine}: {'; '.join(parts)}. Trigger: {trigger}."
 
 
 # ------------------------------------------------------------------------------------------ the analysis
@@ -748,7 +373,7 @@ def explain_window(
     key: Any,
     window: Window,
     watermarks: SourceWatermarks,
-    operator: WindowOperator | ColumnarWindowOperator | None = None,
+    operator: OperatorView | None = None,
     processing_time: int | None = None,
 ) -> Explanation:
     """Explain why ``window`` of ``key`` has (not) fired and what will make it fire. Reads only.
@@ -757,41 +382,26 @@ def explain_window(
     :arg key: the key, as the operator stores it.
     :arg window: ``[start, end)`` in event-time ms (``end`` exclusive).
     :arg watermarks: the source's coordinator (per-split generators and the combined watermark).
-    :arg operator: the window operator holding the key's state; without it the status is decided from
-        the watermark alone (``WAITING_FOR_WATERMARK``, ``WATERMARK_PASSED`` or ``EXPIRED``).
+    :arg operator: the window operator holding the key's state (either operator); without it the status is
+        decided from the watermark alone (``WAITING_FOR_WATERMARK``, ``WATERMARK_PASSED`` or ``EXPIRED``).
     :arg processing_time: "now" in processing-time ms, for relative times; default: the coordinator's clock.
     """
     now = watermarks.clock.now_ms() if processing_time is None else processing_time
     percentile = float(watermarks.multiplexer.percentile)
     combined = watermarks.watermark
-    models = [
-        _SplitModel(split, output, watermarks.generators.get(split), watermarks)
-        for split, output in watermarks.multiplexer.outputs.items()
-    ]
     notes: list[str] = []
 
-    view: _View | None = None
+    view: WindowView | None = None
     op_watermark: int | None = None
     if operator is not None:
         op_watermark = operator.watermark
-        view, note = _lookup(spec, operator, key, window)
-        if note:
-            notes.append(note)
+        view = operator.window_view(key, window)
         if view is not None:
-            window = view.window
+            window = view.book.window
+            if view.note:
+                notes.append(view.note)
     max_ts = window.max_timestamp
     horizon = spec.horizon(window)
-
-    reports = sorted((m.report(max_ts) for m in models), key=lambda r: (r.watermark, r.split))
-    active = [r for r in reports if not r.idle]
-    all_idle = bool(reports) and not active
-    holding = tuple(r for r in active if r.watermark < max_ts) if combined < max_ts else ()
-    if combined >= max_ts:
-        needed = 0
-    elif all_idle:
-        needed = 1
-    else:
-        needed = max(0, len(holding) - _allowed_behind(len(active), percentile))
 
     # Operator side: the trigger's view at the operator's own watermark and "now".
     pane: PaneState | None = None
@@ -800,9 +410,21 @@ def explain_window(
     if view is not None:
         pane = _pane_state(spec, view, ctx)
         trigger_text = _trigger_text(spec, view, pane, ctx)
-
     status, target, target_is_gc = _status(spec, view, operator is not None, window, combined, op_watermark, ctx)
-    projected = _project(models, combined, percentile, target) if target is not None else None
+
+    projection = project(watermarks, [max_ts] + ([target] if target is not None else []))
+    splits = _splits(watermarks, projection)
+    reports = sorted((s.report(max_ts) for s in splits), key=lambda r: (r.watermark, r.split))
+    active = [r for r in reports if not r.idle]
+    all_idle = bool(reports) and not active
+    holding = tuple(r for r in active if r.watermark < max_ts) if combined < max_ts else ()
+    if combined >= max_ts:
+        needed = 0
+    elif all_idle:
+        needed = 1
+    else:
+        needed = max(0, len(holding) - allowed_behind(len(active), percentile))
+    projected = projection.combined_reaches_at.get(target) if target is not None else None
     facts = _Facts(
         spec=spec,
         key=key,
@@ -811,7 +433,7 @@ def explain_window(
         op_watermark=op_watermark,
         now=now,
         percentile=percentile,
-        models=models,
+        splits=splits,
         reports=reports,
         holding=holding,
         needed=needed,
@@ -822,7 +444,7 @@ def explain_window(
         target_is_gc=target_is_gc,
         projected=projected,
         trigger_description=(
-            _describe_trigger(spec.trigger, view.trigger_state, ctx) if view is not None and not view.closed else None
+            spec.trigger.describe(view.trigger_state, ctx) if view is not None and not view.book.finished else None
         ),
     )
     fires_when = _fires_when(status, facts)
@@ -856,21 +478,22 @@ def explain_window(
     )
 
 
-def _next_pane_watermark(spec: WindowSpec, view: _View, op_watermark: int) -> tuple[int | None, bool]:
+def _next_pane_watermark(spec: WindowSpec, view: WindowView, op_watermark: int) -> tuple[int | None, bool]:
     """The watermark at which the operator next emits for the window without records (its timers), and
     whether that is the garbage-collection pane rather than a firing the trigger waits for."""
-    if view.closed:
+    book = view.book
+    if book.finished:
         return None, False
-    deadline = spec.trigger.watermark_deadline(view.trigger_state, view.window)
+    deadline = spec.trigger.watermark_deadline(view.trigger_state, book.window)
     if deadline is not None and deadline > op_watermark:
         return deadline, False
     # Garbage collection emits a final pane only when records are unemitted.
-    return (spec.horizon(view.window), True) if view.new_count > 0 else (None, False)
+    return (spec.horizon(book.window), True) if book.records_since_last_pane > 0 else (None, False)
 
 
 def _status(
     spec: WindowSpec,
-    view: _View | None,
+    view: WindowView | None,
     has_operator: bool,
     window: Window,
     combined: int,
@@ -890,7 +513,7 @@ def _status(
         expired = max(combined, op_watermark) >= horizon
         return (WindowStatus.EXPIRED if expired else WindowStatus.NO_DATA), None, False
     nxt, gc = _next_pane_watermark(spec, view, op_watermark)
-    if view.closed:
+    if view.book.finished:
         return (WindowStatus.EXPIRED if combined >= horizon else WindowStatus.FIRED_FINAL), None, False
     if nxt is not None and combined >= nxt:
         return WindowStatus.DUE, nxt, gc
@@ -898,7 +521,7 @@ def _status(
         return WindowStatus.WAITING_FOR_WATERMARK, nxt, gc
     if combined >= horizon:
         return WindowStatus.EXPIRED, None, False  # nothing unemitted: the state just goes at the next watermark
-    if view.had_nonearly:
+    if view.book.nonearly_fired:
         return WindowStatus.FIRED_CAN_FIRE_LATE, nxt, gc
     trigger = spec.trigger
     own_condition = (
@@ -920,12 +543,12 @@ class _Facts:
     op_watermark: int | None
     now: int
     percentile: float
-    models: list[_SplitModel]
+    splits: list[_Split]
     reports: list[SplitReport]
     holding: tuple[SplitReport, ...]
     needed: int
     all_idle: bool
-    view: _View | None
+    view: WindowView | None
     pane: PaneState | None
     target: int | None
     target_is_gc: bool
@@ -998,7 +621,7 @@ def _watermark_reason(f: _Facts, target: int) -> str:
             text += f" (also below: {_names(below[1:])})"
         return text + "."
     active = [r for r in f.reports if not r.idle]
-    allowed = _allowed_behind(len(active), f.percentile)
+    allowed = allowed_behind(len(active), f.percentile)
     return (
         f"percentile {f.percentile:g}: the combined watermark {format_instant(f.combined)} is the value at least "
         f"{f.percentile:g} % of the {len(active)} active splits have reached, not their minimum; {len(below)} "
@@ -1006,39 +629,38 @@ def _watermark_reason(f: _Facts, target: int) -> str:
     )
 
 
-def _split_requirement(model: _SplitModel, target: int, now: int) -> str:
+def _split_requirement(split: _Split, target: int, now: int) -> str:
     """What one split needs for its watermark to reach ``target`` (or to stop holding it back)."""
     options = []
-    emit = model.next_emit()
+    emit, reach = split.future.next_emit, split.reaches_at(target)
     if emit is not None and emit >= target:
         options.append(
             f"nothing new: records it already has lift it to {format_instant(emit)} at the next periodic emit "
-            f"(processing time {format_instant(model.next_tick)}, {_relative(model.next_tick, now)})"
+            f"(processing time {format_instant(split.next_tick)}, {format_relative(split.next_tick, now)})"
         )
     else:
-        needs = model.needs_event_time(target)
-        bound = model.bound()
+        needs = split.generator.timestamp_for(target)
         if needs is not None:
+            bound = split.generator.out_of_orderness()
             options.append(
                 f"a record with event time >= {format_instant(needs)} (bound {format_duration(bound or 0)}), "
                 f"published at the next periodic emit"
             )
         else:
             options.append(f"its generator to emit a watermark >= {format_instant(target)}")
-        reach = model.reach_at(target)
-        if reach is not None and isinstance(model.inner, BoundedOutOfOrdernessWatermarkBasedOnEventTime):
+        if reach is not None:
             options.append(
-                f"advancing on its own (idle-advancing generator, wait {format_duration(model.inner.wait)}): "
-                f"at processing time {format_instant(reach)} ({_relative(reach, now)}) if no record arrives"
+                f"advancing on its own (its generator moves without records: {split.generator.describe()}): "
+                f"at processing time {format_instant(reach)} ({format_relative(reach, now)}) if no record arrives"
             )
-    idle_at = model.idle_at()
-    if idle_at is not None and model.timer is not None:
+    idle_at, timeout = split.future.idle_at, split.generator.idle_timeout()
+    if idle_at is not None and timeout is not None:
         options.append(
-            f"being marked idle after {format_duration(model.timer.timeout)} without records (idleness timeout): "
-            f"at processing time {format_instant(idle_at)} ({_relative(idle_at, now)}) if no record arrives"
+            f"being marked idle after {format_duration(timeout)} without records (idleness timeout): "
+            f"at processing time {format_instant(idle_at)} ({format_relative(idle_at, now)}) if no record arrives"
         )
-    wm = "no watermark yet" if model.watermark <= MIN_TIMESTAMP else f"watermark {format_instant(model.watermark)}"
-    return f"split {model.split!r} ({wm}) needs " + ", or ".join(options)
+    wm = "no watermark yet" if split.watermark <= MIN_TIMESTAMP else f"watermark {format_instant(split.watermark)}"
+    return f"split {split.split!r} ({wm}) needs " + ", or ".join(options)
 
 
 def _watermark_condition(f: _Facts, target: int, what: str) -> str:
@@ -1047,8 +669,8 @@ def _watermark_condition(f: _Facts, target: int, what: str) -> str:
         return f"{what}: the combined watermark {format_instant(f.combined)} is already there"
     to_go = format_duration(target - f.combined)
     head = f"{what} when the combined watermark reaches {format_instant(target)} ({to_go} to go)"
-    by_split = {m.split: m for m in f.models}
-    if not f.models:
+    by_split = {s.split: s for s in f.splits}
+    if not f.splits:
         return head + ": no split has reported yet; the first records define the watermark"
     if f.all_idle:
         wakes = [_split_requirement(by_split[r.split], target, f.now) for r in f.reports]
@@ -1057,7 +679,7 @@ def _watermark_condition(f: _Facts, target: int, what: str) -> str:
     else:
         below = [r for r in f.reports if not r.idle and r.watermark < target]
         active = sum(1 for r in f.reports if not r.idle)
-        must = max(0, len(below) - _allowed_behind(active, f.percentile))
+        must = max(0, len(below) - allowed_behind(active, f.percentile))
         if f.percentile == 100.0:
             quantifier = "every one of these splits must reach it or be marked idle" if len(below) > 1 else ""
         else:
@@ -1070,7 +692,7 @@ def _watermark_condition(f: _Facts, target: int, what: str) -> str:
     if f.projected is not None and target == f.target:
         text += (
             f". If no record arrives at all, the source watermark gets there at processing time "
-            f"{format_instant(f.projected)} ({_relative(f.projected, f.now)})"
+            f"{format_instant(f.projected)} ({format_relative(f.projected, f.now)})"
         )
     elif target == f.target:
         text += ". If no record arrives at all, it never gets there: " + _never_reason(f, target)
@@ -1078,14 +700,14 @@ def _watermark_condition(f: _Facts, target: int, what: str) -> str:
 
 
 def _never_reason(f: _Facts, target: int) -> str:
-    stuck = [m for m in f.models if not m.idle and m.watermark < target and m.idle_at() is None]
-    stuck = [m for m in stuck if m.reach_at(target) is None]
+    stuck = [s for s in f.splits if not s.idle and s.watermark < target and s.future.idle_at is None]
+    stuck = [s for s in stuck if s.reaches_at(target) is None]
     if stuck:
         return (
-            f"split(s) {', '.join(repr(m.split) for m in stuck)} have no idleness timeout and their generator "
+            f"split(s) {', '.join(repr(s.split) for s in stuck)} have no idleness timeout and their generator "
             f"does not advance on its own"
         )
-    highest = max((m.watermark for m in f.models), default=MIN_TIMESTAMP)
+    highest = max((s.watermark for s in f.splits), default=MIN_TIMESTAMP)
     return (
         f"once every split is idle the combined watermark is the highest split watermark, "
         f"{format_instant(highest)}, which is below it"
@@ -1110,7 +732,7 @@ def _trigger_conditions(f: _Facts) -> list[str]:
     deadline = pane.processing_deadline
     if deadline is not None:
         conditions.append(
-            f"at processing time {format_instant(deadline)} ({_relative(deadline, f.now)}) if the trigger's "
+            f"at processing time {format_instant(deadline)} ({format_relative(deadline, f.now)}) if the trigger's "
             f"other conditions hold then ({kind})"
         )
     return conditions
@@ -1169,13 +791,7 @@ def _no_data(f: _Facts) -> str:
         return "nothing to fire yet. A record for it arriving now is on time; " + _watermark_condition(
             f, f.max_ts, "the window's ON_TIME pane would fire"
         )
-    trigger = f.spec.trigger
-    if isinstance(trigger, Default):
-        then = "fires a LATE pane at once"
-    elif isinstance(trigger, AfterWatermark):
-        then = "fires one LATE pane at once" + (" and then follows the late trigger" if trigger.late else " and closes")
-    else:
-        then = "is handled by the trigger's own conditions"
+    then = _first_late_record(f.spec, f.window, op_wm, f.now)
     return (
         f"nothing to fire: the watermark has passed the window's end, so a record for it arriving now is late but "
         f"within the allowed lateness (until the watermark reaches {format_instant(f.horizon)}, "
@@ -1219,3 +835,16 @@ def _notes(f: _Facts) -> list[str]:
                 f"{format_instant(r.next_emit_watermark)} at the next periodic emit."
             )
     return notes
+
+
+def _first_late_record(spec: WindowSpec, window: Window, watermark: int, now: int) -> str:
+    """What the trigger does with a first record for a window the watermark has passed (asked, not assumed)."""
+    trigger = spec.trigger
+    ctx = TriggerContext(window, watermark, now)
+    state = trigger.new_state()
+    trigger.on_elements(state, 1, ctx)
+    if not trigger.should_fire(state, ctx):
+        return "is handled by the trigger's own conditions"
+    if trigger.on_fire(state, ctx):
+        return "fires one LATE pane at once and closes"
+    return "fires a LATE pane at once, and later records follow the trigger's late firings"

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from floodmark.core.operator import Emitted, WindowOperator, WindowSpec
+from floodmark.core.emitted import Emitted
+from floodmark.core.operator import WindowOperator
 from floodmark.core.panes import Pane
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks.stage import StageTimes, StageWatermark
 

@@ -2,33 +2,45 @@
 
 Runtimes call :func:`step` once per micro-batch and bucket: ``(state, records,
 watermark, processing time) -> (state, output)``. :func:`make_operator` picks
-the columnar operator (:mod:`floodmark.core.columnar`) when it supports the
-spec and the general one (:mod:`floodmark.core.operator`) otherwise; both give
-the same panes (property-tested).
+the columnar operator (:mod:`floodmark.core.columnar`) when the spec has a
+columnar form (``WindowSpec.is_columnar``) and the general one
+(:mod:`floodmark.core.operator`) otherwise; both give the same panes
+(property-tested).
 """
 
 from __future__ import annotations
 
-from floodmark.core.columnar import ColumnarWindowOperator, Partials, supports
-from floodmark.core.operator import Emitted, WindowOperator, WindowSpec
+from floodmark.core.columnar import ColumnarWindowOperator
+from floodmark.core.combine import Partials
+from floodmark.core.emitted import Emitted
+from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 
 Operator = WindowOperator | ColumnarWindowOperator
 
+OPERATORS: dict[str, type[Operator]] = {"general": WindowOperator, "columnar": ColumnarWindowOperator}
+"""The two execution strategies by name (``WindowHarness(operator=...)``)."""
+
+
+def operator_class(spec: WindowSpec, kind: str = "auto") -> type[Operator]:
+    """The operator class for ``spec``: ``"general"``, ``"columnar"`` or ``"auto"`` (the fastest that fits)."""
+    if kind == "auto":
+        return ColumnarWindowOperator if spec.is_columnar else WindowOperator
+    if kind not in OPERATORS:
+        raise ValueError(f"unknown operator {kind!r}: use 'general', 'columnar' or 'auto'")
+    return OPERATORS[kind]
+
 
 def make_operator(spec: WindowSpec, watermark: int = MIN_TIMESTAMP, processing_time: int = 0) -> Operator:
     """The fastest operator that implements ``spec`` exactly."""
-    if supports(spec):
-        return ColumnarWindowOperator(spec, watermark, processing_time)
-    return WindowOperator(spec, watermark, processing_time)
+    return operator_class(spec)(spec, watermark, processing_time)
 
 
 def restore_operator(spec: WindowSpec, snapshot: bytes) -> Operator:
     """An operator from a snapshot taken by the one :func:`make_operator` picks for ``spec``."""
-    if supports(spec):
-        return ColumnarWindowOperator.restore(spec, snapshot)
-    return WindowOperator.restore(spec, snapshot)
+    return operator_class(spec).restore(spec, snapshot)
 
 
 def step(
@@ -42,9 +54,10 @@ def step(
     """The operator as a pure function: ``(state, records, watermark, processing time) -> (state, output)``.
 
     Advances processing time, then the watermark, then adds the records (the
-    micro-batch order); ``partials`` (from :func:`floodmark.core.columnar.combine`
-    with the same watermark) are added before the records. ``snapshot=None`` starts from an empty state. Returns the
-    new snapshot, what was emitted, and the live operator (for holds and gauges).
+    micro-batch order); ``partials`` (from :func:`floodmark.core.combine.combine`
+    with the same watermark) are added before the records. ``snapshot=None``
+    starts from an empty state. Returns the new snapshot, what was emitted, and
+    the live operator (for holds and gauges).
     """
     operator = make_operator(spec) if snapshot is None else restore_operator(spec, snapshot)
     out = operator.advance_processing_time(processing_time)

@@ -136,6 +136,13 @@ def format_duration(ms: int) -> str:
     return f"{sign}{' '.join(parts)} ({ms} ms)"
 
 
+def format_relative(at: int, now: int) -> str:
+    """``in 1.5 s (1500 ms)``, ``2 s (2000 ms) ago`` or ``now``: ``at`` seen from ``now`` (both ms)."""
+    if at == now:
+        return "now"
+    return f"in {format_duration(at - now)}" if at > now else f"{format_duration(now - at)} ago"
+
+
 def format_seconds(ms: int | None) -> str:
     """A short, rounded duration for live displays: ``12.5 s``, ``15.2 min``; ``-`` for None."""
     if ms is None:

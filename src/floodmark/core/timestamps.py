@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 
+import numpy as np
+
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
 
 class TimestampCombiner(enum.StrEnum):
     """Which timestamp a pane carries (and holds the stage's output watermark at).
@@ -19,26 +23,47 @@ class TimestampCombiner(enum.StrEnum):
     back); a pane without such records, for example an empty ON_TIME pane or a
     LATE pane, carries the window's max timestamp. Timestamps are also capped at
     the max timestamp.
+
+    A window's hold is an ``int64`` ms value; :attr:`empty_hold` means "no record
+    holds" (it is the identity of :meth:`fold`). Every method works on ``int64``
+    arrays (both window operators and the map-side combine call them) and on ints.
     """
 
     END_OF_WINDOW = "END_OF_WINDOW"
     EARLIEST = "EARLIEST"
     LATEST = "LATEST"
 
-    def combine(self, current: int | None, low: int, high: int) -> int:
-        """Fold a slice of records (output times ``low``..``high``) into ``current``."""
+    @property
+    def empty_hold(self) -> int:
+        """The hold of a window no record holds: MAX for EARLIEST (and END_OF_WINDOW), MIN for LATEST."""
+        return MIN_TIMESTAMP if self is TimestampCombiner.LATEST else MAX_TIMESTAMP
+
+    def fold(self, holds, times):
+        """Holds after adding records (or partial holds) with output times ``times``: min, max, or unchanged."""
         if self is TimestampCombiner.EARLIEST:
-            return low if current is None else min(current, low)
+            return np.minimum(holds, times)
         if self is TimestampCombiner.LATEST:
-            return high if current is None else max(current, high)
-        return high if current is None else current  # END_OF_WINDOW ignores the value
+            return np.maximum(holds, times)
+        return holds  # END_OF_WINDOW: the pane carries the max timestamp whatever the records
 
-    def merge(self, holds: list[int]) -> int | None:
-        if not holds:
-            return None
-        return max(holds) if self is TimestampCombiner.LATEST else min(holds)
+    def reduce(self, times: np.ndarray) -> int:
+        """The one hold a slice of output times (or of holds) makes: min, max, or empty for END_OF_WINDOW."""
+        if self is TimestampCombiner.END_OF_WINDOW or not len(times):
+            return self.empty_hold
+        return int(times.max() if self is TimestampCombiner.LATEST else times.min())
 
-    def pane_timestamp(self, hold: int | None, max_timestamp: int) -> int:
-        if self is TimestampCombiner.END_OF_WINDOW or hold is None:
-            return max_timestamp
-        return min(hold, max_timestamp)
+    def reduce_at(self, times: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """One hold per group of ``times`` (sorted by group; groups start at ``bounds``)."""
+        if self is TimestampCombiner.END_OF_WINDOW:
+            return np.full(len(bounds), self.empty_hold, dtype=np.int64)
+        if not len(times):
+            return times
+        reduce = np.maximum if self is TimestampCombiner.LATEST else np.minimum
+        return reduce.reduceat(times, bounds)
+
+    def pane_timestamps(self, holds, max_timestamps):
+        """The output timestamp of panes: the hold capped at the max timestamp, or the max timestamp itself
+        (END_OF_WINDOW, or no record holds)."""
+        if self is TimestampCombiner.END_OF_WINDOW:
+            return max_timestamps
+        return np.where(np.equal(holds, self.empty_hold), max_timestamps, np.minimum(holds, max_timestamps))

@@ -27,16 +27,24 @@ Element-driven triggers are evaluated after every record, never once per
 batch: the panes do not depend on how records are cut into batches. Beam
 evaluates them once per bundle, so its panes depend on bundling; floodmark's
 equal Beam's with one-record bundles (and Flink's). See ``docs/semantics.md``.
+
+Each trigger also says what it is doing (``describe(state, ctx)``, for
+``floodmark explain``) and whether it has a columnar form (``columnar()``): the
+few shapes the vectorised operator runs for all windows at once, described as
+data (:class:`ColumnarTrigger`); a trigger without one runs on the general
+operator. ``columnar_state(...)`` turns the columnar operator's bookkeeping back
+into the state dict this protocol would hold, so both operators explain alike.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.core.time import Duration, non_negative_millis
-from floodmark.core.windows import Window
+from floodmark.core.time import Duration, format_duration, format_instant, format_relative, non_negative_millis
+from floodmark.core.windows import Window, window_reached
 
 State = dict[str, Any]
 
@@ -51,7 +59,52 @@ class TriggerContext:
 
     @property
     def end_of_window_reached(self) -> bool:
-        return self.watermark >= self.window.max_timestamp
+        """The watermark has reached the window's max timestamp (see :func:`~floodmark.core.windows.window_reached`)."""
+        return bool(window_reached(self.window.end, self.watermark))
+
+
+class LateFirings(enum.Enum):
+    """What a columnar trigger does with records of a window the watermark has reached (within lateness)."""
+
+    EVERY_RECORD = "every record"
+    """Each late record fires a LATE pane of its own (``Default()``, ``AfterWatermark(late=AfterCount(1))``)."""
+
+    NONE = "none"
+    """The ON_TIME pane is the last (``AfterWatermark()`` without late firings): the trigger finishes there and
+    later records go to the late output (WINDOW_CLOSED); a window first seen after its end fires one LATE pane
+    with its first record, then closes."""
+
+    AT_HORIZON = "at the horizon"
+    """The trigger never fires (``Never()``): late records accumulate, the garbage-collection pane emits them."""
+
+
+@dataclass(frozen=True)
+class ColumnarTrigger:
+    """A trigger in the form the columnar operator runs: what fires a window, as data, for all windows at once.
+
+    :ivar on_time: an ON_TIME pane when the watermark reaches the window's max timestamp (``False``: ``Never()``,
+        whose only pane is the garbage-collection pane at the horizon).
+    :ivar late: what records arriving after that do (:class:`LateFirings`).
+    :ivar early_delay: EARLY panes ``early_delay`` ms (> 0) of processing time after a window's first record
+        since its last pane (``AfterProcessingTime(d)`` as early firings), or ``None``.
+    :ivar early_count: an EARLY pane after every ``early_count``-th record of a window, in arrival order
+        (``AfterCount(n)`` as early firings), or ``None``.
+    """
+
+    on_time: bool
+    late: LateFirings
+    early_delay: int | None = None
+    early_count: int | None = None
+
+    @property
+    def finishes_on_time(self) -> bool:
+        """The ON_TIME (or first LATE) pane is the window's last; later records are refused (WINDOW_CLOSED)."""
+        return self.late is LateFirings.NONE
+
+    @property
+    def needs_records(self) -> bool:
+        """Panes depend on which records arrived in which order (count firings): no partial aggregates."""
+        return self.early_count is not None
 
 
 def _min_or_none(values: Sequence[int | None]) -> int | None:
@@ -94,6 +147,28 @@ class Trigger:
         """Can this trigger fire before the end of the window (EARLY panes)?"""
         return True
 
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        """The trigger's state in words (reads only)."""
+        return f"{self!r} with state {state!r}"
+
+    def columnar(self) -> ColumnarTrigger | None:
+        """This trigger as the columnar operator runs it, or ``None`` (the general operator runs it)."""
+        return None
+
+    def as_early_firings(self) -> dict[str, int] | None:
+        """Repeated as ``AfterWatermark``'s early firings, the columnar form's early fields, or ``None``."""
+        return None
+
+    def as_late_firings(self) -> LateFirings | None:
+        """Repeated as ``AfterWatermark``'s late firings, the columnar form's late behaviour, or ``None``."""
+        return None
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        """The state this trigger would hold for a window of the columnar operator, from its bookkeeping:
+        ``fired`` (the watermark fired it), ``closed`` (finished), ``pending_since`` (processing time of its
+        first record since the last pane), ``new_count`` (records since the last pane)."""
+        return self.new_state()
+
 
 class Default(Trigger):
     """Beam's default trigger: fire when the watermark reaches the end of the window,
@@ -129,6 +204,17 @@ class Default(Trigger):
     def may_fire_before_watermark(self) -> bool:
         return False
 
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        if state["fired"]:
+            return f"Default: fired; {state['since_fire']} record(s) since its last firing"
+        return "Default: not fired yet (fires when the watermark reaches the max timestamp)"
+
+    def columnar(self) -> ColumnarTrigger:
+        return ColumnarTrigger(on_time=True, late=LateFirings.EVERY_RECORD)
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        return {"fired": fired, "since_fire": 0}
+
     def __repr__(self) -> str:
         return "Default()"
 
@@ -158,6 +244,18 @@ class AfterCount(Trigger):
 
     def on_merge(self, states: Sequence[State], ctx: TriggerContext) -> State:
         return {"n": sum(s["n"] for s in states)}
+
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        return f"AfterCount({self.count}): {state['n']} of {self.count} record(s)"
+
+    def as_early_firings(self) -> dict[str, int]:
+        return {"early_count": self.count}
+
+    def as_late_firings(self) -> LateFirings | None:
+        return LateFirings.EVERY_RECORD if self.count == 1 else None
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        return {"n": new_count}
 
     def __repr__(self) -> str:
         return f"AfterCount({self.count})"
@@ -192,6 +290,21 @@ class AfterProcessingTime(Trigger):
     def processing_deadline(self, state: State) -> int | None:
         return state["deadline"]
 
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        name = f"AfterProcessingTime({format_duration(self.delay)})"
+        if state["deadline"] is None:
+            return f"{name}: not started (the next record starts it)"
+        when = state["deadline"]
+        return f"{name}: fires at processing time {format_instant(when)} ({format_relative(when, ctx.processing_time)})"
+
+    def as_early_firings(self) -> dict[str, int] | None:
+        # A zero delay fires as records arrive, inside the add call: partials and records of one window arriving
+        # in separate calls would fire separate panes, so it stays on the general operator.
+        return {"early_delay": self.delay} if self.delay > 0 else None
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        return {"deadline": None if pending_since is None else pending_since + self.delay}
+
     def __repr__(self) -> str:
         return f"AfterProcessingTime({self.delay})"
 
@@ -207,6 +320,12 @@ class Never(Trigger):
 
     def may_fire_before_watermark(self) -> bool:
         return False
+
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        return "Never: fires only when the window is garbage collected (at the horizon)"
+
+    def columnar(self) -> ColumnarTrigger:
+        return ColumnarTrigger(on_time=False, late=LateFirings.AT_HORIZON)
 
     def __repr__(self) -> str:
         return "Never()"
@@ -249,6 +368,18 @@ class Repeatedly(Trigger):
 
     def may_fire_before_watermark(self) -> bool:
         return self.trigger.may_fire_before_watermark()
+
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        return f"Repeatedly[{self.trigger.describe(state, ctx)}]"
+
+    def as_early_firings(self) -> dict[str, int] | None:
+        return self.trigger.as_early_firings()
+
+    def as_late_firings(self) -> LateFirings | None:
+        return self.trigger.as_late_firings()
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        return self.trigger.columnar_state(fired, closed, pending_since, new_count)
 
     def __repr__(self) -> str:
         return f"Repeatedly({self.trigger!r})"
@@ -334,6 +465,32 @@ class AfterWatermark(Trigger):
     def may_fire_before_watermark(self) -> bool:
         return self.early is not None
 
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        if state["late_phase"]:
+            late = self.late.describe(state["late"], ctx) if self.late else None
+            return "AfterWatermark: on-time pane fired; " + (
+                f"late firings: {late}" if late else "no late firings (finished)"
+            )
+        text = "AfterWatermark: waiting for the watermark to reach the max timestamp"
+        if self.early:
+            text += f"; early firings: {self.early.describe(state['early'], ctx)}"
+        return text
+
+    def columnar(self) -> ColumnarTrigger | None:
+        early = self.early.as_early_firings() if self.early else {}
+        late = self.late.as_late_firings() if self.late else LateFirings.NONE
+        if early is None or late is None:
+            return None
+        return ColumnarTrigger(on_time=True, late=late, **early)
+
+    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
+        late_phase = fired or closed
+        early = None
+        if self.early:  # the early trigger's state only matters before the watermark fired the window
+            early = self.early.columnar_state(False, False, *((None, 0) if late_phase else (pending_since, new_count)))
+        late = self.late.new_state() if self.late else None  # late firings fire at every record: none waits
+        return {"late_phase": late_phase, "early": early, "late": late}
+
     def __repr__(self) -> str:
         early = self.early.trigger if self.early else None
         late = self.late.trigger if self.late else None
@@ -370,6 +527,13 @@ class _Composite(Trigger):
 
     def may_fire_before_watermark(self) -> bool:
         return any(t.may_fire_before_watermark() for t in self.triggers)
+
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        subs = [
+            t.describe(s, ctx) + (" [done]" if done else "")
+            for t, s, done in zip(self.triggers, state["subs"], state["done"], strict=True)
+        ]
+        return f"{type(self).__name__}({'; '.join(subs)})"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(map(repr, self.triggers))})"
@@ -464,6 +628,13 @@ class AfterEach(_Composite):
         current = self._current(state)
         return current[0].processing_deadline(current[1]) if current else None
 
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        current = self._current(state)
+        if current is None:
+            return "AfterEach: all steps finished"
+        step = f"step {state['index'] + 1} of {len(self.triggers)}"
+        return f"AfterEach: {step}: {current[0].describe(current[1], ctx)}"
+
 
 class OrFinally(Trigger):
     """Fire like ``trigger`` until ``until`` fires; that firing is the final pane."""
@@ -520,6 +691,9 @@ class OrFinally(Trigger):
 
     def may_fire_before_watermark(self) -> bool:
         return self.trigger.may_fire_before_watermark() or self.until.may_fire_before_watermark()
+
+    def describe(self, state: State, ctx: TriggerContext) -> str:
+        return f"{self.trigger.describe(state['main'], ctx)}, until {self.until.describe(state['until'], ctx)}"
 
     def __repr__(self) -> str:
         return f"OrFinally({self.trigger!r}, until={self.until!r})"

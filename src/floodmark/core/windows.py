@@ -1,21 +1,59 @@
-"""Window assigners: tumbling, sliding, sessions, global.
+"""Windows and window assigners: tumbling, sliding, sessions, global.
 
-A window is the half-open interval ``[start, end)`` of event time in ms; its
-max timestamp is ``end - 1``, the last instant it contains and the watermark at
-which it fires on time (Flink's convention; see ``docs/semantics.md``).
+A window is the half-open interval ``[start, end)`` of event time in ms. Its
+boundaries against the watermark W are stated once, here, and used by every
+operator, the map-side combine and ``explain`` (Flink's convention; see
+``docs/semantics.md``):
 
-Assignment is vectorised: :meth:`WindowAssigner.assign` takes an ``int64`` array
-of timestamps and returns, for every (record, window) pair, the record's
-position and the window's start and end.
+* :func:`max_timestamp` = ``end - 1``, the last instant the window contains;
+* :func:`window_reached`: ``W >= end - 1`` (inclusive): the window fires ON_TIME,
+  and a record for it arriving now is late;
+* :func:`horizon` = ``end - 1 + allowed_lateness`` (saturating at MAX): when
+  ``W >= horizon`` the window's state is garbage collected and its records go to
+  the late output (``EXPIRED``).
+
+These work on ints and on ``int64`` arrays alike. Assignment is vectorised:
+:meth:`WindowAssigner.assign` takes an ``int64`` array of timestamps and returns,
+for every (record, window) pair, the record's position and the window's start
+and end. Merging assigners (sessions) also say how windows merge
+(:meth:`WindowAssigner.merge`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive_millis, to_millis
+
+Time = TypeVar("Time", int, np.ndarray)
+
+
+def max_timestamp(end: Time) -> Time:
+    """``end - 1``: the largest timestamp inside ``[start, end)``, the watermark at which it fires ON_TIME."""
+    return end - 1
+
+
+def window_reached(end: Time, watermark: int) -> Time:
+    """Has the watermark reached the window's max timestamp (``watermark >= end - 1``, inclusive)?
+
+    From then on the window has fired (or fires) its ON_TIME pane and a record for it is late.
+    """
+    return max_timestamp(end) <= watermark
+
+
+def horizon(end: Time, allowed_lateness: int) -> Time:
+    """The watermark at which ``[start, end)`` is garbage collected: ``end - 1 + allowed_lateness``.
+
+    Saturates at ``MAX_TIMESTAMP`` (the global window, or a window near the top of the time range, plus any
+    lateness would overflow int64). Inclusive: the state goes when ``watermark >= horizon``.
+    """
+    if isinstance(end, np.ndarray):
+        return np.minimum(max_timestamp(end), MAX_TIMESTAMP - allowed_lateness) + allowed_lateness
+    return min(max_timestamp(end), MAX_TIMESTAMP - allowed_lateness) + allowed_lateness
 
 
 @dataclass(frozen=True, order=True)
@@ -27,8 +65,8 @@ class Window:
 
     @property
     def max_timestamp(self) -> int:
-        """``end - 1``: the largest timestamp inside the window."""
-        return self.end - 1
+        """``end - 1``: the largest timestamp inside the window (see :func:`max_timestamp`)."""
+        return max_timestamp(self.end)
 
     def contains(self, timestamp: int) -> bool:
         return self.start <= timestamp < self.end
@@ -65,9 +103,17 @@ class WindowAssigner:
     """Decides which windows a record belongs to. Subclasses are frozen dataclasses."""
 
     is_merging: bool = False
+    """Windows of one key merge (sessions): :meth:`merge` says how."""
 
     def assign(self, timestamps: np.ndarray) -> Assignment:
         raise NotImplementedError
+
+    def merge(self, windows: Sequence[Window]) -> list[tuple[Window, list[Window]]]:
+        """Group a key's windows into the windows they merge into: ``[(merged, [members...])]``, by start.
+
+        Non-merging assigners never merge: every window is its own group.
+        """
+        return [(window, [window]) for window in sorted(windows)]
 
     def assign_one(self, timestamp: int) -> list[Window]:
         assigned = self.assign(np.array([timestamp], dtype=np.int64))
@@ -167,6 +213,10 @@ class Sessions(WindowAssigner):
     def __init__(self, gap: Duration) -> None:
         object.__setattr__(self, "gap", positive_millis(gap, "the session gap"))
 
+    def merge(self, windows: Sequence[Window]) -> list[tuple[Window, list[Window]]]:
+        """Overlapping windows merge into their cover (see :func:`merge_windows`)."""
+        return merge_windows(windows)
+
     def assign(self, timestamps: np.ndarray) -> Assignment:
         timestamps = np.asarray(timestamps, dtype=np.int64)
         return Assignment(np.arange(len(timestamps), dtype=np.int64), timestamps, timestamps + self.gap)
@@ -190,7 +240,7 @@ class Global(WindowAssigner):
         )
 
 
-def merge_windows(windows: list[Window]) -> list[tuple[Window, list[Window]]]:
+def merge_windows(windows: Sequence[Window]) -> list[tuple[Window, list[Window]]]:
     """Merge overlapping windows (sessions): ``[(merged, [constituents...]), ...]``.
 
     Sorted by start; a window joins the current group when it starts strictly

@@ -21,8 +21,8 @@ The work is done on Arrow columns with Arrow's C++ kernels (hash group-by):
 no Python object per record. Only bad records (rare) go through pandas, to
 write their reasons and JSON. Which records may be aggregated, and how each
 accumulator is reduced, come from the core
-(:func:`floodmark.core.columnar.open_window_pairs`,
-:func:`~floodmark.core.columnar.accumulator_reductions`), so the partials are
+(:func:`floodmark.core.combine.open_window_pairs`,
+:func:`~floodmark.core.combine.accumulator_reductions`), so the partials are
 exactly what the core's own ``combine`` would make.
 
 The watermark and processing time are those of the batch's control entry,
@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
-from floodmark.core.columnar import accumulator_reductions, open_window_pairs
+from floodmark.core.combine import accumulator_reductions, open_window_pairs
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.spark import blocks
 from floodmark.spark import plan as p

@@ -52,8 +52,8 @@ from pyspark.sql.types import (
 
 from floodmark.core import aggregates as agg
 from floodmark.core.explain import Explanation, explain_window
-from floodmark.core.operator import WindowSpec
 from floodmark.core.panes import AccumulationMode
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP, Duration, non_negative_millis, positive_millis
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger

@@ -30,8 +30,8 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core import aggregates
-from floodmark.core.columnar import accumulator_layout, supports_partials
-from floodmark.core.operator import WindowSpec
+from floodmark.core.combine import accumulator_layout
+from floodmark.core.spec import WindowSpec
 
 # Internal columns (prefixed so that they never clash with user columns).
 BUCKET = "fm_bucket"
@@ -128,7 +128,7 @@ class RuntimePlan:
     @property
     def combines(self) -> bool:
         """Whether records are aggregated before the shuffle (most of the columnar operator's specs)."""
-        return supports_partials(self.spec)
+        return self.spec.combines_records
 
     def accumulator_columns(self) -> list[tuple[str, str, DataType]]:
         """``(core accumulator, Spark column, type)`` for the PARTIAL rows' accumulators."""

@@ -32,8 +32,8 @@ import pandas as pd
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from floodmark.core.columnar import Partials
-from floodmark.core.operator import Emitted
+from floodmark.core.combine import Partials
+from floodmark.core.emitted import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.step import step
 from floodmark.driver.control_log import ControlEntry

@@ -6,13 +6,15 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from floodmark.core.aggregates import Aggregate
-from floodmark.core.operator import Emitted, WindowOperator, WindowSpec
+from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode, Pane
 from floodmark.core.records import BadRecord, LateRecord, RecordBatch
+from floodmark.core.spec import WindowSpec
+from floodmark.core.step import Operator, operator_class
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
-from floodmark.core.windows import WindowAssigner
+from floodmark.core.windows import Window, WindowAssigner
 
 
 class WindowHarness:
@@ -27,6 +29,10 @@ class WindowHarness:
     Every call returns the panes it fired; ``panes``, ``late`` and ``bad`` hold
     everything so far. The watermark and processing time start at MIN and 0;
     lower values than the current ones are ignored (they never go back).
+
+    :arg operator: which execution strategy runs the spec: ``"auto"`` (default: the one Spark would run, the
+        columnar operator when the spec has a columnar form), ``"general"`` or ``"columnar"`` (a ``ValueError``
+        if the spec has no columnar form). Both give the same panes.
     """
 
     def __init__(
@@ -39,6 +45,7 @@ class WindowHarness:
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW,
         watermark: int = MIN_TIMESTAMP,
         processing_time: int = 0,
+        operator: str = "auto",
     ) -> None:
         self.spec = WindowSpec(
             window=window,
@@ -48,7 +55,7 @@ class WindowHarness:
             accumulation=accumulation,
             timestamp_combiner=timestamp_combiner,
         )
-        self.operator = WindowOperator(self.spec, watermark, processing_time)
+        self.operator: Operator = operator_class(self.spec, operator)(self.spec, watermark, processing_time)
         self.panes: list[Pane] = []
         self.late: list[LateRecord] = []
         self.bad: list[BadRecord] = []
@@ -78,11 +85,16 @@ class WindowHarness:
     def watermark(self) -> int:
         return self.operator.watermark
 
+    def open_windows(self, key: Hashable) -> set[Window]:
+        """The windows of ``key`` that hold state (not yet garbage collected)."""
+        return self.operator.table.windows_of(key)
+
     def output_watermark_hold(self) -> int | None:
         return self.operator.output_hold()
 
     def _collect(self, emitted: Emitted) -> list[Pane]:
-        self.panes.extend(emitted.panes)
+        panes = emitted.all_panes()
+        self.panes.extend(panes)
         self.late.extend(emitted.late)
         self.bad.extend(emitted.bad)
-        return emitted.panes
+        return panes

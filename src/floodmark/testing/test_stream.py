@@ -18,9 +18,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.core.operator import WindowSpec
 from floodmark.core.pipeline import Stage, StagedPipeline
 from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 
 

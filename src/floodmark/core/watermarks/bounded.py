@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.core.time import MIN_TIMESTAMP, Duration, non_negative_millis
+from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, non_negative_millis
 from floodmark.core.watermarks.generator import WatermarkGenerator
 from floodmark.core.watermarks.output import WatermarkOutput
 
@@ -32,6 +32,22 @@ class BoundedOutOfOrderness(WatermarkGenerator):
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         output.emit_watermark(self.max_timestamp - self.bound - 1)
 
+    def describe(self) -> str:
+        return f"bounded out-of-orderness, bound {format_duration(self.bound)}"
+
+    def out_of_orderness(self) -> int:
+        return self.bound
+
+    def highest_timestamp(self) -> int | None:
+        # The initial value is a sentinel just above MIN (so that the first watermark is MIN): no record yet.
+        return None if self.max_timestamp == MIN_TIMESTAMP + self.bound + 1 else self.max_timestamp
+
+    def has_seen_records(self) -> bool:
+        return self.highest_timestamp() is not None
+
+    def timestamp_for(self, watermark: int) -> int:
+        return watermark + self.bound + 1
+
 
 class AscendingTimestamps(BoundedOutOfOrderness):
     """Watermark = highest timestamp seen - 1 (Flink's ``AscendingTimestampsWatermarks``).
@@ -42,6 +58,9 @@ class AscendingTimestamps(BoundedOutOfOrderness):
 
     def __init__(self) -> None:
         super().__init__(0)
+
+    def describe(self) -> str:
+        return "ascending timestamps"
 
 
 class LegacyBoundedOutOfOrderness(WatermarkGenerator):
@@ -76,3 +95,18 @@ class LegacyBoundedOutOfOrderness(WatermarkGenerator):
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         output.emit_watermark(self._current_watermark())
+
+    def describe(self) -> str:
+        return f"legacy bounded out-of-orderness (max - bound), bound {format_duration(self.bound)}"
+
+    def out_of_orderness(self) -> int:
+        return self.bound
+
+    def highest_timestamp(self) -> int | None:
+        return None if self.current_max_timestamp == MIN_TIMESTAMP + self.bound else self.current_max_timestamp
+
+    def has_seen_records(self) -> bool:
+        return self.highest_timestamp() is not None
+
+    def timestamp_for(self, watermark: int) -> int:
+        return watermark + self.bound  # watermark = max - bound (no - 1)

@@ -131,6 +131,18 @@ class SourceWatermarks:
         self.multiplexer.restore(state["multiplexer"])
         self.last_periodic = state["last_periodic"]
 
+    def copy(self) -> SourceWatermarks:
+        """An independent copy in the same state (same strategy; snapshot and restore)."""
+        twin = SourceWatermarks(
+            self.strategy,
+            periodic_interval=self.periodic_interval,
+            percentile=self.multiplexer.percentile,
+            start_processing_time=self.clock.now_ms(),
+            max_periodic_catch_up=self.max_periodic_catch_up,
+        )
+        twin.restore(self.snapshot())
+        return twin
+
     def _generator(self, split: str) -> WatermarkGenerator:
         generator = self.generators.get(split)
         if generator is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.core.time import MIN_TIMESTAMP, Duration, non_negative_millis, positive_millis
+from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks.generator import WatermarkGenerator
 from floodmark.core.watermarks.output import WatermarkOutput
 
@@ -58,3 +58,22 @@ class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
             self.max_timestamp = self.logical_time
         else:
             output.emit_watermark(self.max_timestamp - self.bound - 1)
+
+    def describe(self) -> str:
+        return (
+            f"idle-advancing (seed 000), bound {format_duration(self.bound)}, advances on its own after "
+            f"{format_duration(self.wait)} without records"
+        )
+
+    def out_of_orderness(self) -> int:
+        return self.bound
+
+    def highest_timestamp(self) -> int | None:
+        start = MIN_TIMESTAMP + self.bound + 1  # the initial sentinel: no record yet
+        return None if self.last_event_timestamp == start else self.last_event_timestamp
+
+    def has_seen_records(self) -> bool:
+        return self.highest_timestamp() is not None
+
+    def timestamp_for(self, watermark: int) -> int:
+        return watermark + self.bound + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.core.clock import Clock
-from floodmark.core.time import Duration, positive_millis
+from floodmark.core.time import Duration, format_duration, positive_millis
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
 from floodmark.core.watermarks.output import WatermarkOutput
@@ -82,6 +82,28 @@ class WatermarksWithIdleness(WatermarkGenerator):
             output.mark_idle()
         else:
             self.generator.on_periodic_emit(output)
+
+    def describe(self) -> str:
+        return f"{self.generator.describe()}, idle after {format_duration(self.timer.timeout)} without records"
+
+    def out_of_orderness(self) -> int | None:
+        return self.generator.out_of_orderness()
+
+    def highest_timestamp(self) -> int | None:
+        return self.generator.highest_timestamp()
+
+    def has_seen_records(self) -> bool | None:
+        known = self.generator.has_seen_records()
+        return known if known is not None else self.timer.counter > 0
+
+    def timestamp_for(self, watermark: int) -> int | None:
+        return self.generator.timestamp_for(watermark)
+
+    def idle_timeout(self) -> int:
+        return self.timer.timeout
+
+    def inactive_since(self) -> int | None:
+        return self.timer.start_of_inactivity
 
     def snapshot(self) -> dict[str, Any]:
         return {"generator": self.generator.snapshot(), "timer": self.timer.snapshot()}

@@ -19,7 +19,7 @@ import math
 from collections import deque
 from typing import Any
 
-from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.core.time import MIN_TIMESTAMP, format_duration
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
 from floodmark.core.watermarks.output import WatermarkOutput
@@ -31,14 +31,23 @@ def _check_percentile(percentile: float) -> float:
     return float(percentile)
 
 
+def allowed_behind(count: int, percentile: float) -> int:
+    """How many of ``count`` values may stay below the ``percentile`` completeness value (0 for 100: the MIN).
+
+    The completeness value is the sorted values' entry at this index.
+    """
+    if count == 0:
+        return 0
+    return min(math.floor(count * (1.0 - _check_percentile(percentile) / 100.0) + 1e-9), count - 1)
+
+
 def completeness_percentile(values: list[int], percentile: float) -> int:
     """The highest value that at least ``percentile`` % of ``values`` are at or above.
 
     ``percentile = 100`` gives the minimum; lower values move towards the maximum.
     """
     ordered = sorted(values)
-    index = math.floor(len(ordered) * (1.0 - _check_percentile(percentile) / 100.0) + 1e-9)
-    return ordered[min(index, len(ordered) - 1)]
+    return ordered[allowed_behind(len(ordered), percentile)]
 
 
 class PercentileOfRecentTimestamps(WatermarkGenerator):
@@ -91,6 +100,22 @@ class PercentileOfRecentTimestamps(WatermarkGenerator):
             output.emit_watermark(MIN_TIMESTAMP)
         else:
             output.emit_watermark(self.max_timestamp - self.current_bound() - 1)
+
+    def describe(self) -> str:
+        bound = format_duration(self.current_bound())
+        return f"percentile-of-recent-delays (p{self.percentile:g}), current bound {bound}"
+
+    def out_of_orderness(self) -> int:
+        return self.current_bound()
+
+    def highest_timestamp(self) -> int | None:
+        return self.max_timestamp
+
+    def has_seen_records(self) -> bool:
+        return self.max_timestamp is not None
+
+    def timestamp_for(self, watermark: int) -> int:
+        return watermark + self.current_bound() + 1
 
     def snapshot(self) -> dict[str, Any]:
         return {"max_timestamp": self.max_timestamp, "delays": list(self.delays)}

@@ -1,0 +1,61 @@
+"""What one window-operator call produced: panes, late records, bad records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from floodmark.core.panes import Pane, Timing
+from floodmark.core.records import BadRecord, LateRecord
+from floodmark.core.values import plain
+from floodmark.core.windows import Window
+
+
+@dataclass
+class Emitted:
+    """What one operator call produced.
+
+    Panes come as :class:`Pane` objects (``panes``, the general operator) or as
+    pandas frames (``pane_frames``, the columnar operator: columns ``key``,
+    ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``index``,
+    ``nonspeculative_index``, ``is_last`` and ``value`` or ``value.<name>``), so
+    that runtimes never build a Python object per pane. :meth:`all_panes` gives
+    both as objects, in order.
+    """
+
+    panes: list[Pane] = field(default_factory=list)
+    late: list[LateRecord] = field(default_factory=list)
+    bad: list[BadRecord] = field(default_factory=list)
+    pane_frames: list[pd.DataFrame] = field(default_factory=list)
+
+    def extend(self, other: Emitted) -> None:
+        self.panes.extend(other.panes)
+        self.late.extend(other.late)
+        self.bad.extend(other.bad)
+        self.pane_frames.extend(other.pane_frames)
+
+    def pane_count(self) -> int:
+        return len(self.panes) + sum(len(f) for f in self.pane_frames)
+
+    def all_panes(self) -> list[Pane]:
+        """Every pane as a :class:`Pane` object (frames converted, in order after ``panes``)."""
+        panes = list(self.panes)
+        for frame in self.pane_frames:
+            value_columns = [c for c in frame.columns if c == "value" or c.startswith("value.")]
+            for row in frame.to_dict("records"):
+                named = {c[len("value.") :]: plain(row[c]) for c in value_columns if c != "value"}
+                value = plain(row["value"]) if "value" in row else named
+                panes.append(
+                    Pane(
+                        key=row["key"],
+                        window=Window(int(row["window_start"]), int(row["window_end"])),
+                        value=value,
+                        timestamp=int(row["timestamp"]),
+                        timing=Timing(row["timing"]),
+                        index=int(row["index"]),
+                        nonspeculative_index=int(row["nonspeculative_index"]),
+                        is_last=bool(row["is_last"]),
+                    )
+                )
+        return panes

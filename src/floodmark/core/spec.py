@@ -1,0 +1,74 @@
+"""``WindowSpec``: everything that defines one windowed aggregation (Beam's ``WindowingStrategy`` + combine)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from floodmark.core.aggregates import Aggregate, ColumnarLayout, Several, columnar_layout
+from floodmark.core.panes import AccumulationMode
+from floodmark.core.time import Duration, non_negative_millis
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.triggers import ColumnarTrigger, Default, Trigger
+from floodmark.core.windows import Window, WindowAssigner, horizon
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """Everything that defines a windowed aggregation.
+
+    :arg window: the window assigner. :arg aggregate: what each pane computes; a ``{name: aggregate}``
+        mapping means ``aggregates.several(**mapping)`` (panes carry a dict).
+    :arg trigger: when panes fire (default: :class:`~floodmark.core.triggers.Default`).
+    :arg allowed_lateness: how long after its max timestamp (in watermark time) a
+        window keeps its state and accepts records (ms or timedelta, >= 0).
+    :arg accumulation: ACCUMULATING or DISCARDING panes.
+    :arg timestamp_combiner: the panes' output timestamps.
+    """
+
+    window: WindowAssigner
+    aggregate: Aggregate
+    trigger: Trigger = field(default_factory=Default)
+    allowed_lateness: int = 0
+    accumulation: AccumulationMode = AccumulationMode.DISCARDING
+    timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.window, WindowAssigner):
+            raise TypeError(f"window must be a window assigner, got {type(self.window).__name__}")
+        if isinstance(self.aggregate, Mapping):
+            object.__setattr__(self, "aggregate", Several(dict(self.aggregate)))
+        if not isinstance(self.aggregate, Aggregate):
+            raise TypeError(f"aggregate must be an Aggregate, got {type(self.aggregate).__name__}")
+        if not isinstance(self.trigger, Trigger):
+            raise TypeError(f"trigger must be a Trigger, got {type(self.trigger).__name__}")
+        lateness: Duration = self.allowed_lateness
+        object.__setattr__(self, "allowed_lateness", non_negative_millis(lateness, "allowed lateness"))
+        object.__setattr__(self, "accumulation", AccumulationMode(self.accumulation))
+        object.__setattr__(self, "timestamp_combiner", TimestampCombiner(self.timestamp_combiner))
+
+    def horizon(self, window: Window) -> int:
+        """The watermark at which ``window`` is garbage collected: max timestamp + allowed lateness."""
+        return horizon(window.end, self.allowed_lateness)
+
+    @cached_property
+    def columnar_trigger(self) -> ColumnarTrigger | None:
+        """The trigger's columnar form, when the columnar operator can run this spec's windows (not merging)."""
+        return None if self.window.is_merging else self.trigger.columnar()
+
+    @cached_property
+    def columnar_layout(self) -> ColumnarLayout | None:
+        """The aggregate's columnar form (numeric accumulator columns), if it has one."""
+        return columnar_layout(self.aggregate)
+
+    @property
+    def is_columnar(self) -> bool:
+        """Can the columnar (vectorised) operator run this spec? Both operators give the same panes."""
+        return self.columnar_trigger is not None and self.columnar_layout is not None
+
+    @property
+    def combines_records(self) -> bool:
+        """Can on-time records be aggregated before the shuffle (map-side partials)? Not when panes depend
+        on which records arrived in which order (early count firings)."""
+        return self.is_columnar and not self.columnar_trigger.needs_records  # type: ignore[union-attr]

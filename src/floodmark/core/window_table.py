@@ -1,0 +1,474 @@
+"""The open windows of one operator as a table, and the pane rules both window operators share.
+
+One row per open (key, window). The general and the columnar operator keep their
+windows here and fire them through :meth:`WindowTable.fire`, so what a pane *is*
+is decided once, vectorised, whichever operator runs the spec (Beam's
+``ReduceFnRunner`` rules, Flink's boundary convention; ``docs/semantics.md``):
+
+* **timing**: EARLY while the watermark has not reached the window's max
+  timestamp; then the first pane is ON_TIME if a record arrived before that
+  (``held``), LATE otherwise; every pane after an ON_TIME or LATE pane is LATE;
+* **emission**: an empty pane is emitted only when it is the ON_TIME pane (Beam's
+  ``OnTimeBehavior.FIRE_ALWAYS``); other empty firings only reset the window;
+* **indices**: ``index`` counts a window's emitted panes from 0;
+  ``nonspeculative_index`` counts its ON_TIME and LATE panes from 0 (-1 for EARLY);
+* **timestamp**: the timestamp combiner's, from the holds of records that arrived
+  before the watermark reached the max timestamp (:meth:`add_arrivals`; late
+  records do not hold), capped at the max timestamp;
+* **after a pane** the window starts over: no record pending, no hold; in
+  DISCARDING mode its accumulator restarts too (:meth:`emit`);
+* **garbage collection** at the horizon (``max timestamp + allowed lateness``,
+  :func:`~floodmark.core.windows.horizon`): a window whose trigger has not
+  finished and which still has unemitted records fires a last pane first
+  (:meth:`needs_final_pane`), then its row is released.
+
+Columns (numpy arrays, one entry per row; released rows are reused):
+
+* ``start``, ``end``: the window ``[start, end)`` in ms; ``live``: the row is in use;
+* ``new_count``: records since the last pane; ``pending``: processing time (ms) of
+  the oldest of them (:data:`NO_TIME`: none);
+* ``hold``: their combined output time (the combiner's ``empty_hold``: none);
+  ``held``: a record arrived before the watermark reached the max timestamp and no
+  ON_TIME/LATE pane fired since, so the window holds the stage's output watermark;
+* ``pane_index``, ``nonspec``: the next pane's index and non-speculative index;
+  ``had_nonearly``: an ON_TIME or LATE pane was emitted;
+* ``closed``: the trigger finished; records for the window go to the late output
+  (WINDOW_CLOSED) until it is garbage collected.
+
+Operators add columns of their own (accumulators, trigger state) with
+``extra_columns``; the accumulator store (:class:`Accumulators`) says how pane
+values come from them and how they restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from floodmark.core.panes import AccumulationMode, Pane, Timing
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.windows import Window, horizon, max_timestamp, window_reached
+
+NO_TIME = np.iinfo(np.int64).max
+"""'No value' in int64 processing-time columns."""
+
+EARLY, ON_TIME, LATE = 0, 1, 2
+TIMING_NAMES = np.array([t.value for t in (Timing.EARLY, Timing.ON_TIME, Timing.LATE)], dtype=object)
+
+
+def pane_timing(had_nonearly: np.ndarray, reached: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """The timing code (EARLY, ON_TIME, LATE) of a window's next pane (see the module docstring)."""
+    return np.where(had_nonearly, LATE, np.where(reached, np.where(held, ON_TIME, LATE), EARLY))
+
+
+class Accumulators(Protocol):
+    """An operator's accumulator storage, as the table needs it to emit panes."""
+
+    def results(self, rows: np.ndarray) -> Any:
+        """Pane values of ``rows`` (a list of values, or ``{part: array}`` for columnar results)."""
+
+    def reset(self, rows: np.ndarray) -> None:
+        """Restart the accumulators of ``rows`` (empty)."""
+
+
+@dataclass(frozen=True)
+class Firing:
+    """The panes one :meth:`WindowTable.fire` call decided, one entry per firing (vectorised).
+
+    :ivar rows: table rows. :ivar emitted: the pane is emitted (False: an empty non-ON_TIME firing, which only
+        reset the window). :ivar timing: EARLY/ON_TIME/LATE codes. :ivar index, nonspeculative_index: the
+        panes' indices (-1 for EARLY panes). :ivar timestamp: output timestamps (ms). :ivar is_last: no pane
+        follows for the window.
+    """
+
+    rows: np.ndarray
+    emitted: np.ndarray
+    timing: np.ndarray
+    index: np.ndarray
+    nonspeculative_index: np.ndarray
+    timestamp: np.ndarray
+    is_last: np.ndarray
+
+
+@dataclass(frozen=True)
+class PaneBook:
+    """One window's bookkeeping, read-only (``explain`` shows it).
+
+    :ivar records_since_last_pane: records added since the previous pane (0: the next pane is empty).
+    :ivar panes_emitted: panes emitted so far (the next pane's index).
+    :ivar nonspeculative_emitted: ON_TIME and LATE panes emitted so far.
+    :ivar nonearly_fired: an ON_TIME or LATE pane has been emitted.
+    :ivar finished: the trigger finished (the window is closed until garbage collection).
+    :ivar holds_output_watermark: a record arrived before the watermark reached the max timestamp and no
+        ON_TIME/LATE pane has fired since (its first non-early pane will be ON_TIME).
+    :ivar output_hold: the output timestamp its next pane carries, while it holds the output watermark.
+    :ivar pending_since: processing time (ms) of the oldest record not yet emitted in a pane.
+    """
+
+    window: Window
+    records_since_last_pane: int
+    panes_emitted: int
+    nonspeculative_emitted: int
+    nonearly_fired: bool
+    finished: bool
+    holds_output_watermark: bool
+    output_hold: int | None
+    pending_since: int | None
+
+
+@dataclass(frozen=True)
+class WindowView:
+    """What an operator holds for one key's window, read-only (``window_view``; ``explain`` shows it).
+
+    :ivar book: the window's bookkeeping. :ivar trigger_state: the trigger's state as the trigger protocol
+        defines it (the columnar operator rebuilds it from its columns: ``Trigger.columnar_state``).
+    :ivar engine: which operator holds it. :ivar details: the operator's own remarks on the window's state.
+    :ivar note: a remark on the lookup, e.g. that a session covering the window asked about stands in for it.
+    """
+
+    book: PaneBook
+    trigger_state: dict[str, Any]
+    engine: str
+    details: tuple[str, ...] = ()
+    note: str | None = None
+
+
+class WindowTable:
+    """The open windows of one operator (see the module docstring).
+
+    :arg combiner: the spec's timestamp combiner (holds and pane timestamps).
+    :arg allowed_lateness: the spec's allowed lateness in ms (horizons).
+    :arg accumulation: the spec's accumulation mode (what :meth:`emit` does to accumulators).
+    :arg extra_columns: the operator's own columns, ``{name: (dtype, value of a new row)}``.
+    :arg track_keys: also index rows by key (merging windows look up a key's windows).
+    """
+
+    def __init__(
+        self,
+        combiner: TimestampCombiner,
+        allowed_lateness: int,
+        accumulation: AccumulationMode,
+        extra_columns: dict[str, tuple[Any, Any]] | None = None,
+        track_keys: bool = False,
+    ) -> None:
+        self.combiner = combiner
+        self.allowed_lateness = allowed_lateness
+        self.accumulation = accumulation
+        self.accumulators: Accumulators | None = None
+        self.empty: dict[str, Any] = {
+            "start": 0,
+            "end": 0,
+            "new_count": 0,
+            "hold": combiner.empty_hold,
+            "pane_index": 0,
+            "nonspec": 0,
+            "pending": NO_TIME,
+            "held": False,
+            "had_nonearly": False,
+            "closed": False,
+            "live": False,
+        }
+        dtypes = {name: bool if isinstance(value, bool) else np.int64 for name, value in self.empty.items()}
+        for name, (dtype, value) in (extra_columns or {}).items():
+            dtypes[name], self.empty[name] = dtype, value
+        self.cols: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in dtypes.items()}
+        self.keys: list[Any] = []
+        self.index: dict[tuple[Any, int], int] = {}
+        self.free: list[int] = []
+        self.key_rows: dict[Any, set[int]] | None = {} if track_keys else None
+
+    # ------------------------------------------------------------------ rows
+    def row_of(self, key: Hashable, start: int) -> int | None:
+        """The row of ``key``'s window starting at ``start``, if open."""
+        return self.index.get((key, start))
+
+    def rows_for(self, keys: Sequence[Any], starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The row of each (key, window), opening missing ones; also whether each existed before."""
+        found = [self.index.get((k, s), -1) for k, s in zip(keys, starts.tolist(), strict=True)]
+        rows = np.array(found, dtype=np.int64)
+        existed = rows >= 0
+        missing = np.flatnonzero(~existed)
+        if len(missing):
+            new_rows = self._allocate(len(missing))
+            rows[missing] = new_rows
+            self.cols["start"][new_rows] = starts[missing]
+            self.cols["end"][new_rows] = ends[missing]
+            for i, row in zip(missing.tolist(), new_rows.tolist(), strict=True):
+                self._register(row, keys[i], int(starts[i]))
+        return rows, existed
+
+    def open(self, key: Hashable, window: Window) -> int:
+        """Open one new row for ``key``'s ``window`` (which must not be open) and return it."""
+        row = int(self._allocate(1)[0])
+        self.cols["start"][row], self.cols["end"][row] = window.start, window.end
+        self._register(row, key, window.start)
+        return row
+
+    def release(self, rows: np.ndarray) -> None:
+        """Close ``rows``: forget their windows and reuse the rows."""
+        starts = self.cols["start"][rows].tolist()
+        for row, start in zip(rows.tolist(), starts, strict=True):
+            key = self.keys[row]
+            del self.index[(key, start)]
+            if self.key_rows is not None:
+                self.key_rows[key].discard(row)
+                if not self.key_rows[key]:
+                    del self.key_rows[key]
+            self.keys[row] = None
+        for column in self.cols.values():
+            if column.dtype == object:
+                column[rows] = None  # drop references: accumulators and trigger states can be large
+        self.cols["live"][rows] = False
+        self.free.extend(rows.tolist())
+
+    def rows_of_key(self, key: Hashable) -> list[int]:
+        """The open rows of ``key`` (needs ``track_keys``)."""
+        assert self.key_rows is not None, "the table does not track keys"
+        return sorted(self.key_rows.get(key, ()))
+
+    def windows_of(self, key: Hashable) -> set[Window]:
+        """The open windows of ``key`` (a scan unless the table tracks keys: for tests and inspection)."""
+        if self.key_rows is not None:
+            return {self.window(r) for r in self.key_rows.get(key, ())}
+        return {self.window(r) for r in self.live_rows().tolist() if self.keys[r] == key}
+
+    def live_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.cols["live"])
+
+    def window(self, row: int) -> Window:
+        return Window(int(self.cols["start"][row]), int(self.cols["end"][row]))
+
+    def window_count(self) -> int:
+        return int(self.cols["live"].sum())
+
+    def _register(self, row: int, key: Any, start: int) -> None:
+        self.keys[row] = key
+        self.index[(key, start)] = row
+        if self.key_rows is not None:
+            self.key_rows.setdefault(key, set()).add(row)
+
+    def _allocate(self, count: int) -> np.ndarray:
+        reuse = self.free[-count:] if count <= len(self.free) else list(self.free)
+        del self.free[len(self.free) - len(reuse) :]
+        fresh = count - len(reuse)
+        if fresh:
+            size = len(self.cols["live"])
+            grow = max(fresh, size // 2)  # amortised growth: allocating a row is O(1) on average
+            for name, column in self.cols.items():
+                self.cols[name] = np.concatenate([column, np.zeros(grow, dtype=column.dtype)])
+            self.free.extend(range(size + fresh, size + grow))
+            self.keys.extend([None] * grow)
+            reuse = list(reuse) + list(range(size, size + fresh))
+        rows = np.array(reuse, dtype=np.int64)
+        for name, value in self.empty.items():
+            self.cols[name][rows] = value
+        self.cols["live"][rows] = True
+        return rows
+
+    # ----------------------------------------------------------- boundaries
+    def reached(self, rows: np.ndarray, watermark: int) -> np.ndarray:
+        """Has the watermark reached the windows' max timestamps?"""
+        return window_reached(self.cols["end"][rows], watermark)
+
+    def horizons(self, rows: np.ndarray) -> np.ndarray:
+        return horizon(self.cols["end"][rows], self.allowed_lateness)
+
+    def expired(self, watermark: int) -> np.ndarray:
+        """Open rows whose horizon the watermark has reached (garbage collected at this watermark)."""
+        c = self.cols
+        return np.flatnonzero(c["live"] & (horizon(c["end"], self.allowed_lateness) <= watermark))
+
+    def needs_final_pane(self, rows: np.ndarray) -> np.ndarray:
+        """Garbage collection emits a last pane for these windows: trigger not finished, records unemitted."""
+        return ~self.cols["closed"][rows] & (self.cols["new_count"][rows] > 0)
+
+    # -------------------------------------------------------------- records
+    def add_arrivals(
+        self, rows: np.ndarray, counts: np.ndarray, watermark: int, processing_time: int, hold_times: np.ndarray
+    ) -> None:
+        """``counts`` records arrived for ``rows`` (distinct) at ``watermark`` and ``processing_time``.
+
+        Beam's hold rule: a window's records hold its output time (``hold_times``, one combined value per row)
+        only while the watermark has not reached its max timestamp; late records never hold.
+        """
+        c = self.cols
+        c["new_count"][rows] += counts
+        pending = c["pending"][rows]
+        c["pending"][rows] = np.where(pending == NO_TIME, processing_time, pending)
+        holds = ~window_reached(c["end"][rows], watermark)
+        holding = rows[holds]
+        if len(holding):
+            c["held"][holding] = True
+            c["hold"][holding] = self.combiner.fold(c["hold"][holding], np.asarray(hold_times)[holds])
+
+    # --------------------------------------------------------------- firing
+    def fire(
+        self,
+        rows: np.ndarray,
+        watermark: int,
+        is_last: np.ndarray,
+        counts: np.ndarray | None = None,
+        holds: np.ndarray | None = None,
+    ) -> Firing:
+        """Fire ``rows`` at ``watermark``: decide each pane (see the module docstring) and start the windows over.
+
+        A row may fire several times in one call (a pane after every n-th record, a LATE pane per late record):
+        its firings must be consecutive and in order, and carry ``counts`` (records in each pane, >= 1) and
+        ``holds`` (each pane's combined output time). By default a firing carries the window's pending records
+        and hold. Accumulators are the caller's (see :meth:`emit`).
+        """
+        c = self.cols
+        repeated = len(rows) > 1 and bool((rows[1:] == rows[:-1]).any())
+        counts = c["new_count"][rows] if counts is None else counts
+        holds = c["hold"][rows] if holds is None else holds
+        timing = pane_timing(c["had_nonearly"][rows], self.reached(rows, watermark), c["held"][rows])
+        if repeated:
+            first = np.r_[True, rows[1:] != rows[:-1]]
+            run = np.cumsum(first) - 1
+            rank = np.arange(len(rows)) - np.flatnonzero(first)[run]
+            # After a row's first (emitted) firing, a non-early one makes every following firing LATE.
+            timing = np.where((rank == 0) | (timing == EARLY), timing, LATE)
+        emitted = (counts > 0) | (timing == ON_TIME)
+        nonearly = emitted & (timing != EARLY)
+        if repeated:
+            index = c["pane_index"][rows] + _before_in_run(emitted, first, run)
+            nonspec = c["nonspec"][rows] + _before_in_run(nonearly, first, run)
+            np.add.at(c["pane_index"], rows, emitted)
+            np.add.at(c["nonspec"], rows, nonearly)
+        else:
+            index, nonspec = c["pane_index"][rows], c["nonspec"][rows]
+            c["pane_index"][rows] = index + emitted
+            c["nonspec"][rows] = nonspec + nonearly
+        firing = Firing(
+            rows=rows,
+            emitted=emitted,
+            timing=timing,
+            index=index,
+            nonspeculative_index=np.where(timing == EARLY, -1, nonspec),
+            timestamp=self.combiner.pane_timestamps(holds, max_timestamp(c["end"][rows])),
+            is_last=np.asarray(is_last, dtype=bool),
+        )
+        done = rows[nonearly]
+        c["had_nonearly"][done] = True
+        c["held"][done] = False
+        c["hold"][rows] = self.combiner.empty_hold
+        c["new_count"][rows] = 0
+        c["pending"][rows] = NO_TIME
+        return firing
+
+    def emit(self, rows: np.ndarray, watermark: int, is_last: np.ndarray) -> tuple[Firing, Any]:
+        """Fire ``rows`` (distinct) with their accumulators' values; DISCARDING restarts the accumulators."""
+        assert self.accumulators is not None, "the operator has not attached its accumulators"
+        values = self.accumulators.results(rows)
+        firing = self.fire(rows, watermark, is_last)
+        if self.accumulation is AccumulationMode.DISCARDING:
+            self.accumulators.reset(rows)
+        return firing, values
+
+    # ---------------------------------------------------------------- output
+    def pane_frame(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> pd.DataFrame:
+        """The emitted panes of ``firing`` as a frame (``Emitted.pane_frames``); ``results`` per firing."""
+        keep = firing.emitted
+        rows = firing.rows[keep]
+        keys = np.empty(len(rows), dtype=object)
+        keys[:] = [self.keys[r] for r in rows.tolist()]
+        frame = pd.DataFrame(
+            {
+                "key": keys,
+                "window_start": self.cols["start"][rows],
+                "window_end": self.cols["end"][rows],
+                "timestamp": firing.timestamp[keep],
+                "timing": TIMING_NAMES[firing.timing[keep]],
+                "index": firing.index[keep],
+                "nonspeculative_index": firing.nonspeculative_index[keep],
+                "is_last": firing.is_last[keep],
+            }
+        )
+        for name, values in results.items():
+            frame["value" if single else f"value.{name}"] = np.asarray(values)[keep]
+        return frame
+
+    def panes(self, firing: Firing, values: Sequence[Any]) -> list[Pane]:
+        """The emitted panes of ``firing`` as :class:`Pane` objects; ``values`` per firing."""
+        panes = []
+        for i in np.flatnonzero(firing.emitted).tolist():
+            row = int(firing.rows[i])
+            panes.append(
+                Pane(
+                    key=self.keys[row],
+                    window=self.window(row),
+                    value=values[i],
+                    timestamp=int(firing.timestamp[i]),
+                    timing=Timing(TIMING_NAMES[firing.timing[i]]),
+                    index=int(firing.index[i]),
+                    nonspeculative_index=int(firing.nonspeculative_index[i]),
+                    is_last=bool(firing.is_last[i]),
+                )
+            )
+        return panes
+
+    # ---------------------------------------------------------------- gauges
+    def output_hold(self) -> int | None:
+        """The lowest output timestamp a pending pane will carry (holds the stage's output watermark), or None."""
+        c = self.cols
+        rows = np.flatnonzero(c["live"] & c["held"] & ~c["closed"])
+        if not len(rows):
+            return None
+        return int(self.combiner.pane_timestamps(c["hold"][rows], max_timestamp(c["end"][rows])).min())
+
+    def oldest_pending(self) -> int | None:
+        """Processing time of the oldest record not yet emitted in a pane, or None."""
+        pending = self.cols["pending"][self.cols["live"]]
+        pending = pending[pending != NO_TIME]
+        return int(pending.min()) if len(pending) else None
+
+    def book(self, row: int) -> PaneBook:
+        """The bookkeeping of ``row`` (read-only)."""
+        c = self.cols
+        hold, pending = int(c["hold"][row]), int(c["pending"][row])
+        held, closed = bool(c["held"][row]), bool(c["closed"][row])
+        window = self.window(row)
+        holds = held and not closed
+        return PaneBook(
+            window=window,
+            records_since_last_pane=int(c["new_count"][row]),
+            panes_emitted=int(c["pane_index"][row]),
+            nonspeculative_emitted=int(c["nonspec"][row]),
+            nonearly_fired=bool(c["had_nonearly"][row]),
+            finished=closed,
+            holds_output_watermark=holds,
+            output_hold=int(self.combiner.pane_timestamps(hold, window.max_timestamp)) if holds else None,
+            pending_since=None if pending == NO_TIME else pending,
+        )
+
+    # -------------------------------------------------------------- snapshot
+    def snapshot(self) -> dict[str, Any]:
+        """The open rows as plain data: ``{"keys": [...], "cols": {name: array}}``."""
+        live = self.live_rows()
+        return {"keys": [self.keys[r] for r in live.tolist()], "cols": {n: c[live] for n, c in self.cols.items()}}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Replace the table's rows with a :meth:`snapshot`'s (columns it lacks get their new-row value)."""
+        size = len(data["keys"])
+        for name, column in self.cols.items():
+            saved = data["cols"].get(name)
+            self.cols[name] = np.asarray(saved, dtype=column.dtype) if saved is not None else np.full(
+                size, self.empty[name], dtype=column.dtype
+            )
+        self.keys = list(data["keys"])
+        self.free = []
+        self.index = {}
+        if self.key_rows is not None:
+            self.key_rows = {}
+        for row, (key, start) in enumerate(zip(self.keys, self.cols["start"].tolist(), strict=True)):
+            self._register(row, key, start)
+
+
+def _before_in_run(flags: np.ndarray, first: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """For each entry, how many earlier entries of its run (runs start where ``first``) have ``flags``."""
+    counts = np.cumsum(flags) - flags
+    return counts - counts[np.flatnonzero(first)][run]
