@@ -39,9 +39,9 @@ from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
 
-from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.triggers import Default, Trigger
-from floodmark.spark import EventTimeAggregation, local_session
+from floodmark.spark import EventTimeAggregation, SourceTime, local_session
 
 SCHEMA = "ts LONG, k STRING, p INT"
 
@@ -99,12 +99,10 @@ def aggregation(spark, directory: Path, trigger: Trigger | None = None) -> Event
         stream,
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
-        window=windows.Tumbling(60_000),
-        aggregations={"n": aggregates.count()},
-        known_splits=["0", "1", "2", "3"],
-        trigger=trigger or Default(),
+        spec=WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}, trigger=trigger or Default()),
+        time=SourceTime(
+            WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=["0", "1", "2", "3"]
+        ),
     )
 
 
@@ -144,9 +142,8 @@ def idle_batches(spark, work: Path, batches: int = 8) -> float:
         spark.readStream.schema(SCHEMA).parquet(str(empty)),
         event_time="ts",
         key_by=["k"],
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5_000),
-        window=windows.Tumbling(60_000),
-        aggregations={"n": aggregates.count()},
+        spec=WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(5_000)),
     )
     handle = agg.start(str(work / "idle-ckpt"), str(work / "idle-out"), trigger_interval="0 seconds")
     try:

@@ -6,6 +6,8 @@ from floodmark import AccumulationMode, LateReason, TimestampCombiner, Timing, a
 from floodmark.core.windows import Window
 from floodmark.testing import WindowHarness
 
+pytestmark = pytest.mark.usefixtures("both_operators")  # every test runs on the general and the columnar operator
+
 
 def summary(panes):
     return [(p.window.start, p.value, p.timing.value, p.index, p.nonspeculative_index, p.is_last) for p in panes]

@@ -1,8 +1,12 @@
 """Session windows: merging, Beam's strict-overlap rule, late records bridging sessions."""
 
+import pytest
+
 from floodmark import AccumulationMode, aggregates, triggers, windows
 from floodmark.core.windows import Window, merge_windows
 from floodmark.testing import WindowHarness
+
+pytestmark = pytest.mark.usefixtures("both_operators")  # every test runs on the general and the columnar operator
 
 
 def sessions(**kwargs):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from floodmark import WatermarkStrategy, aggregates, triggers, windows
-from floodmark.spark import EventTimeAggregation, local_session
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, SourceTime, local_session
 
 
 def main(input_dir: str, checkpoint: str, output: str) -> None:
@@ -21,12 +21,12 @@ def main(input_dir: str, checkpoint: str, output: str) -> None:
         source,
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(0),
-        window=windows.Tumbling(10_000),
-        trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)),
-        aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
-        known_splits=["0", "1"],
+        spec=WindowSpec(
+            windows.Tumbling(10_000),
+            {"n": aggregates.count(), "total": aggregates.sum("v")},
+            trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)),
+        ),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p", known_splits=["0", "1"]),
     )
     # A trigger interval long enough that the test can kill the driver in the middle of the stream.
     agg.run_to_completion(checkpoint, output, trigger_interval="500 milliseconds", timeout_s=600)

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from spark_helpers import read_output, write_batches
 
-from floodmark import WatermarkStrategy, aggregates, windows
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.driver.checkpoint_files import LocalFiles, has_scheme, join
 from floodmark.driver.control_log import ControlEntry
-from floodmark.spark import EventTimeAggregation
+from floodmark.spark import EventTimeAggregation, SourceTime
 from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
 from floodmark.spark.hadoop_files import HadoopFiles, files_for
 from floodmark.spark.pipeline import first_batch_id
@@ -99,10 +99,8 @@ def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path):
             spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in")),
             event_time="ts",
             key_by=["k"],
-            split="p",
-            watermarks=WatermarkStrategy.for_bounded_out_of_orderness(0),
-            window=windows.Tumbling(1_000),
-            aggregations={"n": aggregates.count()},
+            spec=WindowSpec(windows.Tumbling(1_000), {"n": aggregates.count()}),
+            time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
         )
 
     first = aggregation().start(checkpoint, output, trigger_interval="0 seconds")

@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import functions as F
 from spark_helpers import read_output, write_batches
 
-from floodmark import WatermarkStrategy, aggregates, windows
-from floodmark.spark import EventTimeAggregation
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.spark import EventTimeAggregation, SourceTime
 from floodmark.spark.session import ROCKSDB_PROVIDER
 
 pytestmark = pytest.mark.spark
@@ -25,8 +25,16 @@ def definition(events, **overrides):
         "watermarks": WatermarkStrategy.for_bounded_out_of_orderness(0),
         "window": windows.Tumbling(1_000),
         "aggregations": {"n": aggregates.count()},
+        "known_splits": (),
     }
-    return EventTimeAggregation(events, **{**arguments, **overrides})
+    a = {**arguments, **overrides}
+    return EventTimeAggregation(
+        events,
+        event_time=a["event_time"],
+        key_by=a["key_by"],
+        spec=WindowSpec(a["window"], a["aggregations"]),
+        time=SourceTime(a["watermarks"], split=a["split"], known_splits=a["known_splits"]),
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers,
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
-from floodmark.spark import EventTimeAggregation
+from floodmark.spark import EventTimeAggregation, SourceTime
 
 pytestmark = pytest.mark.spark
 
@@ -160,11 +160,8 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         .parquet(str(tmp_path / "in")),
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(1_000),
-        aggregations=aggregations,
-        known_splits=["0", "1", "2"],
-        **spec_args,
+        spec=WindowSpec(aggregate=aggregations, **spec_args),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000), split="p", known_splits=["0", "1", "2"]),
     )
     assert agg.plan.combines == (spec_args is COLUMNAR_EARLY_SPEC)
     assert agg.plan.spec.is_columnar == (spec_args is not GENERAL_SPEC)

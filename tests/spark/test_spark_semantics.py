@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 from spark_helpers import read_output, write_batches
 
-from floodmark import WatermarkStrategy, aggregates, triggers, windows
-from floodmark.spark import EventTimeAggregation
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, SourceTime
 
 pytestmark = pytest.mark.spark
 
@@ -60,11 +60,12 @@ def test_lagging_split_is_not_dropped_by_floodmark_but_is_by_native_spark(spark,
         stream(spark, tmp_path / "in"),
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(5 * SECOND),
-        window=windows.Tumbling(MINUTE),
-        aggregations={"n": aggregates.count()},
-        known_splits=["0", "1"],  # like Kafka's partitions: known before their first record
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+        time=SourceTime(
+            WatermarkStrategy.for_bounded_out_of_orderness(5 * SECOND),
+            split="p",
+            known_splits=["0", "1"],  # like Kafka's partitions: known before their first record
+        ),
     )
     agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
     panes = read_output(spark, tmp_path / "out" / "panes")
@@ -97,10 +98,8 @@ def test_idle_split_blocks_windows_unless_idleness_is_configured(spark, tmp_path
             stream(spark, tmp_path / "in"),
             event_time="ts",
             key_by=["k"],
-            split="p",
-            watermarks=strategy,
-            window=windows.Tumbling(MINUTE),
-            aggregations={"n": aggregates.count()},
+            spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+            time=SourceTime(strategy, split="p"),
         )
         handle = agg.start(
             str(tmp_path / name / "ckpt"), str(tmp_path / name / "out"), trigger_interval="500 milliseconds"
@@ -124,10 +123,8 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
         stream(spark, tmp_path / "in"),
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_idle_advancing(bound=0, wait=2 * SECOND, interval=200),
-        window=windows.Tumbling(10 * SECOND),
-        aggregations={"n": aggregates.count()},
+        spec=WindowSpec(windows.Tumbling(10 * SECOND), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_idle_advancing(bound=0, wait=2 * SECOND, interval=200), split="p"),
     )
     interval_ms = 1_000
     handle = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval="1 second")
@@ -175,12 +172,13 @@ def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, t
         stream(spark, tmp_path / "in"),
         event_time="ts",
         key_by=["k"],
-        split="p",
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(0),
-        window=windows.Tumbling(MINUTE),
-        trigger=triggers.AfterWatermark(late=triggers.AfterCount(1)),
-        allowed_lateness=20 * SECOND,
-        aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
+        spec=WindowSpec(
+            windows.Tumbling(MINUTE),
+            {"n": aggregates.count(), "total": aggregates.sum("v")},
+            trigger=triggers.AfterWatermark(late=triggers.AfterCount(1)),
+            allowed_lateness=20 * SECOND,
+        ),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
         max_future_skew=aggregates_skew(),
     )
     agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)

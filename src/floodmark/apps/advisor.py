@@ -51,6 +51,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive_millis
+from floodmark.core.values import unwrap
 
 PRECISION_BITS = 7
 """Bins per power of two = ``2 ** PRECISION_BITS``: relative bin width <= 1/128 (0.78 %)."""
@@ -132,7 +133,7 @@ def _split_codes(splits: ArrayLike | None, n: int) -> tuple[np.ndarray, list[Has
         raise ValueError(f"splits must be one-dimensional with one entry per record ({n}), got shape {values.shape}")
     # pandas' hash factorisation: O(n), any hashable, codes in order of first appearance.
     codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), [u.item() if isinstance(u, np.generic) else u for u in uniques]
+    return codes.astype(np.int64, copy=False), [unwrap(u) for u in uniques]
 
 
 def _out_of_orderness(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -36,7 +36,7 @@ from floodmark.core.watermarks import WatermarkStrategy
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from floodmark.spark import EventTimeAggregation
+    from floodmark.spark import EventTimeAggregation, SourceTime
 
 Millis = Annotated[int, BeforeValidator(parse_duration)]
 
@@ -137,21 +137,21 @@ class PipelineConfig(BaseModel):
             out[name] = _AGGREGATES[kind]() if kind == "count" else _AGGREGATES[kind](field)
         return out
 
-    def aggregation(self, source: DataFrame, **overrides: Any) -> EventTimeAggregation:
-        """The Spark pipeline over ``source`` (keyword overrides go to :class:`EventTimeAggregation`)."""
+    def source_time(self) -> SourceTime:
+        """How the input's watermark is made (strategy and split column)."""
+        from floodmark.spark import SourceTime
+
+        return SourceTime(self.strategy(), split=self.split)
+
+    def aggregation(self, source: DataFrame) -> EventTimeAggregation:
+        """The Spark pipeline over ``source``."""
         from floodmark.spark import EventTimeAggregation
 
-        arguments: dict[str, Any] = {
-            "source": source,
-            "event_time": self.event_time,
-            "key_by": self.key_by,
-            "split": self.split,
-            "window": self.window.assigner(),
-            "aggregations": self.aggregate_map(),
-            "watermarks": self.strategy(),
-            "allowed_lateness": self.allowed_lateness,
-            "accumulation": AccumulationMode(self.accumulation.upper()),
-            "max_future_skew": self.max_future_skew,
-        }
-        arguments.update(overrides)
-        return EventTimeAggregation(**arguments)
+        return EventTimeAggregation(
+            source,
+            event_time=self.event_time,
+            key_by=self.key_by,
+            spec=self.window_spec(),
+            time=self.source_time(),
+            max_future_skew=self.max_future_skew,
+        )

@@ -143,13 +143,17 @@ class Aggregate:
     def result(self, acc: Any) -> Any:
         return acc
 
+    result_kind = "any"
+    """What a pane's value is: ``"int"``, ``"float"``, ``"list"`` (of input values) or ``"any"`` (a runtime with
+    typed columns writes it as JSON text)."""
+
+    numeric_input = False
+    """The aggregate reads numbers: a record whose input is missing or not a number is a bad record."""
+
     @property
     def fields(self) -> list[str | None]:
         """Every input field this aggregate reads."""
         return [self.field]
-
-    def result_is_list(self) -> bool:
-        return False
 
     def columnar_accumulators(self) -> list[tuple[str, Reduction]] | None:
         """The accumulator as named numeric columns, ``[(suffix, reduction)]``; ``None``: no columnar form."""
@@ -165,6 +169,7 @@ class Count(Aggregate):
     """Number of records (``field`` is ignored)."""
 
     field: str | None = None
+    result_kind = "int"
 
     def create(self) -> int:
         return 0
@@ -193,6 +198,8 @@ class Sum(Aggregate):
     """Sum of ``field`` (ints stay ints). An empty window sums to 0."""
 
     field: str | None = None
+    result_kind = "float"
+    numeric_input = True
 
     def create(self) -> Any:
         return 0
@@ -217,6 +224,8 @@ class Min(Aggregate):
     """Smallest value of ``field``; ``None`` for an empty pane."""
 
     field: str | None = None
+    result_kind = "float"
+    numeric_input = True
 
     def create(self) -> Any:
         return None
@@ -243,6 +252,8 @@ class Max(Aggregate):
     """Largest value of ``field``; ``None`` for an empty pane."""
 
     field: str | None = None
+    result_kind = "float"
+    numeric_input = True
 
     def create(self) -> Any:
         return None
@@ -272,6 +283,8 @@ class Mean(Aggregate):
     """
 
     field: str | None = None
+    result_kind = "float"
+    numeric_input = True
 
     def create(self) -> tuple[float, int]:
         return (0.0, 0)
@@ -301,6 +314,7 @@ class CollectList(Aggregate):
     """All values of ``field`` in arrival order (buffers them: its result is the records)."""
 
     field: str | None = None
+    result_kind = "list"
 
     def create(self) -> list[Any]:
         return []
@@ -316,9 +330,6 @@ class CollectList(Aggregate):
 
     def result(self, acc: list[Any]) -> list[Any]:
         return list(acc)
-
-    def result_is_list(self) -> bool:
-        return True
 
 
 class UserAggregate(Aggregate):

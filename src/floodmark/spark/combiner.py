@@ -44,10 +44,11 @@ from pyspark.sql.types import StructType
 
 from floodmark.core.combine import accumulator_reductions, open_window_pairs
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.values import plain
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import arrow_table, plain, records_json, spark_like_pandas
+from floodmark.spark.rows import arrow_table, records_json, spark_like_pandas
 
 _START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns of the group-by
 

@@ -2,18 +2,30 @@
 
 ::
 
-    from floodmark.spark import EventTimeAggregation
+    from floodmark import WindowSpec, WatermarkStrategy, aggregates, windows
+    from floodmark.spark import EventTimeAggregation, SourceTime
     agg = EventTimeAggregation(
         events,                                   # any streaming DataFrame
         event_time="ts",                          # long ms, timestamp, or a Column
         key_by=["channel", "behavior"],
-        split="partition",                        # Kafka's partition; default: one split
-        watermarks=WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
-                                    .with_idleness(timedelta(seconds=30)),
-        window=windows.Tumbling(timedelta(minutes=1)),
-        aggregations={"count": aggregates.count()},
+        spec=WindowSpec(                          # what to compute: window, trigger, lateness, aggregations...
+            window=windows.Tumbling(timedelta(minutes=1)),
+            aggregate={"count": aggregates.count()},
+        ),
+        time=SourceTime(                          # how the input's watermark is made
+            WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
+            .with_idleness(timedelta(seconds=30)),
+            split="partition",                    # Kafka's partition; default: one split
+        ),
     )
     query = agg.start(checkpoint="/tmp/ckpt", output="/tmp/out", trigger_interval="1 second")
+
+Three parts, each with one reason to change: the :class:`~floodmark.core.spec.WindowSpec`
+(the same object the engine-free core and ``WindowHarness`` run), the
+:class:`SourceTime` (per-split generators, idleness, percentile), and the
+binding to a DataFrame (``event_time``, ``key_by``) with runtime options
+(``max_future_skew``, ``buckets``). The plan (:mod:`floodmark.spark.plan`) checks
+the definition against the input's schema when the aggregation is created.
 
 The query is a normal :class:`~pyspark.sql.streaming.StreamingQuery` (exposed
 as ``query.query``) with the floodmark pieces around it: a tick per bucket and
@@ -30,19 +42,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
-    MapType,
     ShortType,
     StructField,
     StructType,
@@ -50,15 +60,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from floodmark.core import aggregates as agg
 from floodmark.core.explain import Explanation, explain_window
-from floodmark.core.panes import AccumulationMode
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP, Duration, non_negative_millis, positive_millis
-from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.triggers import Default, Trigger
 from floodmark.core.watermarks import WatermarkStrategy
-from floodmark.core.windows import Window, WindowAssigner
+from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport
@@ -66,128 +72,84 @@ from floodmark.spark import batch_entry, blocks, hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
-from floodmark.spark.session import ROCKSDB_PROVIDER
+from floodmark.spark.session import check_session
 from floodmark.spark.sinks import BatchSink, FileOutputs
 
-NUMERIC = (agg.Sum, agg.Min, agg.Max, agg.Mean)
 
+@dataclass(frozen=True)
+class SourceTime:
+    """How an input's watermark is made: one generator per split, combined by MIN (or a percentile).
 
-@dataclass
-class EventTimeAggregation:
-    """A keyed, windowed aggregation with floodmark's event-time semantics (see module docstring).
-
-    :arg source: a streaming DataFrame. :arg event_time: column name or Column;
-        long = ms since the epoch, timestamp types are converted; anything that
-        cannot be read as ms makes the record a bad record.
-    :arg key_by: key column names. :arg split: the split column (Kafka's
-        ``partition``); ``None`` = one split for the whole input.
-    :arg aggregations: ``{output column: aggregate}``; numeric aggregates read
-        their ``field`` column.
-    :arg max_future_skew: records whose event time is more than this ahead of
-        processing time go to the dead-letter output (one corrupt far-future
-        record must not push the watermark over every window); ``None`` disables.
-    :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
+    :arg watermarks: the strategy (generator, idleness) each split's generator is built from.
+    :arg split: the split column (Kafka's ``partition``) or expression; ``None``: one split for the whole input.
+    :arg periodic_interval: Flink's auto-watermark interval (ms or timedelta, > 0): how often, in processing
+        time, each split's generator is asked for a watermark.
+    :arg percentile: 100 (default) combines splits by MIN; lower lets the watermark run ahead of the slowest
+        splits (seed 003's percentile watermarks: earlier panes, more late records).
+    :arg known_splits: splits that hold the watermark back before their first record (Kafka partitions).
     """
 
-    source: DataFrame
-    event_time: str | Column
-    key_by: Sequence[str]
-    window: WindowAssigner
-    aggregations: dict[str, agg.Aggregate]
     watermarks: WatermarkStrategy
     split: str | Column | None = None
-    trigger: Trigger = field(default_factory=Default)
-    allowed_lateness: Duration = 0
-    accumulation: AccumulationMode = AccumulationMode.DISCARDING
-    timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
-    max_future_skew: Duration | None = None
-    buckets: int | None = None
     periodic_interval: Duration = 200
     percentile: float = 100.0
     known_splits: Iterable[str] = ()
 
     def __post_init__(self) -> None:
-        if not self.source.isStreaming:
+        object.__setattr__(self, "periodic_interval", positive_millis(self.periodic_interval, "periodic_interval"))
+        object.__setattr__(self, "known_splits", tuple(str(s) for s in self.known_splits))
+
+
+class EventTimeAggregation:
+    """A keyed, windowed aggregation with floodmark's event-time semantics (see the module docstring).
+
+    :arg source: a streaming DataFrame.
+    :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted;
+        anything that cannot be read as ms makes the record a bad record.
+    :arg key_by: key column names.
+    :arg spec: the windowed aggregation; its aggregate is named: ``{output column: aggregate}`` (numeric
+        aggregates read their ``field`` column).
+    :arg time: how the input's watermark is made (:class:`SourceTime`).
+    :arg max_future_skew: records whose event time is more than this ahead of processing time go to the
+        dead-letter output (one corrupt far-future record must not push the watermark over every window);
+        ``None`` disables.
+    :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
+    :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
+    """
+
+    def __init__(
+        self,
+        source: DataFrame,
+        event_time: str | Column,
+        key_by: Sequence[str],
+        spec: WindowSpec,
+        time: SourceTime,
+        max_future_skew: Duration | None = None,
+        buckets: int | None = None,
+    ) -> None:
+        if not source.isStreaming:
             raise ValueError("source must be a streaming DataFrame (spark.readStream...)")
-        problem = batch_entry.session_problem(self.source.sparkSession)
-        if problem:
-            raise ValueError(problem)
-        provider = self.source.sparkSession.conf.get("spark.sql.streaming.stateStore.providerClass", None)
-        if provider != ROCKSDB_PROVIDER:
-            raise ValueError(
-                f"floodmark keeps its state in RocksDB (with changelog checkpointing), but this session's "
-                f"state store provider is {provider!r}: build the session with "
-                f"floodmark.spark.session.required_conf() (local_session() does)"
-            )
-        if not self.key_by:
-            raise ValueError("key_by needs at least one column")
-        missing = [c for c in self.key_by if c not in self.source.columns]
-        if missing:
-            raise ValueError(f"key columns {missing} are not in the input {self.source.columns}")
-        if isinstance(self.split, str) and self.split not in self.source.columns:
-            raise ValueError(f"split column {self.split!r} is not in the input {self.source.columns}")
-        grouped = {*self.key_by, *([self.split] if isinstance(self.split, str) else [])}
-        nested = [
-            f"{f.name} ({f.dataType.simpleString()})"
-            for f in self.source.schema.fields
-            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
-        ]
-        if nested:
-            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
-        if not self.aggregations:
-            raise ValueError("aggregations must name at least one aggregate")
-        for name, aggregate in self.aggregations.items():
-            if aggregate.field is not None and aggregate.field not in self.source.columns:
-                raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
-        self.spark: SparkSession = self.source.sparkSession
-        self.spec = WindowSpec(
-            window=self.window,
-            aggregate=agg.several(**self.aggregations),
-            trigger=self.trigger,
-            allowed_lateness=self.allowed_lateness,
-            accumulation=self.accumulation,
-            timestamp_combiner=self.timestamp_combiner,
-        )
-        skew = None if self.max_future_skew is None else non_negative_millis(self.max_future_skew, "max_future_skew")
+        check_session(source.sparkSession)
+        self.source = source
+        self.event_time = event_time
+        self.key_by = tuple(key_by)
+        self.spec = spec
+        self.time = time
+        self.spark: SparkSession = source.sparkSession
         # Several buckets per partition keep each bucket's state blob small: the blob travels between the
         # JVM and Python every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
-        self.bucket_count = self.buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
-        types = {f.name: f.dataType for f in self.source.schema.fields}
-        self.plan = p.RuntimePlan(
-            spec=self.spec,
-            key_columns=tuple(self.key_by),
-            key_types=tuple(types[c] for c in self.key_by),
-            result_types=tuple((name, p.result_type(a, types)) for name, a in self.aggregations.items()),
-            numeric_fields=tuple(
-                sorted({a.field for a in self.aggregations.values() if isinstance(a, NUMERIC) and a.field})
-            ),
-            user_columns=tuple(self.source.columns),
+        self.bucket_count = buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
+        skew = None if max_future_skew is None else non_negative_millis(max_future_skew, "max_future_skew")
+        self.plan = p.RuntimePlan.for_input(
+            spec,
+            source.schema,
+            self.key_by,
+            event_time=event_time if isinstance(event_time, str) else None,
+            split=time.split if isinstance(time.split, str) else None,
+            split_is_expression=isinstance(time.split, Column),
             max_future_skew_ms=skew,
-            integral_columns=tuple(
-                f.name for f in self.source.schema.fields if isinstance(f.dataType, LongType | IntegerType | ShortType)
-            ),
-            ts_column=self.event_time
-            if isinstance(self.event_time, str) and isinstance(types.get(self.event_time), LongType)
-            else p.TS,
             buckets=self.bucket_count,
-            split_column=None if self.split is None else self.split if isinstance(self.split, str) else p.SPLIT_VALUE,
         )
-        outputs = [*self.key_by, *self.aggregations]
-        reserved = {f.name for f in [*p.PANE_META, *p.RECORD_META]} | {
-            "batch_id",
-            "window_start_time",
-            "window_end_time",
-        }
-        taken = sorted({n for n in outputs if n in reserved or outputs.count(n) > 1})
-        if taken:
-            raise ValueError(
-                f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
-                f"{sorted(reserved)}"
-            )
-        clashes = [c for c in self.source.columns if c.startswith("fm_")]
-        if clashes:
-            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
-        self.periodic_ms = positive_millis(self.periodic_interval, "periodic_interval")
 
     # --------------------------------------------------------------- building
     def _event_time_ms(self) -> tuple[Column, Column]:
@@ -212,10 +174,10 @@ class EventTimeAggregation:
         local_metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
         controller = BatchController(
             ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files),
-            self.watermarks,
-            periodic_interval=self.periodic_ms,
-            percentile=self.percentile,
-            splits=self.known_splits,
+            self.time.watermarks,
+            periodic_interval=self.time.periodic_interval,
+            percentile=self.time.percentile,
+            splits=self.time.known_splits,
             metrics_path=local_metrics,
         )
         controller.ensure_initial_entry()
@@ -232,7 +194,7 @@ class EventTimeAggregation:
         ms, raw = self._event_time_ms()
         # The split travels as the user's own column (no copy, no string per record); only an expression
         # adds a column. The combiner labels the few distinct values.
-        split = [self.split.alias(p.SPLIT_VALUE)] if isinstance(self.split, Column) else []
+        split = [self.time.split.alias(p.SPLIT_VALUE)] if isinstance(self.time.split, Column) else []
         event_time = [] if self.plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
         data = self.source.select(
             "*",

@@ -1,9 +1,11 @@
 """What the Spark runtime needs to know about a pipeline, as one picklable object.
 
 :class:`RuntimePlan` is built on the driver from the user's definition and the
-input schema, and shipped to the executors inside the stateful processor. It
-fixes the internal column names and the output schema (one wide schema whose
-``fm_kind`` column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
+input schema (:meth:`RuntimePlan.for_input`, which also refuses definitions
+the input cannot run: missing or nested columns, clashing names), and shipped
+to the executors inside the combiner and the stateful processor. It fixes the
+internal column names and the output schema (one wide schema whose ``fm_kind``
+column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
 
 Between the map-side combiner and the stateful processor, rows are the input
 rows plus combiner columns; ``fm_row`` says what a row is: RAW (a record),
@@ -14,6 +16,7 @@ split's good records in one partition).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +27,8 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
@@ -87,15 +92,14 @@ STATS_META = [
 ]
 
 
+_RESULT_TYPES = {"int": LongType(), "float": DoubleType()}
+
+
 def result_type(aggregate: aggregates.Aggregate, input_types: dict[str, DataType]) -> DataType:
-    """The Spark type of an aggregate's result column."""
-    if isinstance(aggregate, aggregates.Count):
-        return LongType()
-    if isinstance(aggregate, aggregates.Sum | aggregates.Min | aggregates.Max | aggregates.Mean):
-        return DoubleType()
-    if isinstance(aggregate, aggregates.CollectList):
+    """The Spark type of an aggregate's result column (from its ``result_kind``; anything else: JSON text)."""
+    if aggregate.result_kind == "list":
         return ArrayType(input_types.get(aggregate.field or "", StringType()))
-    return StringType()  # user-defined results travel as JSON text
+    return _RESULT_TYPES.get(aggregate.result_kind, StringType())
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,72 @@ class RuntimePlan:
     split_column: str | None = None
     """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
     ``None``: the whole input is split ``"0"``."""
+
+    @classmethod
+    def for_input(
+        cls,
+        spec: WindowSpec,
+        schema: StructType,
+        key_columns: Sequence[str],
+        event_time: str | None,
+        split: str | None,
+        split_is_expression: bool,
+        max_future_skew_ms: int | None,
+        buckets: int,
+    ) -> RuntimePlan:
+        """The plan of ``spec`` over an input of ``schema``; a ``ValueError`` names what the input cannot run.
+
+        :arg event_time: the event-time column's name (``None``: an expression, computed into ``fm_ts``).
+        :arg split: the split column's name (``None``: one split, or an expression when ``split_is_expression``).
+        """
+        columns = schema.names
+        types = {f.name: f.dataType for f in schema.fields}
+        if not key_columns:
+            raise ValueError("key_by needs at least one column")
+        missing = [c for c in key_columns if c not in columns]
+        if missing:
+            raise ValueError(f"key columns {missing} are not in the input {columns}")
+        if split is not None and split not in columns:
+            raise ValueError(f"split column {split!r} is not in the input {columns}")
+        grouped = {*key_columns, *([split] if split is not None else [])}
+        nested = [
+            f"{f.name} ({f.dataType.simpleString()})"
+            for f in schema.fields
+            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
+        ]
+        if nested:
+            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
+        if not isinstance(spec.aggregate, aggregates.Several):
+            raise ValueError("on Spark the aggregate must be named: aggregate={'column': aggregates.count(), ...}")
+        named = spec.aggregate.parts
+        for name, aggregate in named.items():
+            if aggregate.field is not None and aggregate.field not in columns:
+                raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
+        outputs = [*key_columns, *named]
+        reserved = {f.name for f in [*PANE_META, *RECORD_META]} | {"batch_id", "window_start_time", "window_end_time"}
+        taken = sorted({n for n in outputs if n in reserved or outputs.count(n) > 1})
+        if taken:
+            raise ValueError(
+                f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
+                f"{sorted(reserved)}"
+            )
+        clashes = [c for c in columns if c.startswith("fm_")]
+        if clashes:
+            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
+        integral = (LongType, IntegerType, ShortType)
+        return cls(
+            spec=spec,
+            key_columns=tuple(key_columns),
+            key_types=tuple(types[c] for c in key_columns),
+            result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
+            numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
+            user_columns=tuple(columns),
+            max_future_skew_ms=max_future_skew_ms,
+            integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
+            ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
+            buckets=buckets,
+            split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
+        )
 
     @property
     def combines(self) -> bool:

@@ -1,7 +1,8 @@
 """Moving values between Spark's Arrow/pandas frames and the core (shared by both sides of the shuffle).
 
 pandas turns integral columns with nulls into floats and Python's ``json``
-cannot write numpy scalars: these helpers keep values as the user wrote them.
+cannot write numpy scalars: these helpers keep values as the user wrote them
+(with :func:`floodmark.core.values.plain`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructType
 
+from floodmark.core.values import plain
+
 
 def pandas_dtype(spark_type: Any) -> Any:
     """The pandas dtype that carries ``spark_type`` with nulls and without loss (object when unsure)."""
@@ -29,17 +32,6 @@ def pandas_dtype(spark_type: Any) -> Any:
     if isinstance(spark_type, BooleanType):
         return "boolean"
     return object
-
-
-def plain(value: Any, integral: bool = False) -> Any:
-    """A JSON/Arrow-friendly Python value: numpy scalars unwrapped, NaN/NA/NaT as None."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is pd.NA or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if integral and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def result_value(value: Any, spark_type: Any) -> Any:

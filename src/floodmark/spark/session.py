@@ -8,6 +8,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from floodmark.spark.batch_entry import session_problem
+
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -28,16 +30,38 @@ def required_conf() -> dict[str, str]:
     }
 
 
+def check_session(session: SparkSession) -> None:
+    """Refuse a session floodmark cannot run in, with what to change.
+
+    :raises ValueError: a session whose jobs cannot carry floodmark's control entries (Spark Connect,
+        ``PYSPARK_PIN_THREAD=false``), or whose state store is not RocksDB (see :func:`required_conf`).
+    """
+    problem = session_problem(session)
+    if problem:
+        raise ValueError(problem)
+    provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None)
+    if provider != ROCKSDB_PROVIDER:
+        raise ValueError(
+            f"floodmark keeps its state in RocksDB (with changelog checkpointing), but this session's "
+            f"state store provider is {provider!r}: build the session with "
+            f"floodmark.spark.session.required_conf() (local_session() does)"
+        )
+
+
 def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:
     """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default)."""
     _ensure_java()
     # Python workers must run this interpreter (the one that has floodmark), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The embedded default serves nothing to the network: the driver and its block manager listen on loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
+        .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
         .config("spark.ui.showConsoleProgress", "false")  # progress bars would tear the live view
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
         .config("spark.sql.session.timeZone", "UTC")
