@@ -137,3 +137,23 @@ def test_stage_watermark_input_min_output_held():
     assert stage.update_output(hold=10) == 80, "the output watermark never regresses"
     times = stage.times(now=1_000, oldest_pending=400)
     assert (times.event_time_lag, times.processing_time_lag) == (920, 600)
+
+
+def test_batch_mode_a_slow_batch_does_not_make_a_split_with_records_idle():
+    """Records keep arriving while a batch is processed: idleness runs from the first batch without records."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(500)
+    source = SourceWatermarks(strategy, periodic_interval=100, splits=["a", "b"])
+    source.on_batch([SplitBatchStats("a", 1, 1_000, 1_000), SplitBatchStats("b", 1, 400, 400)])
+    source.advance_processing_time(10_000)  # a batch that took 10 s, twenty idle timeouts
+    assert source.split_watermarks() == {"a": (999, False), "b": (399, False)}
+    assert source.watermark == 399, "b holds the watermark: its unread records are not late"
+    source.on_batch([SplitBatchStats("a", 1, 2_000, 2_000)])  # b had nothing in this batch: its timer starts
+    source.advance_processing_time(10_400)
+    assert source.split_watermarks()["b"] == (399, False), "not idle within the timeout"
+    source.on_batch([SplitBatchStats("a", 1, 2_100, 2_100)])
+    source.advance_processing_time(10_800)
+    assert source.split_watermarks()["b"] == (399, True), "idle once the timeout passed without its records"
+    assert source.watermark == 2_099
+    restored = SourceWatermarks(strategy, periodic_interval=100)
+    restored.restore(source.snapshot())
+    assert restored.snapshot() == source.snapshot()

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from floodmark.spark.batch_entry import session_problem
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""floodmark's log4j2 configuration for the local session (warnings, minus Hadoop's native-library notice)."""
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -60,6 +64,7 @@ def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partition
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
         .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
         .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
         .config("spark.ui.showConsoleProgress", "false")  # progress bars would tear the live view

@@ -12,7 +12,8 @@ Two ways to feed it:
 * event at a time: :meth:`SourceWatermarks.on_event` per record;
 * micro-batch: :meth:`SourceWatermarks.on_batch` with one
   :class:`SplitBatchStats` per split that had records in the batch (see
-  :mod:`floodmark.core.watermarks.generator` for what a generator sees then).
+  :mod:`floodmark.core.watermarks.generator` for what a generator sees then;
+  every known split hears of every batch, with a count of 0 when it had none).
 
 Then :meth:`SourceWatermarks.advance_processing_time` runs the periodic emits:
 one ``on_periodic_emit`` per split for every ``periodic_interval`` boundary
@@ -72,9 +73,14 @@ class SourceWatermarks:
         self.multiplexer.update_combined()
 
     def on_batch(self, stats: Iterable[SplitBatchStats]) -> None:
-        """The statistics of one micro-batch, one entry per split that had records."""
-        for entry in stats:
-            split = str(entry.split)
+        """The statistics of one micro-batch, one entry per split that had records.
+
+        Every known split's generator hears of the batch: those without an entry get
+        ``SplitBatchStats(split, 0)`` (a batch without their records: idleness counts from there).
+        """
+        entries = {str(entry.split): entry for entry in stats}
+        for split in [*self.generators, *(s for s in entries if s not in self.generators)]:
+            entry = entries.get(split, SplitBatchStats(split, 0))
             self._generator(split).on_batch(entry, self.multiplexer.register(split))
         self.multiplexer.update_combined()
 

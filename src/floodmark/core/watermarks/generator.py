@@ -11,7 +11,8 @@ driven two ways:
 Micro-batch mode (how the Spark runtime drives generators): a batch's records of
 one split are not replayed one by one. The generator receives one
 :class:`~floodmark.core.watermarks.batch_stats.SplitBatchStats` through
-``on_batch(stats, output)``. The default ``on_batch`` calls
+``on_batch(stats, output)`` per micro-batch, ``count == 0`` when the batch had no
+record of its split. The default ``on_batch`` calls
 ``on_event(None, stats.max_timestamp, output)`` once when the batch had records
 for the split: exactly what a generator that only tracks the maximum timestamp
 (bounded out-of-orderness, ascending, seed 000, seed 001) would have computed

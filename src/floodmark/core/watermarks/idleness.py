@@ -60,11 +60,20 @@ class WatermarksWithIdleness(WatermarkGenerator):
 
     While idle, the wrapped generator's ``on_periodic_emit`` is not called (as in
     Flink); the next record calls its ``on_event`` and marks the output active.
+
+    Micro-batch mode (a decision, ``docs/semantics.md``): a batch's records arrived
+    at any time between the reads of two batches, and records keep arriving while
+    a batch is processed, unread. So a split that had records in a batch counts as
+    active at every periodic check until the next batch's statistics arrive; the
+    timeout runs from the first batch without its records. A batch that takes longer
+    than the timeout (a cold first batch, a slow cluster) then never makes an active
+    split idle, which would let the combined watermark jump over its unread records.
     """
 
     def __init__(self, generator: WatermarkGenerator, timeout: Duration, clock: Clock) -> None:
         self.generator = generator
         self.timer = IdlenessTimer(clock, timeout)
+        self.active_in_batch = False
 
     def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
         self.generator.on_event(event, timestamp, output)
@@ -73,11 +82,14 @@ class WatermarksWithIdleness(WatermarkGenerator):
 
     def on_batch(self, stats: SplitBatchStats, output: WatermarkOutput) -> None:
         self.generator.on_batch(stats, output)
-        if stats.count > 0:
+        self.active_in_batch = stats.count > 0
+        if self.active_in_batch:
             self.timer.activity()
             output.mark_active()
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        if self.active_in_batch:
+            self.timer.activity()
         if self.timer.check_if_idle():
             output.mark_idle()
         else:
@@ -106,8 +118,13 @@ class WatermarksWithIdleness(WatermarkGenerator):
         return self.timer.start_of_inactivity
 
     def snapshot(self) -> dict[str, Any]:
-        return {"generator": self.generator.snapshot(), "timer": self.timer.snapshot()}
+        return {
+            "generator": self.generator.snapshot(),
+            "timer": self.timer.snapshot(),
+            "active_in_batch": self.active_in_batch,
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         self.generator.restore(state["generator"])
         self.timer.restore(state["timer"])
+        self.active_in_batch = state.get("active_in_batch", False)

@@ -62,6 +62,7 @@ def project(source: SourceWatermarks, targets: Iterable[int], max_ticks: int = M
     """
     targets = sorted(set(targets))
     sim = source.copy()
+    sim.on_batch(())  # from now on no split has records (in micro-batch mode: the next batches are empty)
     sim.max_periodic_catch_up = max(sim.max_periodic_catch_up, _CHUNK)
     start, interval = sim.last_periodic, sim.periodic_interval
     initial = sim.split_watermarks()
