@@ -114,17 +114,35 @@ class WindowOperator:
             return out
         self.watermark = watermark
         c = self.table.cols
+        # The due windows are independent of each other: decide each one's firing with its trigger, then emit
+        # them in one vectorised call, in the order they came due.
+        firing: list[int] = []
+        is_last: list[bool] = []
+        finished: list[int] = []
+        collected: list[int] = []
+        kept: list[int] = []
         for row in self._due(self._watermark_timers, watermark, 0):
             ctx = self._ctx(row)
             collect = self.spec.horizon(ctx.window) <= watermark
             if not c["closed"][row] and self.spec.trigger.should_fire(c["trigger"][row], ctx):
-                self._fire(row, ctx, out, collect)
+                done = self.spec.trigger.on_fire(c["trigger"][row], ctx)
+                firing.append(row)
+                is_last.append(done or collect)
+                if done:
+                    finished.append(row)
             elif collect and self.table.needs_final_pane(row):
-                self._emit(row, out, is_last=True)
-            if collect:
-                self._release(row)
-            else:
-                self._schedule(row)
+                firing.append(row)
+                is_last.append(True)
+            (collected if collect else kept).append(row)
+        if firing:
+            emitted, values = self.table.emit(np.array(firing), watermark, np.array(is_last))
+            out.panes.extend(self.table.panes(emitted, values))
+        for row in finished:
+            self._close(row)
+        for row in collected:
+            self._release(row)
+        for row in kept:
+            self._schedule(row)
         return out
 
     def advance_processing_time(self, processing_time: int) -> Emitted:
@@ -177,7 +195,7 @@ class WindowOperator:
         for i in range(len(rows)):
             key = unique_keys[key_codes[i]]
             proto = Window(int(starts[i]), int(ends[i]))
-            existing = {self.table.window(r): r for r in self.table.rows_of_key(key)}
+            existing = self.table.rows_of_key(key)
             closed = sorted(w for w, r in existing.items() if c["closed"][r] and w.intersects(proto))
             if closed:
                 out.late.append(self._late(key, closed[0], int(row_ts[i]), payload[rows[i]], LateReason.WINDOW_CLOSED))
@@ -187,34 +205,34 @@ class WindowOperator:
 
     def _merge(self, key: Hashable, proto: Window, existing: dict[Window, int]) -> int:
         """The row of the window ``proto`` merges into with ``key``'s open windows (the assigner's rule)."""
-        merged_window, members = next((m, ws) for m, ws in self.spec.window.merge([*existing, proto]) if proto in ws)
-        touching = sorted({w for w in members if w in existing})
+        merged_window, touching = self.spec.window.merge_into(list(existing), proto)
         if not touching:
             return self._row(key, proto)
         if touching == [merged_window]:
             return existing[merged_window]
         spec, c = self.spec, self.table.cols
-        member_rows = np.array([existing[w] for w in touching], dtype=np.int64)
+        member_rows = [existing[w] for w in touching]
         ctx = TriggerContext(merged_window, self.watermark, self.processing_time)
         kept = existing.get(merged_window)  # pane history survives only for the same window
         merged = {
-            "acc": spec.aggregate.merge([c["acc"][r] for r in member_rows.tolist()]),
-            "trigger": spec.trigger.on_merge(
-                [c["trigger"][r] for r in member_rows.tolist()] + [spec.trigger.new_state()], ctx
-            ),
-            "new_count": int(c["new_count"][member_rows].sum()),
+            "acc": spec.aggregate.merge([c["acc"][r] for r in member_rows]),
+            "trigger": spec.trigger.on_merge([c["trigger"][r] for r in member_rows] + [spec.trigger.new_state()], ctx),
+            "new_count": sum(int(c["new_count"][r]) for r in member_rows),
             "hold": spec.timestamp_combiner.reduce(c["hold"][member_rows]),
-            "held": bool(c["held"][member_rows].any()),
-            "pending": int(c["pending"][member_rows].min()),
+            "held": any(c["held"][r] for r in member_rows),
+            "pending": min(int(c["pending"][r]) for r in member_rows),
             "pane_index": int(c["pane_index"][kept]) if kept is not None else 0,
             "nonspec": int(c["nonspec"][kept]) if kept is not None else 0,
             "had_nonearly": bool(c["had_nonearly"][kept]) if kept is not None else False,
         }
-        for row in member_rows.tolist():
-            self._release(row)
-        row = self.table.open(key, merged_window)
+        # The merged window takes over the first member's row; the others are released.
+        row, *others = member_rows
+        for other in others:
+            self._release(other)
+        self._scheduled.pop((key, int(c["start"][row])), None)
+        self.table.reassign(row, merged_window)
         for name, value in merged.items():
-            self.table.cols[name][row] = value
+            c[name][row] = value
         return row
 
     def _feed(self, key, row: int, rows, row_ts, out_times, columns, payload, out: Emitted) -> None:
@@ -236,7 +254,7 @@ class WindowOperator:
             c["acc"][row] = add_columns(spec.aggregate, c["acc"][row], chunk)
             trigger.on_elements(c["trigger"][row], take, ctx)
             hold = combiner.reduce(out_times[i : i + take])
-            self.table.add_arrivals(np.array([row]), take, self.watermark, self.processing_time, np.array([hold]))
+            self.table.add_arrival(row, take, self.watermark, self.processing_time, hold)
             i += take
             if trigger.should_fire(c["trigger"][row], ctx):
                 self._fire(row, ctx, out, collect=False)
@@ -248,8 +266,12 @@ class WindowOperator:
         finished = self.spec.trigger.on_fire(c["trigger"][row], ctx)
         self._emit(row, out, is_last=finished or collect)
         if finished:
-            c["closed"][row] = True
-            c["acc"][row] = None
+            self._close(row)
+
+    def _close(self, row: int) -> None:
+        """The trigger finished: the window refuses records until garbage collection; its values go."""
+        self.table.cols["closed"][row] = True
+        self.table.cols["acc"][row] = None
 
     def _emit(self, row: int, out: Emitted, is_last: bool) -> None:
         firing, values = self.table.emit(np.array([row]), self.watermark, np.array([is_last]))
@@ -334,7 +356,7 @@ class WindowOperator:
         if row is not None and self.table.window(row) != window:
             row = None
         if row is None and self.spec.window.is_merging:
-            covering = [r for r in self.table.rows_of_key(key) if self.table.window(r).intersects(window)]
+            covering = [r for w, r in self.table.rows_of_key(key).items() if w.intersects(window)]
             if len(covering) == 1:
                 row = covering[0]
                 session = self.table.window(row)

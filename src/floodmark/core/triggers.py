@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.core.time import Duration, format_duration, format_instant, format_relative, non_negative_millis
@@ -56,11 +56,11 @@ class TriggerContext:
     window: Window
     watermark: int
     processing_time: int
+    end_of_window_reached: bool = field(init=False)
+    """The watermark has reached the window's max timestamp (see :func:`~floodmark.core.windows.window_reached`)."""
 
-    @property
-    def end_of_window_reached(self) -> bool:
-        """The watermark has reached the window's max timestamp (see :func:`~floodmark.core.windows.window_reached`)."""
-        return bool(window_reached(self.window.end, self.watermark))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "end_of_window_reached", bool(window_reached(self.window.end, self.watermark)))
 
 
 class LateFirings(enum.Enum):

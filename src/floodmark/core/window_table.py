@@ -179,7 +179,7 @@ class WindowTable:
         self.keys: list[Any] = []
         self.index: dict[tuple[Any, int], int] = {}
         self.free: list[int] = []
-        self.key_rows: dict[Any, set[int]] | None = {} if track_keys else None
+        self.key_windows: dict[Any, dict[Window, int]] | None = {} if track_keys else None
 
     # ------------------------------------------------------------------ rows
     def row_of(self, key: Hashable, start: int) -> int | None:
@@ -197,8 +197,7 @@ class WindowTable:
             rows[missing] = new_rows
             self.cols["start"][new_rows] = starts[missing]
             self.cols["end"][new_rows] = ends[missing]
-            for i, row in zip(missing.tolist(), new_rows.tolist(), strict=True):
-                self._register(row, keys[i], int(starts[i]))
+            self._register_many(new_rows.tolist(), [keys[i] for i in missing.tolist()], starts[missing].tolist())
         return rows, existed
 
     def open(self, key: Hashable, window: Window) -> int:
@@ -208,32 +207,45 @@ class WindowTable:
         self._register(row, key, window.start)
         return row
 
+    def reassign(self, row: int, window: Window) -> None:
+        """Give ``row`` another window of the same key (a merge); its other columns are the caller's."""
+        key, old = self.keys[row], self.window(row)
+        del self.index[(key, old.start)]
+        self.cols["start"][row], self.cols["end"][row] = window.start, window.end
+        self.index[(key, window.start)] = row
+        if self.key_windows is not None:
+            del self.key_windows[key][old]
+            self.key_windows[key][window] = row
+
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
-        starts = self.cols["start"][rows].tolist()
-        for row, start in zip(rows.tolist(), starts, strict=True):
-            key = self.keys[row]
-            del self.index[(key, start)]
-            if self.key_rows is not None:
-                self.key_rows[key].discard(row)
-                if not self.key_rows[key]:
-                    del self.key_rows[key]
-            self.keys[row] = None
+        row_list, keys = rows.tolist(), self.keys
+        index = self.index
+        for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
+            del index[(keys[row], start)]
+        if self.key_windows is not None:
+            for row in row_list:
+                windows = self.key_windows[keys[row]]
+                del windows[self.window(row)]
+                if not windows:
+                    del self.key_windows[keys[row]]
+        for row in row_list:
+            keys[row] = None
         for column in self.cols.values():
             if column.dtype == object:
                 column[rows] = None  # drop references: accumulators and trigger states can be large
         self.cols["live"][rows] = False
         self.free.extend(rows.tolist())
 
-    def rows_of_key(self, key: Hashable) -> list[int]:
-        """The open rows of ``key`` (needs ``track_keys``)."""
-        assert self.key_rows is not None, "the table does not track keys"
-        return sorted(self.key_rows.get(key, ()))
+    def rows_of_key(self, key: Hashable) -> dict[Window, int]:
+        """``{window: row}`` of ``key``'s open windows (needs ``track_keys``; do not modify)."""
+        assert self.key_windows is not None, "the table does not track keys"
+        return self.key_windows.get(key, {})
 
     def windows_of(self, key: Hashable) -> set[Window]:
         """The open windows of ``key`` (a scan unless the table tracks keys: for tests and inspection)."""
-        if self.key_rows is not None:
-            return {self.window(r) for r in self.key_rows.get(key, ())}
+        if self.key_windows is not None:
+            return set(self.key_windows.get(key, {}))
         return {self.window(r) for r in self.live_rows().tolist() if self.keys[r] == key}
 
     def live_rows(self) -> np.ndarray:
@@ -248,8 +260,17 @@ class WindowTable:
     def _register(self, row: int, key: Any, start: int) -> None:
         self.keys[row] = key
         self.index[(key, start)] = row
-        if self.key_rows is not None:
-            self.key_rows.setdefault(key, set()).add(row)
+        if self.key_windows is not None:
+            self.key_windows.setdefault(key, {})[self.window(row)] = row
+
+    def _register_many(self, rows: list[int], keys: list[Any], starts: list[int]) -> None:
+        """:meth:`_register` for many rows (the hot path: one dict update, no call per row)."""
+        for row, key in zip(rows, keys, strict=True):
+            self.keys[row] = key
+        self.index.update(zip(zip(keys, starts, strict=True), rows, strict=True))
+        if self.key_windows is not None:
+            for row, key in zip(rows, keys, strict=True):
+                self.key_windows.setdefault(key, {})[self.window(row)] = row
 
     def _allocate(self, count: int) -> np.ndarray:
         reuse = self.free[-count:] if count <= len(self.free) else list(self.free)
@@ -304,6 +325,16 @@ class WindowTable:
         if len(holding):
             c["held"][holding] = True
             c["hold"][holding] = self.combiner.fold(c["hold"][holding], np.asarray(hold_times)[holds])
+
+    def add_arrival(self, row: int, count: int, watermark: int, processing_time: int, hold_time: int) -> None:
+        """:meth:`add_arrivals` for one row (the general operator's per-window loop; same rule, no arrays)."""
+        c = self.cols
+        c["new_count"][row] += count
+        if c["pending"][row] == NO_TIME:
+            c["pending"][row] = processing_time
+        if not window_reached(int(c["end"][row]), watermark):
+            c["held"][row] = True
+            c["hold"][row] = self.combiner.fold(int(c["hold"][row]), hold_time)
 
     # --------------------------------------------------------------- firing
     def fire(
@@ -462,10 +493,9 @@ class WindowTable:
         self.keys = list(data["keys"])
         self.free = []
         self.index = {}
-        if self.key_rows is not None:
-            self.key_rows = {}
-        for row, (key, start) in enumerate(zip(self.keys, self.cols["start"].tolist(), strict=True)):
-            self._register(row, key, start)
+        if self.key_windows is not None:
+            self.key_windows = {}
+        self._register_many(list(range(size)), self.keys, self.cols["start"].tolist())
 
 
 def _before_in_run(flags: np.ndarray, first: np.ndarray, run: np.ndarray) -> np.ndarray:

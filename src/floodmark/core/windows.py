@@ -115,6 +115,12 @@ class WindowAssigner:
         """
         return [(window, [window]) for window in sorted(windows)]
 
+    def merge_into(self, windows: Sequence[Window], new: Window) -> tuple[Window, list[Window]]:
+        """The window ``new`` becomes with a key's open ``windows`` (already merged: they do not merge with
+        each other), and which of them it absorbs; the incremental form of :meth:`merge`."""
+        merged, members = next((m, ws) for m, ws in self.merge([*windows, new]) if new in ws)
+        return merged, sorted({w for w in members if w in windows})
+
     def assign_one(self, timestamp: int) -> list[Window]:
         assigned = self.assign(np.array([timestamp], dtype=np.int64))
         return [Window(int(s), int(e)) for s, e in zip(assigned.start, assigned.end, strict=True)]
@@ -216,6 +222,14 @@ class Sessions(WindowAssigner):
     def merge(self, windows: Sequence[Window]) -> list[tuple[Window, list[Window]]]:
         """Overlapping windows merge into their cover (see :func:`merge_windows`)."""
         return merge_windows(windows)
+
+    def merge_into(self, windows: Sequence[Window], new: Window) -> tuple[Window, list[Window]]:
+        """``new`` absorbs the open windows it overlaps and becomes their cover (as :meth:`merge` would)."""
+        members = sorted(w for w in windows if w.intersects(new))
+        merged = new
+        for window in members:
+            merged = merged.cover(window)
+        return merged, members
 
     def assign(self, timestamps: np.ndarray) -> Assignment:
         timestamps = np.asarray(timestamps, dtype=np.int64)
