@@ -7,6 +7,7 @@ failed run).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -33,13 +34,16 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _duration(value: str | None, option: str) -> int | None:
-    if value is None:
-        return None
+def _parsed(parse: Callable[[str], int], value: str, option: str) -> int:
+    """``parse(value)``, a parse error reported against ``option``."""
     try:
-        return parse_duration(value)
+        return parse(value)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint=option) from None
+
+
+def _duration(value: str | None, option: str) -> int | None:
+    return None if value is None else _parsed(parse_duration, value, option)
 
 
 @app.command()
@@ -172,13 +176,6 @@ def replay(
     )
 
 
-def _instant(value: str, option: str) -> int:
-    try:
-        return parse_instant(value)
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint=option) from None
-
-
 @app.command()
 def explain(
     run: Annotated[Path, typer.Argument(help="Output directory of floodmark demo or replay.")],
@@ -189,7 +186,7 @@ def explain(
     """Say why a key's window has not fired: which split holds the watermark back, idleness, when it fires."""
     from floodmark.apps.inspection import explain_run
 
-    start = _instant(window_start, "--window-start")
+    start = _parsed(parse_instant, window_start, "--window-start")
     parts = tuple(part.strip() for part in key.split(","))
     try:
         result = explain_run(run, parts, start, batch)
