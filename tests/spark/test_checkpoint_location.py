@@ -127,7 +127,7 @@ def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognis
 
     from py4j.protocol import Py4JJavaError
 
-    from floodmark.spark.sinks import BatchInterrupted, BatchSink
+    from floodmark.spark.batch_sink import BatchInterrupted, BatchSink
 
     class JavaError(Py4JJavaError):  # str() of a real one asks the JVM for the whole stack trace
         def __init__(self, text):

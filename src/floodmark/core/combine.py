@@ -111,9 +111,7 @@ def reduce_partials(spec: WindowSpec, partials: Partials) -> Partials:
     heads = order[first]
     layout = spec.columnar_layout
     assert layout is not None, "the spec has no columnar layout"
-    accumulators = {
-        c.name: c.reduction.reduce_at(partials.accumulators[c.name][order], bounds) for c in layout.columns
-    }
+    accumulators = {c.name: c.reduction.reduce_at(partials.accumulators[c.name][order], bounds) for c in layout.columns}
     return Partials(
         group_keys(partials.keys[order], first),
         partials.starts[heads],

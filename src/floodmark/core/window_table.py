@@ -487,8 +487,10 @@ class WindowTable:
         size = len(data["keys"])
         for name, column in self.cols.items():
             saved = data["cols"].get(name)
-            self.cols[name] = np.asarray(saved, dtype=column.dtype) if saved is not None else np.full(
-                size, self.empty[name], dtype=column.dtype
+            self.cols[name] = (
+                np.asarray(saved, dtype=column.dtype)
+                if saved is not None
+                else np.full(size, self.empty[name], dtype=column.dtype)
             )
         self.keys = list(data["keys"])
         self.free = []

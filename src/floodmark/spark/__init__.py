@@ -4,12 +4,28 @@ It hosts :mod:`floodmark.core` on Spark Structured Streaming: the coordinator
 on the driver (:mod:`.controller`) writing each batch's watermark to a control
 log (:mod:`.control_log`; the executors get it with the batch's jobs: :mod:`.batch_entry`),
 the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``applyInPandasWithState``
-(:mod:`.processor`) and a ``foreachBatch`` sink (:mod:`.sinks`). Users start at
-:class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`.
+(:mod:`.processor`) and a ``foreachBatch`` function (:mod:`.batch_sink`) writing to the
+:class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function). Users start at
+:class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`;
+Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`).
 """
 
+from floodmark.spark.kafka import read_kafka, topic_partitions
 from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
-from floodmark.spark.session import local_session
-from floodmark.spark.sinks import FileOutputs
+from floodmark.spark.session import kafka_connector_jars, local_session
+from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
 
-__all__ = ["EventTimeAggregation", "FileOutputs", "FloodmarkQuery", "SourceTime", "local_session"]
+__all__ = [
+    "EventTimeAggregation",
+    "FileSink",
+    "FloodmarkQuery",
+    "FunctionSink",
+    "KafkaSink",
+    "Outputs",
+    "SourceTime",
+    "TableSink",
+    "kafka_connector_jars",
+    "local_session",
+    "read_kafka",
+    "topic_partitions",
+]

@@ -53,6 +53,9 @@ from floodmark.spark.rows import arrow_table, records_json, spark_like_pandas
 _START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns of the group-by
 
 
+UNPARSABLE = "unparsable input: not a record of the expected schema (the original text is in record)"
+
+
 class MapSideCombiner:
     """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows, packed per bucket.
 
@@ -111,6 +114,9 @@ class MapSideCombiner:
                 reasons[i] = reason(i)
             rejected[mask] = True
 
+        if self.plan.corrupt_column is not None:
+            corrupt = data.column(self.plan.corrupt_column).is_valid().to_numpy(zero_copy_only=False)
+            reject(corrupt, lambda i: UNPARSABLE)
         missing = data.column(self.plan.ts_column).is_null().to_numpy(zero_copy_only=False)
         if missing.any():
             raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
@@ -148,6 +154,10 @@ class MapSideCombiner:
         columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, p.BUCKET, self.plan.ts_column]))))
         frame = spark_like_pandas(rows.select(self.user_columns))
         records = records_json(frame, self.user_columns, self.plan.integral_columns)
+        if self.plan.corrupt_column is not None:
+            # An unparsable line's record is its original text: the parsed columns are nulls or fragments.
+            texts = rows.column(self.plan.corrupt_column).to_pylist()
+            records = [record if text is None else text for record, text in zip(records, texts, strict=True)]
         return {**columns, p.ROW: p.BAD_INPUT, p.REASON: reasons.tolist(), p.RECORD: records}
 
     # ------------------------------------------------------------- statistics

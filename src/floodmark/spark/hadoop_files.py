@@ -65,6 +65,11 @@ class HadoopFiles:
         hadoop_path, fs = self._path(path)
         fs.delete(hadoop_path, False)
 
+    def delete_tree(self, path: str) -> None:
+        """Remove ``path`` and everything under it (nothing if it does not exist)."""
+        hadoop_path, fs = self._path(path)
+        fs.delete(hadoop_path, True)
+
 
 def files_for(location: str, spark: Any | None = None) -> CheckpointFiles:
     """:class:`HadoopFiles` for a URI with a scheme (needs ``spark``), :class:`LocalFiles` for a plain path."""

@@ -70,10 +70,11 @@ from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport
 from floodmark.spark import batch_entry, blocks, hadoop_files
 from floodmark.spark import plan as p
+from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
 from floodmark.spark.session import check_session
-from floodmark.spark.sinks import BatchSink, FileOutputs
+from floodmark.spark.sinks import Outputs
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class EventTimeAggregation:
             split_is_expression=isinstance(time.split, Column),
             max_future_skew_ms=skew,
             buckets=self.bucket_count,
+            corrupt_column=self.spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
         )
 
     # --------------------------------------------------------------- building
@@ -224,13 +226,18 @@ class EventTimeAggregation:
     def start(
         self,
         checkpoint: str,
-        output: str | FileOutputs,
+        output: str | Outputs,
         trigger_interval: str = "1 second",
         query_name: str | None = None,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
     ) -> FloodmarkQuery:
-        """Start the streaming query; outputs are exactly-once per batch id across restarts."""
-        outputs = output if isinstance(output, FileOutputs) else FileOutputs(output)
+        """Start the streaming query.
+
+        :arg output: where panes, late records and dead letters go: a root path (Parquet under
+            ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.sinks.Outputs`
+            (files in any format, tables, Kafka topics, your function; each sink states its guarantee).
+        """
+        outputs = Outputs.of(output)
         frame, controller = self.build(checkpoint)
         sink = BatchSink(self.plan, outputs, controller)
         sink.listeners.extend(listeners)
@@ -258,7 +265,7 @@ class EventTimeAggregation:
     def run_to_completion(
         self,
         checkpoint: str,
-        output: str | FileOutputs,
+        output: str | Outputs,
         trigger_interval: str = "0 seconds",
         timeout_s: float = 3600.0,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
@@ -290,7 +297,7 @@ class FloodmarkQuery:
     """A running floodmark query: the Spark query, its controller and outputs."""
 
     def __init__(
-        self, query, controller: BatchController, outputs: FileOutputs, spec: WindowSpec, spark: SparkSession
+        self, query, controller: BatchController, outputs: Outputs, spec: WindowSpec, spark: SparkSession
     ) -> None:
         self.query = query
         self.controller = controller
@@ -349,7 +356,7 @@ class FloodmarkQuery:
         self.query.stop()
         # The trigger after the flush may have started before the stop: it had nothing to emit, and what its
         # interrupted write left behind would never be replaced by a replay.
-        self.outputs.remove_batches_after(self.spark, self.reports[-1].batch_id)
+        self.outputs.discard_after(self.spark, self.reports[-1].batch_id)
 
     def _check(self) -> None:
         error = self.query.exception()

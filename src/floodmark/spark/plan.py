@@ -108,7 +108,8 @@ class RuntimePlan:
 
     :ivar spec: the window spec (the aggregate is always ``Several``: one column per name).
     :ivar key_columns: user key columns, in order. :ivar key_types: their Spark types.
-    :ivar user_columns: every user column (serialised into ``record`` for late/bad rows).
+    :ivar user_columns: every user column (serialised into ``record`` for late/bad rows), but the corrupt-record
+        column.
     :ivar max_future_skew_ms: records more than this ahead of processing time are bad (None: no check).
     """
 
@@ -128,6 +129,9 @@ class RuntimePlan:
     split_column: str | None = None
     """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
     ``None``: the whole input is split ``"0"``."""
+    corrupt_column: str | None = None
+    """Spark's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``) when the input has it: a row
+    whose text could not be parsed carries that text there and goes to the dead letters with it."""
 
     @classmethod
     def for_input(
@@ -140,8 +144,12 @@ class RuntimePlan:
         split_is_expression: bool,
         max_future_skew_ms: int | None,
         buckets: int,
+        corrupt_column: str | None = None,
     ) -> RuntimePlan:
         """The plan of ``spec`` over an input of ``schema``; a ``ValueError`` names what the input cannot run.
+
+        :arg corrupt_column: the name Spark gives the corrupt-record column; used when the input has a string
+            column of that name (JSON and CSV readers with a schema that includes it, :func:`read_kafka`).
 
         :arg event_time: the event-time column's name (``None``: an expression, computed into ``fm_ts``).
         :arg split: the split column's name (``None``: one split, or an expression when ``split_is_expression``).
@@ -181,18 +189,20 @@ class RuntimePlan:
         if clashes:
             raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
         integral = (LongType, IntegerType, ShortType)
+        corrupt = corrupt_column if isinstance(types.get(corrupt_column or ""), StringType) else None
         return cls(
             spec=spec,
             key_columns=tuple(key_columns),
             key_types=tuple(types[c] for c in key_columns),
             result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
             numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
-            user_columns=tuple(columns),
+            user_columns=tuple(c for c in columns if c != corrupt),
             max_future_skew_ms=max_future_skew_ms,
             integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
             ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
             buckets=buckets,
             split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
+            corrupt_column=corrupt,
         )
 
     @property

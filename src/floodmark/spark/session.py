@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from floodmark.jvm import SPARK_KAFKA, jars
 from floodmark.spark.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -52,8 +53,23 @@ def check_session(session: SparkSession) -> None:
         )
 
 
+def kafka_connector_jars() -> str:
+    """Spark's Kafka connector as a ``spark.jars`` value (comma-separated paths), ``""`` when not installed.
+
+    ``scripts/setup.sh`` fetches it (``jars/spark-kafka/``). For your own session or cluster, give the same
+    value to ``spark.jars`` (``SparkSession.builder.config("spark.jars", kafka_connector_jars())`` or
+    ``spark-submit --jars``), or use ``spark.jars.packages`` with ``spark-sql-kafka-0-10_2.13`` for your
+    Spark version: the driver and every executor need it.
+    """
+    return ",".join(str(jar) for jar in jars(SPARK_KAFKA))
+
+
 def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:
-    """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default)."""
+    """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default).
+
+    Spark's Kafka connector is on its classpath when ``scripts/setup.sh`` has fetched it
+    (:func:`kafka_connector_jars`).
+    """
     _ensure_java()
     # Python workers must run this interpreter (the one that has floodmark), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -76,6 +92,9 @@ def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partition
     )
     for key, value in required_conf().items():
         builder = builder.config(key, value)
+    connector = kafka_connector_jars()
+    if connector:
+        builder = builder.config("spark.jars", connector)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

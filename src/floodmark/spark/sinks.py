@@ -1,174 +1,289 @@
-"""The ``foreachBatch`` sink: route tagged rows to their outputs, idempotently per batch id.
+"""Where panes, late records and dead letters go: files, tables, Kafka topics or your own function.
 
-Each kind goes to its own directory, one sub-directory per batch
-(``panes/batch_id=N``, ``late/batch_id=N``, ``dead_letter/batch_id=N``), written
-with mode ``overwrite``: when Spark replays batch N after a crash, the replay
-replaces what the crashed attempt may have written, so every output is
-exactly-once. STATS and GAUGE rows go to the driver's controller.
+Every micro-batch hands each kind's rows to its :class:`Sink` with the batch id. Spark replays a batch
+that did not commit (a crash, a kill), so a sink sees batch N again after a restart; what that means for
+duplicates depends on the sink, and each states it in ``guarantee``:
 
-A batch costs one Spark job in the common case: the pane write runs the whole
-micro-batch (combiner, shuffle, stateful processor) and an observation
-(``DataFrame.observe``) brings the small STATS and GAUGE rows to the driver in
-the same job. Late records and dead letters, rare, are written from the cached
-batch only when the gauges count some. A pane directory that turns out empty
-is removed, so an idle query does not leave a directory per tick.
+* :class:`FileSink`: exactly-once. One directory per batch (``batch_id=N``), overwritten on replay.
+* :class:`TableSink`: exactly-once. A table partitioned by ``batch_id``; a replay overwrites its partition.
+* :class:`KafkaSink`: at-least-once. A replay produces its records again; drop repeats by the dedupe key
+  ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id`` header).
+* :class:`FunctionSink`: yours. Your function gets ``(DataFrame, batch_id)``; make it idempotent per batch
+  id for exactly-once.
+
+A replayed batch carries the same panes as the first attempt (same records, same watermark, same state),
+so the dedupe key identifies a pane across attempts. :meth:`Outputs.files` is the default layout:
+``<root>/panes``, ``<root>/late``, ``<root>/dead_letter`` in Parquet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-from py4j.protocol import Py4JJavaError
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType
 
 from floodmark.driver import checkpoint_files
-from floodmark.driver.controller import BatchController, BatchReport
-from floodmark.spark import batch_entry
-from floodmark.spark import plan as p
+from floodmark.spark.hadoop_files import HadoopFiles
 
-KIND_DIRECTORIES = {p.PANE: "panes", p.LATE: "late", p.BAD: "dead_letter"}
+PANES, LATE, DEAD_LETTER = "panes", "late", "dead_letter"
+KINDS = (PANES, LATE, DEAD_LETTER)
 
-PaneHook = Callable[[DataFrame, int], None]
+PANE_ID_HEADER = "floodmark-pane-id"
+BATCH_ID_HEADER = "floodmark-batch-id"
+
+
+@dataclass(frozen=True)
+class OutputBatch:
+    """One kind's rows of one micro-batch, as a sink receives them.
+
+    :ivar kind: ``panes``, ``late`` or ``dead_letter``.
+    :ivar key_columns: the pipeline's key columns. :ivar value_columns: its aggregation columns (panes).
+    """
+
+    kind: str
+    rows: DataFrame
+    batch_id: int
+    key_columns: tuple[str, ...]
+    value_columns: tuple[str, ...] = ()
+
+
+class Sink(ABC):
+    """Where one kind of output goes (see the module docstring for the guarantees)."""
+
+    guarantee: ClassVar[str]
+    runs_the_batch: ClassVar[bool] = False
+    """``write`` runs the rows' own query plan and so reports the batch's ``DataFrame.observe`` metrics: the
+    pane write can then be the job that runs the whole micro-batch (no extra job). Not so for writers that
+    run a copy of the plan (Kafka's): the batch then runs first as a no-op write, and their write reads the
+    cached batch."""
+
+    @abstractmethod
+    def write(self, batch: OutputBatch) -> None:
+        """Write ``batch.rows``; called once per attempt of a batch (a replay calls it again)."""
+
+    def discard_empty(self, spark: SparkSession, kind: str, batch_id: int) -> None:  # noqa: B027 - optional hook
+        """Remove what a write of no rows left behind (an empty directory); nothing by default."""
+
+    def discard_after(self, spark: SparkSession, kind: str, batch_id: int) -> None:  # noqa: B027 - optional hook
+        """Remove what batches after ``batch_id`` wrote: a stopped query interrupted them and never replays
+        them (they had nothing to emit: they ran after the final flush). Nothing by default."""
 
 
 @dataclass
-class FileOutputs:
-    """Parquet outputs under ``root`` (a path or any URI Spark can write): ``panes/``, ``late/``, ``dead_letter/``.
+class FileSink(Sink):
+    """Files under ``path``, one directory per batch (``batch_id=N``), in any format Spark writes.
 
-    :arg on_panes: optional extra hook called with each batch's non-empty pane
-        DataFrame (e.g. to also write the seed's text lines).
+    Exactly-once: a replayed batch overwrites its own directory. ``path`` is a local path or any URI Spark
+    can write (hdfs://, s3a://...). Read it back with ``spark.read.format(format).load(path)`` (the
+    ``batch_id`` column comes from the directory names) or, for Parquet, ``floodmark.apps.outputs.read_output``.
     """
 
-    root: str
-    on_panes: PaneHook | None = None
+    path: str
+    format: str = "parquet"
+    options: Mapping[str, str] = field(default_factory=dict)
+    guarantee: ClassVar[str] = "exactly-once"
+    runs_the_batch: ClassVar[bool] = True
 
-    def directory(self, kind: str) -> str:
-        return checkpoint_files.join(self.root, KIND_DIRECTORIES[kind])
+    def batch_path(self, batch_id: int) -> str:
+        return f"{self.path}/batch_id={batch_id}"
 
-    def remove_batches_after(self, spark: SparkSession, batch_id: int) -> None:
-        """Delete the output directories of batches after ``batch_id``.
+    def write(self, batch: OutputBatch) -> None:
+        writer = batch.rows.write.mode("overwrite").format(self.format).options(**self.options)
+        writer.save(self.batch_path(batch.batch_id))
 
-        For a query that has ended after ``batch_id``: stopping it can interrupt
-        the next batch half-way through its write, and since that batch will
-        never be replayed, what it left (an empty or partial directory) is removed.
-        """
-        for directory in KIND_DIRECTORIES.values():
-            parent = _hadoop_path(spark, checkpoint_files.join(self.root, directory))
-            fs = _file_system(spark, parent)
-            if not fs.exists(parent):
-                continue
-            for status in fs.listStatus(parent):
-                number = status.getPath().getName().removeprefix("batch_id=")
-                if number.isdigit() and int(number) > batch_id:
-                    fs.delete(status.getPath(), True)
+    def discard_empty(self, spark: SparkSession, kind: str, batch_id: int) -> None:
+        # An idle query must not leave a directory per tick.
+        HadoopFiles(spark).delete_tree(self.batch_path(batch_id))
+
+    def discard_after(self, spark: SparkSession, kind: str, batch_id: int) -> None:
+        files = HadoopFiles(spark)
+        for name in files.list_names(self.path):
+            number = name.removeprefix("batch_id=")
+            if number.isdigit() and int(number) > batch_id:
+                files.delete_tree(checkpoint_files.join(self.path, name))
 
 
-class BatchSink:
-    """The function given to ``foreachBatch``."""
+@dataclass
+class TableSink(Sink):
+    """A Spark table (the session's catalog), partitioned by ``batch_id``; created by the first write.
 
-    def __init__(self, plan: p.RuntimePlan, outputs: FileOutputs, controller: BatchController) -> None:
-        self.plan = plan
-        self.outputs = outputs
-        self.controller = controller
-        self.listeners: list[Callable[[BatchReport], None]] = []
+    Exactly-once: each batch overwrites its own partition (dynamic partition overwrite), so a replay
+    replaces what the crashed attempt wrote. An existing table must have the output's columns.
 
-    def columns(self, kind: str) -> list:
-        if kind == p.PANE:
-            names = self.plan.pane_columns()
-        elif kind == p.LATE:
-            names = self.plan.record_columns()
-        else:
-            names = [*self.plan.key_columns, "event_time", "reason", "record"]
-        extra = []
-        if "window_start" in names:
-            extra = [
-                F.timestamp_millis("window_start").alias("window_start_time"),
-                F.timestamp_millis("window_end").alias("window_end_time"),
-            ]
-        return [*names, *extra]
+    :arg location: where a new table's files go (an external table); default: the session's warehouse.
+    """
 
-    def __call__(self, frame: DataFrame, batch_id: int) -> None:
+    table: str
+    format: str = "parquet"
+    location: str | None = None
+    guarantee: ClassVar[str] = "exactly-once"
+
+    def write(self, batch: OutputBatch) -> None:
+        spark = batch.rows.sparkSession
+        if not spark.catalog.tableExists(self.table):
+            rows = batch.rows.withColumn("batch_id", F.lit(batch.batch_id))
+            writer = rows.write.format(self.format).partitionBy("batch_id")
+            if self.location is not None:
+                writer = writer.option("path", self.location)
+            writer.saveAsTable(self.table)
+            return
+        columns = [c for c in spark.table(self.table).columns if c != "batch_id"]
+        missing = sorted(set(columns) - set(batch.rows.columns))
+        if missing:
+            raise ValueError(f"table {self.table} has columns {missing} that floodmark's {batch.kind} rows lack")
+        # A static partition overwrite replaces exactly this batch's partition, whatever the session's
+        # partitionOverwriteMode; the SELECT lists the columns in the table's order (INSERT is positional).
+        view = f"floodmark_{batch.kind}_{batch.batch_id}"
+        batch.rows.createOrReplaceTempView(view)
         try:
-            self._write(frame, batch_id)
-        except Py4JJavaError as error:
-            interruption = _interruption(error)
-            if interruption is None:
-                raise
-            # query.stop() interrupted this batch. Spark recognises that by matching the Python error's text
-            # with a regex whose recursion overflows the stack on a long text (the whole Java stack trace):
-            # the stream thread would die with StackOverflowError. A short text in the expected form lets Spark
-            # see a clean stop; the batch is not committed either way and runs again after a restart.
-            raise BatchInterrupted(
-                f"py4j.protocol.Py4JJavaError: An error occurred while calling the floodmark sink.\n: {interruption}"
-            ) from None
-
-    def _write(self, frame: DataFrame, batch_id: int) -> None:
-        frame = frame.persist()
-        try:
-            observation = Observation()  # a fresh, uniquely named observation per batch
-            kind = F.col("fm_kind")
-            small_columns = [f.name for f in p.STATS_META]
-            observed = frame.observe(
-                observation,
-                F.collect_list(F.when(kind.isin(p.STATS, p.GAUGE), F.struct(kind, *small_columns))).alias("small"),
+            selected = ", ".join(f"`{c}`" for c in columns)
+            spark.sql(
+                f"INSERT OVERWRITE TABLE {self.table} PARTITION (batch_id = {batch.batch_id}) "
+                f"SELECT {selected} FROM {view}"
             )
-            panes_path = f"{self.outputs.directory(p.PANE)}/batch_id={batch_id}"
-            observed.filter(kind == p.PANE).select(*self.columns(p.PANE)).write.mode("overwrite").parquet(panes_path)
-            small = [row.asDict() for row in observation.get["small"]]
-            gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
-            # Each bucket reports what it emitted, so no extra Spark job is needed to count.
-            counts = {
-                row_kind: sum(int(g[column] or 0) for g in gauges)
-                for row_kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
-            }
-            if counts[p.PANE]:
-                if self.outputs.on_panes is not None:
-                    self.outputs.on_panes(frame.filter(kind == p.PANE).select(*self.columns(p.PANE)), batch_id)
-            else:
-                _delete(frame.sparkSession, panes_path)
-            for row_kind in (p.LATE, p.BAD):
-                if counts[row_kind]:
-                    rows = frame.filter(kind == row_kind).select(*self.columns(row_kind))
-                    rows.write.mode("overwrite").parquet(f"{self.outputs.directory(row_kind)}/batch_id={batch_id}")
-            stats = [r for r in small if r["fm_kind"] == p.STATS]
-            report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
-            frame.unpersist()
-        # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
-        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
-        for listener in self.listeners:
-            listener(report)
+            spark.catalog.dropTempView(view)
 
 
-INTERRUPTIONS = (
-    "java.lang.InterruptedException",
-    "java.io.InterruptedIOException",
-    "java.nio.channels.ClosedByInterruptException",
-)
-"""What Spark's StreamExecution takes as a stop's interruption of a Python foreachBatch (SPARK-39218)."""
+@dataclass
+class KafkaSink(Sink):
+    """A Kafka topic; at-least-once (a replayed batch produces its records again).
+
+    Message key: the pane's key columns as a JSON object. Value: ``value_format="json"``: every column as
+    a JSON object; ``"text"`` (panes only; late records and dead letters stay JSON): seed 001's line
+    ``yyyyMMddHHmmss yyyyMMddHHmmss key... value...`` (window start and end in UTC). Pane messages carry
+    the dedupe key ``(key, window_start, window_end, pane_index)`` as JSON in the ``floodmark-pane-id``
+    header, every message its batch id in ``floodmark-batch-id``.
+
+    :arg options: more Kafka sink options (``kafka.*`` producer settings).
+    """
+
+    bootstrap_servers: str
+    topic: str
+    value_format: str = "json"
+    options: Mapping[str, str] = field(default_factory=dict)
+    guarantee: ClassVar[str] = "at-least-once"
+
+    def __post_init__(self) -> None:
+        if self.value_format not in ("json", "text"):
+            raise ValueError(f"value_format must be 'json' or 'text', not {self.value_format!r}")
+
+    def write(self, batch: OutputBatch) -> None:
+        rows = batch.rows
+        keys = [F.col(c) for c in batch.key_columns]
+        headers = [_header(BATCH_ID_HEADER, F.lit(str(batch.batch_id)))]
+        if batch.kind == PANES:
+            headers.append(
+                _header(PANE_ID_HEADER, F.to_json(F.struct(*keys, "window_start", "window_end", "pane_index")))
+            )
+        text = self.value_format == "text" and batch.kind == PANES
+        value = (
+            text_line(rows, batch.key_columns, batch.value_columns)
+            if text
+            else F.to_json(F.struct("*"), {"ignoreNullFields": "false"})  # every field, null or not
+        )
+        writer = (
+            rows.select(
+                F.to_json(F.struct(*keys)).alias("key") if keys else F.lit(None).cast("string").alias("key"),
+                value.alias("value"),
+                F.array(*headers).alias("headers"),
+            )
+            .write.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("topic", self.topic)
+            .options(**self.options)
+        )
+        writer.save()
 
 
-class BatchInterrupted(RuntimeError):
-    """The batch was interrupted by ``query.stop()`` (not a failure)."""
+def _header(name: str, text: Column) -> Column:
+    return F.struct(F.lit(name).alias("key"), text.cast("binary").alias("value"))
 
 
-def _interruption(error: Py4JJavaError) -> str | None:
-    """The interruption exception's class name if ``error`` is one, else None."""
-    head = str(error)[:1_000]
-    return next((name for name in INTERRUPTIONS if f": {name}" in head), None)
+@dataclass
+class FunctionSink(Sink):
+    """Your function, called as ``function(rows, batch_id)`` for each batch with rows of this kind.
+
+    The rows are cached for the call; the guarantee is the function's: a replayed batch calls it again
+    with the same batch id and the same rows (write idempotently per batch id for exactly-once).
+    """
+
+    function: Callable[[DataFrame, int], None]
+    guarantee: ClassVar[str] = "as the function makes it (called again, same batch id, on replay)"
+
+    def write(self, batch: OutputBatch) -> None:
+        self.function(batch.rows, batch.batch_id)
 
 
-def _delete(spark: SparkSession, path: str) -> None:
-    """Remove ``path`` through Hadoop's FileSystem (works for any scheme the session can write)."""
-    hadoop_path = _hadoop_path(spark, path)
-    _file_system(spark, hadoop_path).delete(hadoop_path, True)
+@dataclass(frozen=True)
+class Outputs:
+    """Where each kind goes. ``EventTimeAggregation.start(output=...)`` takes this or a root path
+    (:meth:`files`)."""
+
+    panes: Sink
+    late: Sink
+    dead_letter: Sink
+
+    @classmethod
+    def files(cls, root: str, file_format: str = "parquet") -> Outputs:
+        """The default layout: ``<root>/panes``, ``<root>/late``, ``<root>/dead_letter`` (exactly-once)."""
+        return cls(*(FileSink(checkpoint_files.join(root, kind), file_format) for kind in KINDS))
+
+    @classmethod
+    def kafka(
+        cls,
+        bootstrap_servers: str,
+        panes: str,
+        late: str,
+        dead_letter: str,
+        pane_format: str = "json",
+        options: Mapping[str, str] | None = None,
+    ) -> Outputs:
+        """Three Kafka topics (at-least-once; see :class:`KafkaSink`)."""
+        extra = dict(options or {})
+        return cls(
+            KafkaSink(bootstrap_servers, panes, pane_format, extra),
+            KafkaSink(bootstrap_servers, late, "json", extra),
+            KafkaSink(bootstrap_servers, dead_letter, "json", extra),
+        )
+
+    @classmethod
+    def of(cls, output: str | Outputs) -> Outputs:
+        return output if isinstance(output, Outputs) else cls.files(output)
+
+    def sink(self, kind: str) -> Sink:
+        return {PANES: self.panes, LATE: self.late, DEAD_LETTER: self.dead_letter}[kind]
+
+    def discard_after(self, spark: SparkSession, batch_id: int) -> None:
+        for kind in KINDS:
+            self.sink(kind).discard_after(spark, kind, batch_id)
+
+    def describe(self) -> dict[str, str]:
+        """``{kind: "<sink> (<guarantee>)"}``, for logs and summaries."""
+        return {kind: f"{self.sink(kind)!r} ({self.sink(kind).guarantee})" for kind in KINDS}
 
 
-def _hadoop_path(spark: SparkSession, path: str):
-    return spark._jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[attr-defined]
+def compact_utc(millis: Column) -> Column:
+    """ms since the epoch as ``yyyyMMddHHmmss`` in UTC, whatever the session's time zone."""
+    # date_format renders in the session's zone: shift the instant so that its local rendering is UTC's.
+    return F.date_format(F.to_utc_timestamp(F.timestamp_millis(millis), F.current_timezone()), "yyyyMMddHHmmss")
 
 
-def _file_system(spark: SparkSession, hadoop_path):
-    return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+def text_line(rows: DataFrame, key_columns: tuple[str, ...], value_columns: tuple[str, ...]) -> Column:
+    """Seed 001's result line, as :func:`floodmark.apps.outputs.text_lines` writes it (integral floats as ints)."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+
+    def text(name: str) -> Column:
+        column = F.col(name)
+        if isinstance(types[name], DoubleType | FloatType):
+            whole = column.cast("long").cast("string")
+            return F.when(column == F.floor(column), whole).otherwise(column.cast("string"))
+        return column.cast("string")
+
+    parts = [compact_utc(F.col("window_start")), compact_utc(F.col("window_end"))]
+    return F.concat_ws(" ", *parts, *(text(c) for c in (*key_columns, *value_columns)))

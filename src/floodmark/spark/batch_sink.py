@@ -1,0 +1,131 @@
+"""The ``foreachBatch`` function: route tagged rows to their outputs, report the batch to the controller.
+
+Panes, late records and dead letters go to the :class:`~floodmark.spark.sinks.Outputs` the query was
+started with (files by default: exactly-once per batch id; see :mod:`floodmark.spark.sinks` for each
+sink's guarantee). STATS and GAUGE rows go to the driver's controller.
+
+A batch costs one Spark job in the common case: the pane write runs the whole
+micro-batch (combiner, shuffle, stateful processor) and an observation
+(``DataFrame.observe``) brings the small STATS and GAUGE rows to the driver in
+the same job. Late records and dead letters, rare, are written from the cached
+batch only when the gauges count some. A pane sink that is a user function runs
+after a no-op write that computes the batch (the function may run no Spark action).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+
+from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.spark import batch_entry
+from floodmark.spark import plan as p
+from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
+
+OUTPUT_KINDS = {p.PANE: PANES, p.LATE: LATE, p.BAD: DEAD_LETTER}
+"""Row kind (``fm_kind``) -> output."""
+
+
+class BatchSink:
+    """The function given to ``foreachBatch``."""
+
+    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, controller: BatchController) -> None:
+        self.plan = plan
+        self.outputs = outputs
+        self.controller = controller
+        self.listeners: list[Callable[[BatchReport], None]] = []
+
+    def columns(self, kind: str) -> list:
+        if kind == p.PANE:
+            names = self.plan.pane_columns()
+        elif kind == p.LATE:
+            names = self.plan.record_columns()
+        else:
+            names = [*self.plan.key_columns, "event_time", "reason", "record"]
+        extra = []
+        if "window_start" in names:
+            extra = [
+                F.timestamp_millis("window_start").alias("window_start_time"),
+                F.timestamp_millis("window_end").alias("window_end_time"),
+            ]
+        return [*names, *extra]
+
+    def _batch(self, row_kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
+        """The rows of ``row_kind`` in ``frame``, in their output columns."""
+        rows = frame.filter(F.col("fm_kind") == row_kind).select(*self.columns(row_kind))
+        values = tuple(self.plan.result_names) if row_kind == p.PANE else ()
+        return OutputBatch(OUTPUT_KINDS[row_kind], rows, batch_id, tuple(self.plan.key_columns), values)
+
+    def __call__(self, frame: DataFrame, batch_id: int) -> None:
+        try:
+            self._write(frame, batch_id)
+        except Py4JJavaError as error:
+            interruption = _interruption(error)
+            if interruption is None:
+                raise
+            # query.stop() interrupted this batch. Spark recognises that by matching the Python error's text
+            # with a regex whose recursion overflows the stack on a long text (the whole Java stack trace):
+            # the stream thread would die with StackOverflowError. A short text in the expected form lets Spark
+            # see a clean stop; the batch is not committed either way and runs again after a restart.
+            raise BatchInterrupted(
+                f"py4j.protocol.Py4JJavaError: An error occurred while calling the floodmark sink.\n: {interruption}"
+            ) from None
+
+    def _write(self, frame: DataFrame, batch_id: int) -> None:
+        frame = frame.persist()
+        try:
+            observation = Observation()  # a fresh, uniquely named observation per batch
+            kind = F.col("fm_kind")
+            small_columns = [f.name for f in p.STATS_META]
+            observed = frame.observe(
+                observation,
+                F.collect_list(F.when(kind.isin(p.STATS, p.GAUGE), F.struct(kind, *small_columns))).alias("small"),
+            )
+            pane_sink = self.outputs.panes
+            if pane_sink.runs_the_batch:
+                pane_sink.write(self._batch(p.PANE, observed, batch_id))
+            else:
+                observed.write.format("noop").mode("overwrite").save()
+            small = [row.asDict() for row in observation.get["small"]]
+            gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
+            # Each bucket reports what it emitted, so no extra Spark job is needed to count.
+            counts = {
+                row_kind: sum(int(g[column] or 0) for g in gauges)
+                for row_kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
+            }
+            if not counts[p.PANE] and pane_sink.runs_the_batch:
+                pane_sink.discard_empty(frame.sparkSession, PANES, batch_id)
+            elif counts[p.PANE] and not pane_sink.runs_the_batch:
+                pane_sink.write(self._batch(p.PANE, frame, batch_id))
+            for row_kind in (p.LATE, p.BAD):
+                if counts[row_kind]:
+                    self.outputs.sink(OUTPUT_KINDS[row_kind]).write(self._batch(row_kind, frame, batch_id))
+            stats = [r for r in small if r["fm_kind"] == p.STATS]
+            report = self.controller.on_batch(batch_id, stats, gauges, counts)
+        finally:
+            frame.unpersist()
+        # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
+        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
+        for listener in self.listeners:
+            listener(report)
+
+
+INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+"""What Spark's StreamExecution takes as a stop's interruption of a Python foreachBatch (SPARK-39218)."""
+
+
+class BatchInterrupted(RuntimeError):
+    """The batch was interrupted by ``query.stop()`` (not a failure)."""
+
+
+def _interruption(error: Py4JJavaError) -> str | None:
+    """The interruption exception's class name if ``error`` is one, else None."""
+    head = str(error)[:1_000]
+    return next((name for name in INTERRUPTIONS if f": {name}" in head), None)

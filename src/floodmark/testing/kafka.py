@@ -1,0 +1,356 @@
+"""A real single-node Apache Kafka broker on loopback, for tests, demos and benchmarks.
+
+:class:`KafkaBroker` formats a fresh storage folder and starts ``kafka.Kafka`` (the broker's own main class,
+from the jars ``scripts/setup.sh`` fetches) in KRaft mode, broker and controller in one process, listening on
+127.0.0.1 on free ports. It is the real server, not a mock: topics, partitions, offsets, consumer positions
+and the wire protocol are Kafka's. Clients are ``confluent-kafka``'s (librdkafka)::
+
+    with KafkaBroker() as broker:
+        broker.create_topic("events", partitions=3)
+        broker.produce("events", ['{"timestamp": 1}'], partition=0)
+        records = broker.consume("events")        # everything the topic holds now
+
+In pytest, ``kafka_broker = kafka_broker_fixture()`` in a ``conftest.py`` gives a session-wide broker.
+The broker's own log goes to ``<work dir>/broker.log`` (warnings and errors only), not to the console.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from floodmark.jvm import KAFKA_BROKER, require_jars
+
+CLIENT_LOG = logging.getLogger("floodmark.testing.kafka.client")
+"""Where the clients' (librdkafka's) own messages go: not the console (a broker still starting refuses
+connections, and the client would print each retry); attach a handler to see them."""
+CLIENT_LOG.addHandler(logging.NullHandler())
+CLIENT_LOG.propagate = False
+
+LOG_CONFIG = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d %p %c{{1}}: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+@dataclass(frozen=True)
+class KafkaRecord:
+    """One record read from a topic. ``timestamp_ms``: the record's Kafka timestamp (ms since the epoch)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def text(self) -> str:
+        """The value as UTF-8 text (undecodable bytes replaced)."""
+        return (self.value or b"").decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.text())
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class KafkaBroker:
+    """A single-node KRaft Kafka broker+controller on loopback (see the module docstring).
+
+    :arg work_dir: where the storage, configuration and log go (default: a temporary folder removed on stop).
+    :arg heap: the broker JVM's maximum heap.
+    """
+
+    def __init__(self, work_dir: str | Path | None = None, heap: str = "512m") -> None:
+        self._owns_dir = work_dir is None
+        self.work_dir = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="floodmark-kafka-"))
+        self.heap = heap
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self._admin_client = None
+
+    # ------------------------------------------------------------- lifecycle
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of the broker's client listener (what Spark's ``kafka.bootstrap.servers`` takes)."""
+        if not self.port:
+            raise RuntimeError("the broker is not started")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "broker.log"
+
+    def start(self, timeout_s: float = 90.0) -> KafkaBroker:
+        """Format storage, start the broker and return once it answers metadata requests."""
+        if self.process is not None:
+            raise RuntimeError("the broker is already started")
+        classpath = os.pathsep.join(str(jar) for jar in require_jars(KAFKA_BROKER))
+        self.port, controller_port = free_port(), free_port()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        config = self.work_dir / "server.properties"
+        config.write_text(self._server_properties(controller_port))
+        log_config = self.work_dir / "log4j2.properties"
+        log_config.write_text(LOG_CONFIG.format(log=self.log_path))
+        java = [_java(), f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath]
+        # A KRaft node needs formatted storage (a cluster id and the metadata version) before its first start.
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        formatted = subprocess.run(
+            [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
+            capture_output=True,
+            text=True,
+        )
+        if formatted.returncode != 0:
+            raise RuntimeError(f"formatting Kafka's storage failed: {formatted.stderr or formatted.stdout}")
+        with open(self.work_dir / "broker.out", "wb") as out:
+            # Its own process group, so that stopping it never signals the caller (and the caller's Ctrl-C
+            # does not kill it before the clean stop below).
+            self.process = subprocess.Popen(
+                [*java, "kafka.Kafka", str(config)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        atexit.register(self.stop)
+        self._wait_until_serving(timeout_s)
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the broker (a clean shutdown, then SIGKILL after ``timeout_s``); remove a temporary work dir."""
+        process, self.process = self.process, None
+        self._admin_client = None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        atexit.unregister(self.stop)
+        if self._owns_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _server_properties(self, controller_port: int) -> str:
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.work_dir / "data"),
+            # One node: every internal topic has one replica, and nothing waits for a quorum of others.
+            "offsets.topic.replication.factor": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # Topics are created on purpose (with their partition count), never by a typo in a reader.
+            "auto.create.topics.enable": "false",
+        }
+        return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+    def _wait_until_serving(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.process is None or self.process.poll() is not None:
+                log = _tail(self.work_dir / "broker.out") or _tail(self.log_path)
+                self.stop()
+                raise RuntimeError(f"the Kafka broker exited while starting:\n{log}")
+            try:
+                self._admin().list_topics(timeout=2)
+                return
+            except Exception:  # not serving yet: the client raises KafkaException or a timeout
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError(f"the Kafka broker did not serve within {timeout_s} s") from None
+                time.sleep(0.2)
+
+    # ---------------------------------------------------------------- topics
+    def _client_config(self, **settings: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, "logger": CLIENT_LOG, **settings}
+
+    def _admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        # Kept: an admin client destroyed while a request is in flight fails that request.
+        if self._admin_client is None:
+            self._admin_client = AdminClient(self._client_config())
+        return self._admin_client
+
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
+        """Create ``name`` with ``partitions`` partitions (replication 1); waits until it exists."""
+        from confluent_kafka.admin import NewTopic
+
+        futures = self._admin().create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=1, config=dict(config or {}))]
+        )
+        futures[name].result(30)
+        deadline = time.monotonic() + 30
+        while len(self.partitions(name)) < partitions:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} did not get its {partitions} partitions")
+            time.sleep(0.1)
+
+    def partitions(self, topic: str) -> list[int]:
+        """The topic's partition numbers, sorted (empty if it does not exist)."""
+        metadata = self._admin().list_topics(topic=topic, timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return []
+        return sorted(metadata.partitions)
+
+    # ------------------------------------------------------------- producing
+    def produce(
+        self,
+        topic: str,
+        values: Iterable[str | bytes | None],
+        partition: int | None = None,
+        key: str | bytes | None = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
+        """Write ``values`` to ``topic`` (to ``partition``, or as Kafka's partitioner picks); returns how many.
+
+        Waits until the broker has acknowledged every record (``acks=all``, idempotent producer: no duplicates).
+        """
+        from confluent_kafka import Producer
+
+        producer = Producer(self._client_config(**{"enable.idempotence": True, "linger.ms": 5}))
+        errors: list[str] = []
+
+        def delivered(error, _message) -> None:
+            if error is not None:
+                errors.append(str(error))
+
+        count = 0
+        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+        if timestamp_ms is not None:
+            extra["timestamp"] = timestamp_ms
+        for value in values:
+            while True:
+                try:
+                    producer.produce(topic, value=value, key=key, on_delivery=delivered, **extra)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+            count += 1
+            producer.poll(0)
+        remaining = producer.flush(60)
+        if remaining or errors:
+            raise RuntimeError(f"producing to {topic} failed: {remaining} undelivered, errors: {errors[:3]}")
+        return count
+
+    # ------------------------------------------------------------- consuming
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """``{partition: offset of the next record}`` now."""
+        consumer = self._consumer()
+        try:
+            return {
+                p: consumer.get_watermark_offsets(_partition(topic, p), timeout=10)[1] for p in self.partitions(topic)
+            }
+        finally:
+            consumer.close()
+
+    def consume(self, topic: str, timeout_s: float = 60.0) -> list[KafkaRecord]:
+        """Every record ``topic`` holds now (up to each partition's end offset when called), by partition, offset."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        ends = {p: end for p, end in self.end_offsets(topic).items() if end > 0}
+        consumer = self._consumer()
+        records: list[KafkaRecord] = []
+        try:
+            consumer.assign([_partition(topic, p, OFFSET_BEGINNING) for p in ends])
+            positions = dict.fromkeys(ends, 0)
+            deadline = time.monotonic() + timeout_s
+            while any(positions[p] < end for p, end in ends.items()):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"read {len(records)} records of {topic}, not all of {ends}")
+                for message in consumer.consume(num_messages=10_000, timeout=0.5):
+                    if message.error() is not None:
+                        raise RuntimeError(f"reading {topic} failed: {message.error()}")
+                    if message.offset() >= ends[message.partition()]:
+                        continue
+                    positions[message.partition()] = message.offset() + 1
+                    records.append(
+                        KafkaRecord(
+                            topic=message.topic(),
+                            partition=message.partition(),
+                            offset=message.offset(),
+                            key=message.key(),
+                            value=message.value(),
+                            timestamp_ms=message.timestamp()[1],
+                            headers=tuple(message.headers() or ()),
+                        )
+                    )
+        finally:
+            consumer.close()
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+
+    def _consumer(self):
+        from confluent_kafka import Consumer
+
+        return Consumer(
+            self._client_config(**{"group.id": f"floodmark-reader-{uuid.uuid4().hex}", "enable.auto.commit": False})
+        )
+
+
+def _partition(topic: str, partition: int, offset: int | None = None):
+    from confluent_kafka import TopicPartition
+
+    return TopicPartition(topic, partition) if offset is None else TopicPartition(topic, partition, offset)
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").exists():
+        return str(Path(home, "bin", "java"))
+    found = shutil.which("java")
+    if found is None:
+        raise RuntimeError("the Kafka broker needs Java 17: install a JRE or run scripts/setup.sh")
+    return found
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+def kafka_broker_fixture(scope: str = "session"):
+    """A pytest fixture yielding a started :class:`KafkaBroker` (``kafka_broker = kafka_broker_fixture()``)."""
+    import pytest
+
+    @pytest.fixture(scope=scope)
+    def kafka_broker() -> Iterator[KafkaBroker]:
+        with KafkaBroker() as broker:
+            yield broker
+
+    return kafka_broker

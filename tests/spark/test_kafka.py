@@ -1,0 +1,159 @@
+"""floodmark between Kafka topics: a real broker (floodmark.testing.kafka), Spark's Kafka connector."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.spark import (
+    EventTimeAggregation,
+    FunctionSink,
+    Outputs,
+    SourceTime,
+    TableSink,
+    read_kafka,
+    topic_partitions,
+)
+from floodmark.spark.combiner import UNPARSABLE
+from floodmark.spark.sinks import PANE_ID_HEADER, OutputBatch
+
+pytestmark = pytest.mark.spark
+
+SECOND = 1_000
+MINUTE = 60 * SECOND
+SCHEMA = "timestamp LONG, channel STRING, behavior STRING"
+
+
+def minute_counts(spark, source, bound=timedelta(seconds=5), known_splits=(), idleness=None):
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound)
+    if idleness is not None:
+        strategy = strategy.with_idleness(idleness)
+    return EventTimeAggregation(
+        source,
+        event_time="timestamp",
+        key_by=["channel", "behavior"],
+        spec=WindowSpec(window=windows.Tumbling(timedelta(minutes=1)), aggregate={"count": aggregates.count()}),
+        time=SourceTime(strategy, split="partition", known_splits=known_splits),
+    )
+
+
+def event(ts, channel="app", behavior="CLICK"):
+    return json.dumps({"timestamp": ts, "channel": channel, "behavior": behavior})
+
+
+def test_the_broker_helper_serves_topics_on_loopback(kafka_broker):
+    kafka_broker.create_topic("helper", partitions=3)
+    assert kafka_broker.bootstrap_servers.startswith("127.0.0.1:")
+    assert kafka_broker.partitions("helper") == [0, 1, 2]
+    assert kafka_broker.produce("helper", ["a", "b"], partition=2) == 2
+    kafka_broker.produce("helper", [b"c"], partition=0, key="k")
+    records = kafka_broker.consume("helper")
+    assert [(r.partition, r.offset, r.text()) for r in records] == [(0, 0, "c"), (2, 0, "a"), (2, 1, "b")]
+    assert records[0].key == b"k"
+    assert kafka_broker.end_offsets("helper") == {0: 1, 1: 0, 2: 2}
+
+
+BAD_VALUES = {
+    "not json": "not json",
+    "truncated": '{"timestamp": 5',
+    "wrong type": '{"timestamp": "five", "channel": "app", "behavior": "CLICK"}',
+    "empty": "",
+    "array": "[1, 2]",
+    "not utf-8": b"\xff\xfe\x00",
+}
+
+
+def test_kafka_in_kafka_out_accounts_for_every_produced_record(spark, kafka_broker, tmp_path):
+    broker = kafka_broker
+    broker.create_topic("clicks", partitions=3)
+    for topic in ("minute-counts", "late-clicks", "bad-clicks"):
+        broker.create_topic(topic)
+    produced = 0
+    # Three partitions, each in event-time order; partition 2 then sends records 5 minutes old, after the
+    # watermark has passed their windows: late. maxOffsetsPerTrigger spreads the topic over several batches.
+    for partition in range(3):
+        produced += broker.produce(
+            "clicks", [event(s * SECOND, f"ch{partition}") for s in range(0, 600, 2)], partition=partition
+        )
+    produced += broker.produce("clicks", [event(30 * SECOND, "ch2") for _ in range(7)], partition=2)
+    produced += broker.produce("clicks", [event(s * SECOND, "ch2") for s in range(600, 660)], partition=2)
+    produced += broker.produce("clicks", list(BAD_VALUES.values()), partition=1)
+    produced += broker.produce("clicks", [json.dumps({"channel": "app"})], partition=1)  # no timestamp
+    source = read_kafka(
+        spark, broker.bootstrap_servers, "clicks", schema=SCHEMA, options={"maxOffsetsPerTrigger": "200"}
+    )
+    aggregation = minute_counts(spark, source, known_splits=topic_partitions(spark, broker.bootstrap_servers, "clicks"))
+    outputs = Outputs.kafka(broker.bootstrap_servers, "minute-counts", "late-clicks", "bad-clicks", pane_format="text")
+    handle = aggregation.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
+    assert len(handle.reports) > 3, "several batches"
+
+    panes = broker.consume("minute-counts")
+    late = [r.json() for r in broker.consume("late-clicks")]
+    bad = [r.json() for r in broker.consume("bad-clicks")]
+    counted = sum(int(r.text().split()[-1]) for r in panes)
+    assert counted + len(late) + len(bad) == produced, "every produced record: in a pane, late or dead"
+    assert len(late) == 7 and {r["reason"] for r in late} == {"EXPIRED"}
+    assert len(bad) == len(BAD_VALUES) + 1
+    unparsable = sorted(r["record"] for r in bad if r["reason"] == UNPARSABLE)
+    expected = sorted(v if isinstance(v, str) else "base64://4A" for v in BAD_VALUES.values())
+    assert unparsable == expected, "the original text of each unparsable value"
+    assert [r["reason"] for r in bad if r["reason"] != UNPARSABLE] == ["missing timestamp"]
+    # Seed 001's lines; one pane per window and key (AfterWatermark), each with its dedupe key.
+    assert panes[0].text().split()[:2] == ["19700101000000", "19700101000100"]
+    pane_ids = [dict(r.headers)[PANE_ID_HEADER] for r in panes]
+    assert len(set(pane_ids)) == len(panes) == 3 * 10 + 1
+    assert {json.loads(r.key)["channel"] for r in panes} == {"ch0", "ch1", "ch2"}
+
+
+def test_a_silent_partition_known_from_the_topic_holds_the_watermark(spark, kafka_broker, tmp_path):
+    kafka_broker.create_topic("two-of-three", partitions=3)
+    for partition in (0, 1):
+        kafka_broker.produce("two-of-three", [event(s * SECOND) for s in range(0, 300, 5)], partition=partition)
+    partitions = topic_partitions(spark, kafka_broker.bootstrap_servers, "two-of-three")
+    assert partitions == ["0", "1", "2"]
+    source = read_kafka(spark, kafka_broker.bootstrap_servers, "two-of-three", schema=SCHEMA)
+    held = minute_counts(spark, source, known_splits=partitions).start(
+        str(tmp_path / "held-ckpt"), str(tmp_path / "held"), trigger_interval="200 milliseconds"
+    )
+    free = minute_counts(spark, source).start(
+        str(tmp_path / "free-ckpt"), str(tmp_path / "free"), trigger_interval="200 milliseconds"
+    )
+    try:
+        held.await_batches(4)
+        free.await_batches(4)
+    finally:
+        held.stop()
+        free.stop()
+    assert {r.watermark for r in held.reports[1:]} == {held.reports[0].watermark}, "partition 2 has not spoken"
+    assert sum(r.panes for r in held.reports) == 0
+    assert sum(r.panes for r in free.reports) > 0, "without the topic's partitions the watermark moves on"
+    with pytest.raises(ValueError, match="does not exist"):
+        topic_partitions(spark, kafka_broker.bootstrap_servers, "no-such-topic")
+
+
+def test_table_and_function_sinks(spark, kafka_broker, tmp_path):
+    kafka_broker.create_topic("to-tables", partitions=2)
+    for partition in (0, 1):
+        kafka_broker.produce("to-tables", [event(s * SECOND) for s in range(0, 180, 3)], partition=partition)
+    kafka_broker.produce("to-tables", ["oops"], partition=0)
+    source = read_kafka(spark, kafka_broker.bootstrap_servers, "to-tables", schema=SCHEMA)
+    seen: list[tuple[int, list]] = []
+    dead = FunctionSink(lambda rows, batch_id: seen.append((batch_id, [r.asDict() for r in rows.collect()])))
+    table = TableSink("floodmark_test_panes", location=str(tmp_path / "table"))
+    outputs = Outputs(panes=table, late=FunctionSink(lambda rows, batch_id: None), dead_letter=dead)
+    minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
+    panes = spark.table("floodmark_test_panes").toPandas()
+    assert sorted(panes["window_start"]) == [0, MINUTE, 2 * MINUTE]
+    assert panes["count"].sum() == 120
+    assert [row["record"] for _, rows in seen for row in rows] == ["oops"]
+    # A replayed batch overwrites its own partition: the table keeps one copy of it.
+    batch_id = int(panes["batch_id"].iloc[0])
+    again = spark.table("floodmark_test_panes").filter(f"batch_id = {batch_id}").drop("batch_id")
+    table.write(OutputBatch("panes", again.localCheckpoint(), batch_id, ("channel", "behavior"), ("count",)))
+    assert spark.table("floodmark_test_panes").count() == len(panes)
+    assert Counter(s.guarantee for s in (table, dead))["exactly-once"] == 1
+    spark.sql("DROP TABLE floodmark_test_panes")
