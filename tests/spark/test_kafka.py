@@ -157,3 +157,28 @@ def test_table_and_function_sinks(spark, kafka_broker, tmp_path):
     assert spark.table("floodmark_test_panes").count() == len(panes)
     assert Counter(s.guarantee for s in (table, dead))["exactly-once"] == 1
     spark.sql("DROP TABLE floodmark_test_panes")
+
+
+def test_the_kafka_demo_reads_the_topic_and_writes_three_topics(spark, tmp_path):
+    from rich.console import Console
+
+    from floodmark.apps.demo import SEED_001, check_counts
+    from floodmark.apps.kafka_demo import NOT_RECORDS, run_kafka_demo
+    from floodmark.simulator.clickstream import ClickstreamConfig, generate
+
+    small = ClickstreamConfig(
+        seed=3, splits=4, records_per_tick_per_split=30, tick_ms=10_000, ticks=36, idle_split=3, idle_from_tick=18,
+        late_burst_tick=24, late_burst_records=20, late_burst_age_ms=400_000, bad_records_per_tick=1,
+    )  # fmt: skip
+    pipeline = SEED_001.model_copy(update={"idleness": 2_000})
+    result = run_kafka_demo(
+        tmp_path / "demo", small, pipeline, ticks_per_second=3.0, live=False, console=Console(quiet=True)
+    )
+    assert check_counts(small, result.panes, result.late, 60_000) == [], "every timestamped record: a pane or late"
+    records = generate(small)
+    assert len(result.dead_letter) == int(records["ts"].isna().sum()) + len(NOT_RECORDS)
+    assert set(NOT_RECORDS) <= set(result.dead_letter["record"]), "the values that are not records, as they were"
+    assert len(result.late) > 0 and "counts: exact" in result.summary
+    lines = (tmp_path / "demo" / "results.txt").read_text().splitlines()
+    assert len(lines) == len(result.panes) and len(lines[0].split()) == 5  # start end channel behavior count
+    assert any(r.splits.get("3", (0, False))[1] for r in result.reports), "the silent partition was marked idle"

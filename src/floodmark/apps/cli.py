@@ -56,17 +56,28 @@ def demo(
     ] = 4.0,
     seed: Annotated[int, typer.Option(min=0, help="Simulator seed (the run is deterministic under it).")] = 1,
     live: Annotated[bool, typer.Option(help="Show the live watermark view while the query runs.")] = True,
+    kafka: Annotated[
+        bool,
+        typer.Option(
+            "--kafka",
+            help="Run between real Kafka topics: a broker on loopback (from scripts/setup.sh's jars), the simulator "
+            "fed into a 4-partition topic, results, late records and dead letters to three topics.",
+        ),
+    ] = False,
 ) -> None:
     """Run seed 001's clickstream job on the simulator (local Spark), with seed 000's idle split."""
     import dataclasses
 
-    from floodmark.apps.demo import run_demo
     from floodmark.simulator.clickstream import ClickstreamConfig
 
     simulator = dataclasses.replace(ClickstreamConfig.demo(), seed=seed)
+    if kafka:
+        from floodmark.apps.kafka_demo import run_kafka_demo as run
+    else:
+        from floodmark.apps.demo import run_demo as run
     try:
-        result = run_demo(output, simulator, ticks_per_second=ticks_per_second, live=live, console=console)
-    except FileExistsError as error:
+        result = run(output, simulator, ticks_per_second=ticks_per_second, live=live, console=console)
+    except (FileExistsError, FileNotFoundError) as error:  # an existing non-demo folder; no broker jars
         raise _fail(str(error), 2) from None
     console.print()
     console.print(result.summary)

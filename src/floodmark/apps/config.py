@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -137,14 +138,15 @@ class PipelineConfig(BaseModel):
             out[name] = _AGGREGATES[kind]() if kind == "count" else _AGGREGATES[kind](field)
         return out
 
-    def source_time(self) -> SourceTime:
-        """How the input's watermark is made (strategy and split column)."""
+    def source_time(self, known_splits: Sequence[str] = ()) -> SourceTime:
+        """How the input's watermark is made (strategy, split column, the splits known before their first
+        record, e.g. a Kafka topic's partitions)."""
         from floodmark.spark import SourceTime
 
-        return SourceTime(self.strategy(), split=self.split)
+        return SourceTime(self.strategy(), split=self.split, known_splits=known_splits)
 
-    def aggregation(self, source: DataFrame) -> EventTimeAggregation:
-        """The Spark pipeline over ``source``."""
+    def aggregation(self, source: DataFrame, known_splits: Sequence[str] = ()) -> EventTimeAggregation:
+        """The Spark pipeline over ``source`` (``known_splits``: see :meth:`source_time`)."""
         from floodmark.spark import EventTimeAggregation
 
         return EventTimeAggregation(
@@ -152,6 +154,6 @@ class PipelineConfig(BaseModel):
             event_time=self.event_time,
             key_by=self.key_by,
             spec=self.window_spec(),
-            time=self.source_time(),
+            time=self.source_time(known_splits),
             max_future_skew=self.max_future_skew,
         )

@@ -102,9 +102,7 @@ def run_demo(
     console = console or Console()
     simulator = simulator or ClickstreamConfig.demo()
     output = Path(output)
-    _prepare(output)
-    (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
-    (output / "simulator.json").write_text(json.dumps(simulator.as_options(), indent=2))
+    prepare_output(output, pipeline, simulator)
     started = time.monotonic()
     console.print("[bold]floodmark demo[/]: starting local Spark (the first batch takes a few seconds)")
     spark = local_session("floodmark-demo", cores=2, shuffle_partitions=2)
@@ -146,12 +144,15 @@ def run_demo(
     return result
 
 
-def _prepare(output: Path) -> None:
+def prepare_output(output: Path, pipeline: PipelineConfig, simulator: ClickstreamConfig) -> None:
+    """An empty ``output`` (an earlier demo's is replaced, anything else refused) with the run's configs."""
     if output.exists():
         if not (output / "pipeline.json").exists() and any(output.iterdir()):
             raise FileExistsError(f"{output} exists and is not an earlier demo's output: choose another --output")
         shutil.rmtree(output)
     output.mkdir(parents=True)
+    (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
+    (output / "simulator.json").write_text(json.dumps(simulator.as_options(), indent=2))
 
 
 def _clickstream_offsets(progress) -> tuple[int, int] | None:
@@ -247,8 +248,8 @@ def _idle_batches(reports: list, split: str) -> list[int]:
     return out
 
 
-def summarize(result: DemoResult, totals: Totals) -> str:
-    """The end-of-run summary (also written to ``summary.txt``)."""
+def summarize(result: DemoResult, totals: Totals, late_in: str = "late/", dead_in: str = "dead_letter/") -> str:
+    """The end-of-run summary (also written to ``summary.txt``); ``late_in``/``dead_in``: where those went."""
     simulator = result.simulator
     records = generate(simulator)
     with_ts = records[records["ts"].notna()]
@@ -264,8 +265,8 @@ def summarize(result: DemoResult, totals: Totals) -> str:
         f"records generated: {len(records):,} ({len(records) - len(with_ts):,} without a timestamp)",
         f"panes: {len(result.panes):,} over {windows} one-minute windows, "
         f"counting {int(result.panes['count'].sum()) if not result.panes.empty else 0:,} records",
-        f"late records (beyond the watermark, in late/): {len(result.late):,}",
-        f"bad records (in dead_letter/): {len(result.dead_letter):,}",
+        f"late records (beyond the watermark, in {late_in}): {len(result.late):,}",
+        f"bad records (in {dead_in}): {len(result.dead_letter):,}",
         "counts: exact (every record with a timestamp is in one pane or in the late output)"
         if not problems
         else f"counts: {len(problems)} windows differ from a straight count, e.g. {problems[0]}",

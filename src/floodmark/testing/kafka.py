@@ -94,6 +94,7 @@ class KafkaBroker:
         self.port = 0
         self.process: subprocess.Popen | None = None
         self._admin_client = None
+        self._producer = None
 
     # ------------------------------------------------------------- lifecycle
     @property
@@ -142,6 +143,7 @@ class KafkaBroker:
         """Stop the broker (a clean shutdown, then SIGKILL after ``timeout_s``); remove a temporary work dir."""
         process, self.process = self.process, None
         self._admin_client = None
+        self._producer = None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
@@ -243,9 +245,7 @@ class KafkaBroker:
 
         Waits until the broker has acknowledged every record (``acks=all``, idempotent producer: no duplicates).
         """
-        from confluent_kafka import Producer
-
-        producer = Producer(self._client_config(**{"enable.idempotence": True, "linger.ms": 5}))
+        producer = self._shared_producer()
         errors: list[str] = []
 
         def delivered(error, _message) -> None:
@@ -269,6 +269,15 @@ class KafkaBroker:
         if remaining or errors:
             raise RuntimeError(f"producing to {topic} failed: {remaining} undelivered, errors: {errors[:3]}")
         return count
+
+    def _shared_producer(self):
+        from confluent_kafka import Producer
+
+        # One producer for the broker's life: an idempotent producer's start-up asks the broker for an id,
+        # which takes long on a fresh broker (its coordinator is still loading).
+        if self._producer is None:
+            self._producer = Producer(self._client_config(**{"enable.idempotence": True, "linger.ms": 5}))
+        return self._producer
 
     # ------------------------------------------------------------- consuming
     def end_offsets(self, topic: str) -> dict[int, int]:
