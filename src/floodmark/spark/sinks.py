@@ -7,12 +7,14 @@ duplicates depends on the sink, and each states it in ``guarantee``:
 * :class:`FileSink`: exactly-once. One directory per batch (``batch_id=N``), overwritten on replay.
 * :class:`TableSink`: exactly-once. A table partitioned by ``batch_id``; a replay overwrites its partition.
 * :class:`KafkaSink`: at-least-once. A replay produces its records again; drop repeats by the dedupe key
-  ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id`` header).
+  ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id`` header),
+  keeping the last message of a key: the committed attempt's (a key's messages share a partition, in order).
 * :class:`FunctionSink`: yours. Your function gets ``(DataFrame, batch_id)``; make it idempotent per batch
   id for exactly-once.
 
-A replayed batch carries the same panes as the first attempt (same records, same watermark, same state),
-so the dedupe key identifies a pane across attempts. :meth:`Outputs.files` is the default layout:
+A replayed batch reads the same offsets with the same watermark and state, so it emits the same panes;
+only what an early count trigger puts in a speculative pane can differ, as records of one batch may reach
+the operator in another order. Hence "keep the last". :meth:`Outputs.files` is the default layout:
 ``<root>/panes``, ``<root>/late``, ``<root>/dead_letter`` in Parquet.
 """
 
