@@ -70,6 +70,7 @@ def run_replay(
 ) -> ReplayResult:
     """Replay ``input_path`` through ``pipeline`` into ``output``; ``on_progress(records_done, records_total)``."""
     from floodmark.spark import local_session
+    from floodmark.spark.kafka import corrupt_record_column
 
     file_format = file_format or detect_format(input_path)
     if file_format not in FORMATS:
@@ -80,6 +81,13 @@ def run_replay(
     started = time.monotonic()
     spark = local_session("floodmark-replay", cores=2, shuffle_partitions=2)
     static = spark.read.format(file_format).load([str(f) for f in files])
+    schema = static.schema
+    if file_format == "json":
+        # A line that is not a JSON record keeps its text in Spark's corrupt-record column, and floodmark
+        # sends it to the dead letters with that text (the column is there even if no line is broken now).
+        corrupt = corrupt_record_column(spark)
+        if corrupt not in schema.names:
+            schema = schema.add(corrupt, "string")
     total = static.count()
     missing = [
         c
@@ -90,7 +98,7 @@ def run_replay(
         raise ValueError(f"the input has no column(s) {missing}; it has {static.columns}")
     directory = files[0].parent if input_path.is_dir() else input_path.parent
     glob = None if input_path.is_dir() else input_path.name
-    reader = spark.readStream.schema(static.schema).format(file_format).option("maxFilesPerTrigger", files_per_batch)
+    reader = spark.readStream.schema(schema).format(file_format).option("maxFilesPerTrigger", files_per_batch)
     if glob:
         reader = reader.option("pathGlobFilter", glob)
     stream = reader.load(str(directory))
