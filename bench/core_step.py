@@ -60,10 +60,16 @@ def main() -> None:
     workloads = [
         ("tumbling, Default, 100 keys", WindowSpec(tumbling, count), 100),
         ("tumbling, Default, 100k keys", WindowSpec(tumbling, count), 100_000),
-        ("tumbling, early every 100 records, 100k keys",
-         WindowSpec(tumbling, count, triggers.AfterWatermark(early=triggers.AfterCount(100))), 100_000),
-        ("tumbling, late=AfterCount(2) (general), 10k keys",
-         WindowSpec(tumbling, count, triggers.AfterWatermark(late=triggers.AfterCount(2))), 10_000),
+        (
+            "tumbling, early every 100 records, 100k keys",
+            WindowSpec(tumbling, count, triggers.AfterWatermark(early=triggers.AfterCount(100))),
+            100_000,
+        ),
+        (
+            "tumbling, late=AfterCount(2) (general), 10k keys",
+            WindowSpec(tumbling, count, triggers.AfterWatermark(late=triggers.AfterCount(2))),
+            10_000,
+        ),
         ("sessions gap 1 min (general), 10k keys", WindowSpec(windows.Sessions(60_000), count), 10_000),
     ]
     table = Table(title=f"core.step, {BATCHES} batches of {BATCH_RECORDS:,} records, best of 3")

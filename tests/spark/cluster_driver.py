@@ -1,0 +1,66 @@
+"""A floodmark driver process for the cluster test (run as a script): seed 001's job on a bounded simulator.
+
+Usage: cluster_driver.py MASTER CHECKPOINT OUTPUT [EVENT_LOG_DIR]
+
+Runs :data:`floodmark.apps.demo.SEED_001` over :data:`CONFIG` (the clickstream simulator, deterministic
+batches: every tick available at once, at most :data:`MAX_RECORDS_PER_BATCH` records per batch) to
+completion on ``MASTER`` (``spark://...``, with :func:`~floodmark.spark.session.cluster_session`; Spark's
+event log in ``EVENT_LOG_DIR`` when given) and writes ``OUTPUT/run.json`` (batches, seconds).
+The test runs the same :func:`aggregation` in local mode for the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from floodmark.apps.demo import SEED_001
+from floodmark.simulator.clickstream import ClickstreamConfig
+from floodmark.spark import EventTimeAggregation
+from floodmark.spark.clickstream_source import read_clickstream
+from floodmark.spark.session import cluster_session
+
+CONFIG = ClickstreamConfig(
+    seed=1,
+    splits=4,
+    records_per_tick_per_split=50,
+    tick_ms=5_000,
+    ticks=60,  # 5 minutes of simulated processing time: 6-7 one-minute windows x 28 keys
+    late_burst_tick=40,
+    late_burst_records=30,
+    late_burst_age_ms=300_000,
+    bad_records_per_tick=1,
+)
+MAX_RECORDS_PER_BATCH = 1_700  # 8 ticks (1,608 records, + 30 in the burst's batch): 8 batches with records
+SHUFFLE_PARTITIONS = 2
+
+
+def aggregation(spark: SparkSession) -> EventTimeAggregation:
+    """Seed 001's job over :data:`CONFIG`; which records each batch reads does not depend on timing."""
+    source = read_clickstream(spark, CONFIG, ticks_per_second=float("inf"), max_records_per_batch=MAX_RECORDS_PER_BATCH)
+    return SEED_001.aggregation(source)
+
+
+def main(master: str, checkpoint: str, output: str, event_log: str | None = None) -> None:
+    conf = {}
+    if event_log:
+        conf = {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": Path(event_log).resolve().as_uri(),
+            "spark.eventLog.compress": "false",  # one plain JSON-lines file the test reads
+            "spark.eventLog.rolling.enabled": "false",
+        }
+    spark = cluster_session(master, "floodmark-cluster-test", shuffle_partitions=SHUFFLE_PARTITIONS, conf=conf)
+    started = time.monotonic()
+    handle = aggregation(spark).run_to_completion(checkpoint, output, timeout_s=600)
+    seconds = time.monotonic() - started
+    Path(output, "run.json").write_text(json.dumps({"batches": len(handle.reports), "seconds": seconds}))
+    spark.stop()  # also closes the event log
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])

@@ -1,0 +1,185 @@
+"""Issue 14, cluster: seed 001's job on a Spark standalone cluster survives a worker's kill -9.
+
+A master and two workers (1 core, 1g each) on loopback run the job (driver in a subprocess:
+``cluster_driver.py``, the checkpoint on local disk, which every process of this one machine sees). Once a
+few batches have completed and worker 0's executor runs a task, worker 0 and its executor get SIGKILL. The
+query must go on on the other worker (Spark reruns the lost tasks and the stages whose shuffle files died
+with the executor; the state stores are loaded from the checkpoint) and finish with the panes of a
+local-mode run of the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from cluster_driver import CONFIG, aggregation
+
+from floodmark.apps.demo import check_counts
+from floodmark.apps.outputs import read_output
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.testing.spark_cluster import StandaloneCluster
+
+pytestmark = pytest.mark.spark
+
+DRIVER = Path(__file__).with_name("cluster_driver.py")
+KILL_AFTER_BATCHES = 3
+PANE_KEY = ["window_start", "channel", "behavior", "pane_index"]
+TASK_ENDED = (
+    r"(?:Finished task|Exception in task|Executor killed task|Executor interrupted and killed task) .*\(TID (\d+)\)"
+)
+
+
+def reports(checkpoint: Path) -> list[dict]:
+    """The batches the driver has completed (its ``metrics.jsonl``: one line per batch)."""
+    metrics = checkpoint / "floodmark" / "metrics.jsonl"
+    return [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+
+
+def running_tasks(worker_dir: Path) -> set[int]:
+    """Task ids the worker's executors have started and not finished (from their INFO logs)."""
+    started: set[int] = set()
+    finished: set[int] = set()
+    for log in worker_dir.glob("app-*/*/stderr"):
+        text = log.read_text(errors="replace")
+        started.update(int(t) for t in re.findall(r"Running task .* \(TID (\d+)\)", text))
+        finished.update(int(t) for t in re.findall(TASK_ENDED, text))
+    return started - finished
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent's reaping does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def failures(event_log_dir: Path) -> dict[str, object]:
+    """What Spark's event log says went wrong: failed task attempts by reason, retried tasks and stages."""
+    reasons: Counter[str] = Counter()
+    retried_tasks = resubmitted_stages = 0
+    removed: list[str] = []
+    for path in event_log_dir.iterdir():
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerTaskEnd":
+                reason = event["Task End Reason"]["Reason"]
+                if reason != "Success":
+                    reasons[reason] += 1
+                retried_tasks += event["Task Info"]["Attempt"] > 0
+            elif kind == "SparkListenerStageSubmitted":
+                resubmitted_stages += event["Stage Info"]["Stage Attempt ID"] > 0
+            elif kind == "SparkListenerExecutorRemoved":
+                removed.append(f"executor {event['Executor ID']}: {event['Removed Reason']}")
+    return {
+        "failed attempts": dict(reasons),
+        "retried tasks": retried_tasks,
+        "resubmitted stages": resubmitted_stages,
+        "executors removed": removed,
+    }
+
+
+def panes(output: Path) -> dict[tuple, int]:
+    frame = read_output(output, "panes")
+    return {tuple(row[:-1]): int(row[-1]) for row in frame[[*PANE_KEY, "count"]].itertuples(index=False)}
+
+
+def late_ids(output: Path) -> list[int]:
+    late = read_output(output, "late")
+    return sorted(json.loads(record)["id"] for record in late["record"]) if len(late) else []
+
+
+def start_driver(master: str, run: Path) -> subprocess.Popen:
+    (run / "events").mkdir(parents=True)
+    with open(run / "driver.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), master, *(str(run / name) for name in ("ckpt", "out", "events"))],
+            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: its JVM goes with it if the test fails
+        )
+
+
+def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path):
+    started = time.monotonic()
+    local, run = tmp_path / "local", tmp_path / "cluster-run"
+    with StandaloneCluster(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
+        print(f"\ncluster up: {cluster.master_url} with 2 workers after {time.monotonic() - started:.1f} s")
+        driver = start_driver(cluster.master_url, run)
+        # The local-mode reference runs in this process's session meanwhile (the cluster driver spends its
+        # first tens of seconds starting executors and their Python workers).
+        with ThreadPoolExecutor(1) as pool:
+            reference = pool.submit(
+                aggregation(spark).run_to_completion, str(local / "ckpt"), str(local / "out"), timeout_s=300
+            )
+            try:
+                deadline = time.monotonic() + 300
+                while len(reports(run / "ckpt")) < KILL_AFTER_BATCHES:
+                    assert driver.poll() is None, f"the driver ended early; see {run / 'driver.log'}"
+                    assert time.monotonic() < deadline, "the first batches did not complete in time"
+                    time.sleep(0.05)
+                # Kill while worker 0's executor runs a task (batches follow each other at once), so that a
+                # task dies with it; after a few seconds without one, kill anyway.
+                wait_for_task = time.monotonic() + 10
+                while not running_tasks(cluster.work_dir / "worker-0") and time.monotonic() < wait_for_task:
+                    time.sleep(0.02)
+                in_flight = running_tasks(cluster.work_dir / "worker-0")
+                before = len(reports(run / "ckpt"))
+                processes_before = cluster.processes()
+                lost_node = cluster.processes(worker=0)
+                cluster.kill_worker(0)
+                print(f"kill -9 of worker 0 and its executor after {before} batches, tasks running there: {in_flight}")
+                assert driver.wait(timeout=300) == 0, f"the query failed; see {run / 'driver.log'}"
+                assert not [pid for pid in lost_node if alive(pid)], "the lost node's processes are gone"
+            finally:
+                if driver.poll() is None:
+                    os.killpg(driver.pid, signal.SIGKILL)
+                    driver.wait()
+            reference.result()
+        print(f"local[2] reference: {len(reports(local / 'ckpt'))} batches")
+        assert cluster.alive_workers() == 1, "the master noticed the dead worker"
+    leftovers = [pid for pid in processes_before if alive(pid)]
+    assert not leftovers, f"processes of the cluster left behind: {leftovers}"
+
+    done = reports(run / "ckpt")
+    summary = json.loads((run / "out" / "run.json").read_text())
+    print(
+        f"batches after the kill: {len(done) - before} more, {len(done)} in all; the cluster run took "
+        f"{summary['seconds']:.1f} s (driver) and the test {time.monotonic() - started:.1f} s"
+    )
+    print(f"Spark's event log: {failures(run / 'events')}")
+    assert len(done) > before + 1, "more batches completed after the kill"
+    assert done[-1]["watermark"] == MAX_TIMESTAMP, "the run ended with its final flush"
+    assert [r["batch_id"] for r in done] == list(range(len(done)))
+    assert len(processes_before) >= 5, "master, 2 workers and 2 executors were running before the kill"
+    assert len(lost_node) >= 2, "worker 0 ran an executor"
+
+    # The same panes as the local run, whatever Spark re-ran on the way.
+    expected, got = panes(local / "out"), panes(run / "out")
+    assert len(expected) > 100
+    assert got == expected
+    assert late_ids(run / "out") == late_ids(local / "out")
+    assert len(late_ids(local / "out")) > 0, "the burst is late in both runs"
+    assert len(read_output(run / "out", "dead_letter")) == len(read_output(local / "out", "dead_letter")) > 0
+    frame = read_output(run / "out", "panes")
+    assert check_counts(CONFIG, frame, read_output(run / "out", "late"), 60_000) == []
+
+
+def test_cluster_session_refuses_a_process_that_runs_another_master(spark):
+    from floodmark.spark.session import cluster_session
+
+    with pytest.raises(RuntimeError, match="one SparkContext per process"):
+        cluster_session("spark://127.0.0.1:7077")
