@@ -152,9 +152,15 @@ def test_table_and_function_sinks(spark, kafka_broker, tmp_path):
     assert [row["record"] for _, rows in seen for row in rows] == ["oops"]
     # A replayed batch overwrites its own partition: the table keeps one copy of it.
     batch_id = int(panes["batch_id"].iloc[0])
-    again = spark.table("floodmark_test_panes").filter(f"batch_id = {batch_id}").drop("batch_id")
-    table.write(OutputBatch("panes", again.localCheckpoint(), batch_id, ("channel", "behavior"), ("count",)))
+    again = spark.table("floodmark_test_panes").filter(f"batch_id = {batch_id}").drop("batch_id").localCheckpoint()
+    table.write(OutputBatch("panes", again, batch_id, ("channel", "behavior"), ("count",)))
     assert spark.table("floodmark_test_panes").count() == len(panes)
+    # A driver restart with Spark's in-memory catalog: the table is gone from the catalog, its files are
+    # not. The next batch registers them again (partitions too) and adds its own.
+    spark.sql("DROP TABLE floodmark_test_panes")  # an external table: the files stay
+    table.write(OutputBatch("panes", again, 99, ("channel", "behavior"), ("count",)))
+    restored = spark.table("floodmark_test_panes").toPandas()
+    assert len(restored) == len(panes) + len(again.collect()) and 99 in set(restored["batch_id"])
     assert Counter(s.guarantee for s in (table, dead))["exactly-once"] == 1
     spark.sql("DROP TABLE floodmark_test_panes")
 

@@ -114,10 +114,12 @@ class FileSink(Sink):
 class TableSink(Sink):
     """A Spark table (the session's catalog), partitioned by ``batch_id``; created by the first write.
 
-    Exactly-once: each batch overwrites its own partition (dynamic partition overwrite), so a replay
-    replaces what the crashed attempt wrote. An existing table must have the output's columns.
+    Exactly-once: each batch overwrites its own partition (``INSERT OVERWRITE ... PARTITION (batch_id = N)``),
+    so a replay replaces what the crashed attempt wrote. An existing table must have the output's columns.
 
-    :arg location: where a new table's files go (an external table); default: the session's warehouse.
+    :arg location: where a new table's files go (an external table); default: the session's warehouse. With a
+        catalog that does not outlive the driver (Spark's default in-memory one), give a location: after a
+        restart the table is registered again over its files, partitions included.
     """
 
     table: str
@@ -128,12 +130,16 @@ class TableSink(Sink):
     def write(self, batch: OutputBatch) -> None:
         spark = batch.rows.sparkSession
         if not spark.catalog.tableExists(self.table):
-            rows = batch.rows.withColumn("batch_id", F.lit(batch.batch_id))
-            writer = rows.write.format(self.format).partitionBy("batch_id")
-            if self.location is not None:
-                writer = writer.option("path", self.location)
-            writer.saveAsTable(self.table)
-            return
+            if self.location is None or not HadoopFiles(spark).list_names(self.location):
+                rows = batch.rows.withColumn("batch_id", F.lit(batch.batch_id))
+                writer = rows.write.format(self.format).partitionBy("batch_id")
+                if self.location is not None:
+                    writer = writer.option("path", self.location)
+                writer.saveAsTable(self.table)
+                return
+            # The catalog forgot the table (an in-memory catalog after a driver restart): register its files.
+            spark.catalog.createTable(self.table, path=self.location, source=self.format)
+            spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
         columns = [c for c in spark.table(self.table).columns if c != "batch_id"]
         missing = sorted(set(columns) - set(batch.rows.columns))
         if missing:
