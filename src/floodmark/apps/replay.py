@@ -70,7 +70,7 @@ def run_replay(
 ) -> ReplayResult:
     """Replay ``input_path`` through ``pipeline`` into ``output``; ``on_progress(records_done, records_total)``."""
     from floodmark.spark import local_session
-    from floodmark.spark.kafka import corrupt_record_column
+    from floodmark.spark.plan import corrupt_record_column
 
     file_format = file_format or detect_format(input_path)
     if file_format not in FORMATS:

@@ -24,16 +24,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from floodmark.spark.plan import corrupt_record_column
+
 METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
 """What :func:`read_kafka` adds to the value's fields: the record's partition (int), offset (long), Kafka
 timestamp (timestamp) and key (text)."""
 
 VALUE_FORMATS = ("json", "text")
-
-
-def corrupt_record_column(spark: SparkSession) -> str:
-    """The name Spark gives the column that keeps an unparsable line's text (``_corrupt_record`` by default)."""
-    return spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record") or "_corrupt_record"
 
 
 def read_kafka(
@@ -68,7 +65,8 @@ def read_kafka(
         reader = reader.option(key, value)
     raw = reader.load()
     # Spark's cast of bytes to a string does not check UTF-8, and Python cannot decode what is not UTF-8.
-    text = F.make_valid_utf8(F.col("value").cast("string"))
+    cast = F.col("value").cast("string")
+    text = F.make_valid_utf8(cast)
     metadata = [
         F.col("partition"),
         F.col("offset"),
@@ -89,9 +87,7 @@ def read_kafka(
         StructType([*fields.fields, StructField(corrupt, StringType())]),
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt},
     )
-    original = F.when(F.is_valid_utf8(F.col("value").cast("string")), text).otherwise(
-        F.concat(F.lit("base64:"), F.base64(F.col("value")))
-    )
+    original = F.when(F.is_valid_utf8(cast), text).otherwise(F.concat(F.lit("base64:"), F.base64(F.col("value"))))
     return raw.select(original.alias("fm_value_text"), parsed.alias("fm_parsed"), *metadata).select(
         *[F.col(f"fm_parsed.{f.name}").alias(f.name) for f in fields.fields],
         *METADATA_COLUMNS,

@@ -150,7 +150,7 @@ class EventTimeAggregation:
             split_is_expression=isinstance(time.split, Column),
             max_future_skew_ms=skew,
             buckets=self.bucket_count,
-            corrupt_column=self.spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
+            corrupt_column=p.corrupt_record_column(self.spark),
         )
 
     # --------------------------------------------------------------- building

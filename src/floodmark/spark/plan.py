@@ -92,6 +92,12 @@ STATS_META = [
 ]
 
 
+def corrupt_record_column(spark) -> str:
+    """The name ``spark`` (a SparkSession) gives the column that keeps an unparsable line's text
+    (``spark.sql.columnNameOfCorruptRecord``, ``_corrupt_record`` by default)."""
+    return spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record") or "_corrupt_record"
+
+
 _RESULT_TYPES = {"int": LongType(), "float": DoubleType()}
 
 

@@ -271,10 +271,6 @@ class Outputs:
         for kind in KINDS:
             self.sink(kind).discard_after(spark, kind, batch_id)
 
-    def describe(self) -> dict[str, str]:
-        """``{kind: "<sink> (<guarantee>)"}``, for logs and summaries."""
-        return {kind: f"{self.sink(kind)!r} ({self.sink(kind).guarantee})" for kind in KINDS}
-
 
 def compact_utc(millis: Column) -> Column:
     """ms since the epoch as ``yyyyMMddHHmmss`` in UTC, whatever the session's time zone."""

@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from floodmark.jvm import KAFKA_BROKER, require_jars
+from floodmark.jvm import KAFKA_BROKER, java_executable, require_jars
+from floodmark.testing.processes import free_port, tail
 
 CLIENT_LOG = logging.getLogger("floodmark.testing.kafka.client")
 """Where the clients' (librdkafka's) own messages go: not the console (a broker still starting refuses
@@ -71,13 +71,6 @@ class KafkaRecord:
 
     def json(self) -> Any:
         return json.loads(self.text())
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class KafkaBroker:
@@ -119,7 +112,7 @@ class KafkaBroker:
         config.write_text(self._server_properties(controller_port))
         log_config = self.work_dir / "log4j2.properties"
         log_config.write_text(LOG_CONFIG.format(log=self.log_path))
-        java = [_java(), f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath]
+        java = [java_executable(), f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath]
         # A KRaft node needs formatted storage (a cluster id and the metadata version) before its first start.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         formatted = subprocess.run(
@@ -187,7 +180,7 @@ class KafkaBroker:
         deadline = time.monotonic() + timeout_s
         while True:
             if self.process is None or self.process.poll() is not None:
-                log = _tail(self.work_dir / "broker.out") or _tail(self.log_path)
+                log = tail(self.work_dir / "broker.out") or tail(self.log_path)
                 self.stop()
                 raise RuntimeError(f"the Kafka broker exited while starting:\n{log}")
             try:
@@ -337,20 +330,6 @@ def _partition(topic: str, partition: int, offset: int | None = None):
     from confluent_kafka import TopicPartition
 
     return TopicPartition(topic, partition) if offset is None else TopicPartition(topic, partition, offset)
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and Path(home, "bin", "java").exists():
-        return str(Path(home, "bin", "java"))
-    found = shutil.which("java")
-    if found is None:
-        raise RuntimeError("the Kafka broker needs Java 17: install a JRE or run scripts/setup.sh")
-    return found
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
 def kafka_broker_fixture(scope: str = "session"):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.jvm import ensure_java
-from floodmark.testing.kafka import free_port
+from floodmark.testing.processes import free_port, tail
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through $http_proxy
@@ -262,7 +262,7 @@ class StandaloneCluster:
             for name, process in [("master", self.master), *((f"worker-{i}", w) for i, w in enumerate(self.workers))]:
                 if process is not None and process.poll() is not None:
                     raise RuntimeError(
-                        f"the Spark {name} exited while starting:\n{_tail(self.work_dir / f'{name}.log')}"
+                        f"the Spark {name} exited while starting:\n{tail(self.work_dir / f'{name}.log')}"
                     )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out waiting for {what}; logs in {self.work_dir}")
@@ -307,7 +307,3 @@ def _descendants(roots: list[int]) -> set[int]:
             found.add(pid)
             pending.extend(children.get(pid, []))
     return found
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
