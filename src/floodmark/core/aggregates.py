@@ -72,13 +72,21 @@ class Reduction:
         return f"Reduction({self.name})"
 
 
+# Sums of finite doubles may overflow to +-inf (IEEE 754, as Spark's sum of doubles): a documented result,
+# not something to warn the user's console about.
+_IEEE = np.errstate(over="ignore", invalid="ignore")
+
+
 class _Additive(Reduction):
+    @_IEEE
     def merge(self, state: np.ndarray, incoming: np.ndarray) -> np.ndarray:
         return state + incoming
 
+    @_IEEE
     def reduce_at(self, values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         return np.add.reduceat(values, bounds) if len(values) else values
 
+    @_IEEE
     def cumulate(self, values: np.ndarray, group: np.ndarray) -> np.ndarray:
         return pd.Series(values).groupby(group).cumsum().to_numpy().astype(self.dtype)
 
@@ -93,6 +101,7 @@ class _Count(_Additive):
 class _Sum(_Additive):
     name, dtype, empty = "sum", np.float64, 0.0
 
+    @_IEEE
     def of_groups(self, values: np.ndarray, group: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=values, minlength=len(bounds))
 
@@ -155,6 +164,12 @@ class Aggregate:
         """Every input field this aggregate reads."""
         return [self.field]
 
+    @property
+    def numeric_fields(self) -> list[str | None]:
+        """The input fields read as numbers: a record whose value there is not a finite number is a bad record
+        (:func:`floodmark.core.assign.validate_numbers`); the aggregate then gets them as ``float64``."""
+        return [self.field] if self.numeric_input else []
+
     def columnar_accumulators(self) -> list[tuple[str, Reduction]] | None:
         """The accumulator as named numeric columns, ``[(suffix, reduction)]``; ``None``: no columnar form."""
         return None
@@ -188,26 +203,30 @@ class Count(Aggregate):
 
 
 def _numeric(values: np.ndarray) -> np.ndarray:
-    if values.dtype == object:
-        return values.astype(np.float64)
-    return values
+    # The operators hand numeric aggregates validated float64 (floodmark.core.assign.validate_numbers).
+    return values if values.dtype == np.float64 else values.astype(np.float64)
 
 
 @dataclass(frozen=True)
 class Sum(Aggregate):
-    """Sum of ``field`` (ints stay ints). An empty window sums to 0."""
+    """Sum of ``field`` as a double (IEEE 754, like Spark's ``sum`` of doubles). An empty window sums to 0.
+
+    Integer inputs are added as doubles: exact while the sum stays within 2**53, never wrapping; a sum beyond
+    ~1.8e308 is +-inf. Inputs that are missing, NaN or infinite are bad records (see ``numeric_fields``).
+    """
 
     field: str | None = None
     result_kind = "float"
     numeric_input = True
 
     def create(self) -> Any:
-        return 0
+        return 0.0
 
+    @_IEEE
     def add_many(self, acc: Any, values: np.ndarray) -> Any:
         if len(values) == 0:
             return acc
-        return acc + _numeric(values).sum().item()
+        return acc + float(_numeric(values).sum())
 
     def merge(self, accs: Sequence[Any]) -> Any:
         return builtins.sum(accs)
@@ -289,6 +308,7 @@ class Mean(Aggregate):
     def create(self) -> tuple[float, int]:
         return (0.0, 0)
 
+    @_IEEE
     def add_many(self, acc: tuple[float, int], values: np.ndarray) -> tuple[float, int]:
         if len(values) == 0:
             return acc
@@ -412,6 +432,10 @@ class Several(Aggregate):
     @property
     def fields(self) -> list[str | None]:
         return [part.field for part in self.parts.values()]
+
+    @property
+    def numeric_fields(self) -> list[str | None]:
+        return list(dict.fromkeys(f for part in self.parts.values() for f in part.numeric_fields))
 
     def create(self) -> dict[str, Any]:
         return {name: part.create() for name, part in self.parts.items()}

@@ -7,15 +7,18 @@ whose window the watermark has passed beyond its horizon go to the late output
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
+from floodmark.core.time import event_time_in_range, out_of_range_reason
 from floodmark.core.values import unwrap
 from floodmark.core.windows import Window, horizon
 
@@ -23,12 +26,22 @@ from floodmark.core.windows import Window, horizon
 def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Split raw timestamps into usable ``int64`` values and a bad-record mask.
 
-    :returns: ``(values, bad_mask, reasons)``; ``values[i]`` is meaningless where
-        ``bad_mask[i]``; ``reasons`` has one message per bad record, in order.
+    A usable timestamp is a whole number of ms within the supported event-time range
+    (:data:`~floodmark.core.time.EARLIEST_EVENT_TIME` .. :data:`~floodmark.core.time.LATEST_EVENT_TIME`,
+    both inclusive); anything else (missing, NaN, not a number, a fraction of a ms, outside the range) makes
+    the record a bad record.
+
+    :returns: ``(values, bad_mask, reasons)``; ``values[i]`` is 0 where ``bad_mask[i]``; ``reasons`` has one
+        message per bad record, in order.
     """
     array = np.asarray(timestamps)
-    if array.dtype.kind in "iu":
-        return array.astype(np.int64, copy=False), np.zeros(len(array), dtype=bool), []
+    if array.dtype.kind in "iu" and (array.dtype.kind == "i" or array.dtype.itemsize < 8):
+        values = array.astype(np.int64, copy=False)
+        bad = ~event_time_in_range(values)
+        if not bad.any():
+            return values, bad, []
+        reasons = [out_of_range_reason(int(v)) for v in values[bad].tolist()]
+        return np.where(bad, 0, values), bad, reasons
     values = np.zeros(len(array), dtype=np.int64)
     bad = np.zeros(len(array), dtype=bool)
     reasons: list[str] = []
@@ -40,14 +53,65 @@ def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[s
             reason = f"timestamp is not a number: {raw!r}"
         elif isinstance(raw, float) and not raw.is_integer():
             reason = f"timestamp is not whole milliseconds: {raw!r}"
-        elif not -(2**63) <= int(raw) < 2**63:
-            reason = f"timestamp out of range: {raw!r}"
+        elif not event_time_in_range(int(raw)):
+            reason = out_of_range_reason(int(raw))
         if reason is None:
             values[i] = int(raw)
         else:
             bad[i] = True
             reasons.append(reason)
     return values, bad, reasons
+
+
+def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """An aggregate's numeric input as ``float64``, and why each unusable value is unusable.
+
+    The rule for every numeric aggregate (sum, min, max, mean), in both operators and the map-side combine:
+    a value is a number (int, float, decimal, bool, or text that parses as a float, surrounding spaces
+    allowed) that is finite. Missing values (None, null, NaN) and infinities are bad records; ints beyond
+    float64's range are "not finite". Integers are converted to float64 (exact up to 2**53 in magnitude):
+    sums and means are IEEE doubles, as Spark's ``sum``/``avg`` over doubles, and never wrap.
+
+    :arg field: the field's name, for the reasons (``None``: the record's value).
+    :arg values: a 1-d array (any dtype; object arrays are checked value by value).
+    :returns: ``(numbers, reasons)``: ``numbers[i]`` is NaN where ``reasons[i]`` (an object array) is not None.
+    """
+    array = np.asarray(values)
+    label = "value" if field is None else f"field {field!r}"
+    reasons = np.full(len(array), None, dtype=object)
+    if array.dtype.kind in "biuf":
+        numbers = array.astype(np.float64)
+        texts: list[Any] | None = None
+    else:
+        numbers = np.full(len(array), np.nan)
+        texts = array.tolist()
+        for i, raw in enumerate(texts):
+            numbers[i], reasons[i] = _one_number(raw, label)
+    unusable = ~np.isfinite(numbers) & (reasons == None)  # noqa: E711 - elementwise on an object array
+    for i in np.flatnonzero(unusable).tolist():
+        number = numbers[i]
+        raw = texts[i] if texts is not None else float(number)
+        reasons[i] = f"{label} is missing" if math.isnan(number) else f"{label} is not a finite number: {raw!r}"
+    numbers[reasons != None] = np.nan  # noqa: E711
+    return numbers, reasons
+
+
+def _one_number(raw: Any, label: str) -> tuple[float, str | None]:
+    if raw is None or raw is pd.NA:
+        return math.nan, None  # missing: reported with the NaNs
+    if isinstance(raw, str):
+        try:
+            return float(raw), None
+        except ValueError:
+            return math.nan, f"{label} is not a number: {raw!r}"
+    if isinstance(raw, numbers.Real | decimal.Decimal | np.bool_):
+        try:
+            return float(raw), None
+        except OverflowError:
+            return math.inf, None
+        except ValueError:  # Decimal('sNaN')
+            pass
+    return math.nan, f"{label} is not a number: {raw!r}"
 
 
 @dataclass(frozen=True)
@@ -57,7 +121,8 @@ class Assigned:
     One row per (record, live window): ``rows`` are record positions in the
     batch, ``starts``/``ends`` the windows (``[start, end)``), ``timestamps`` the
     records' event times and ``out_times`` their output times in those windows;
-    ``keys`` and ``payload`` are per record (index them with ``rows``).
+    ``keys``, ``payload`` and ``numbers`` (the aggregate's numeric fields as validated ``float64``,
+    :func:`validate_numbers`) are per record (index them with ``rows``).
     """
 
     keys: np.ndarray
@@ -67,6 +132,7 @@ class Assigned:
     ends: np.ndarray
     timestamps: np.ndarray
     out_times: np.ndarray
+    numbers: dict[str | None, np.ndarray]
 
 
 def late_record(
@@ -99,10 +165,19 @@ def assign_batch(
     for name in spec.aggregate.fields:
         if name not in batch.columns:
             raise KeyError(f"the aggregate reads field {name!r}, which the batch does not have")
-    timestamps, rejected, reasons = validate_timestamps(batch.timestamps)
+    timestamps, rejected, timestamp_reasons = validate_timestamps(batch.timestamps)
+    reasons = np.full(n, None, dtype=object)
+    reasons[rejected] = timestamp_reasons
+    numbers = {}
+    for name in spec.aggregate.numeric_fields:
+        numbers[name], number_reasons = validate_numbers(name, batch.columns[name])
+        first = (reasons == None) & (number_reasons != None)  # noqa: E711 - the first reason found wins
+        reasons[first] = number_reasons[first]
+    rejected = reasons != None  # noqa: E711
     if rejected.any():
         raw_timestamps = np.asarray(batch.timestamps)
-        for position, reason in zip(np.flatnonzero(rejected), reasons, strict=True):
+        for position in np.flatnonzero(rejected).tolist():
+            reason = reasons[position]
             bad.append(BadRecord(keys[position], payload[position], unwrap(raw_timestamps[position]), reason))
     good = np.flatnonzero(~rejected)
     if len(good) == 0:
@@ -121,7 +196,7 @@ def assign_batch(
     live = ~expired
     if not live.any():
         return None
-    return Assigned(keys, payload, rows[live], starts[live], ends[live], row_ts[live], out_times[live])
+    return Assigned(keys, payload, rows[live], starts[live], ends[live], row_ts[live], out_times[live], numbers)
 
 
 def as_object_array(values: Any) -> np.ndarray:

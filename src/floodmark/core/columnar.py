@@ -155,7 +155,7 @@ class ColumnarWindowOperator:
             return out
         keys, payload, pos = assigned.keys, assigned.payload, assigned.rows
         starts, ends, ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
-        values = {f: np.asarray(batch.columns[f], dtype=np.float64)[pos] for f in self.layout.value_fields}
+        values = {f: assigned.numbers[f][pos] for f in self.layout.value_fields}
         late_phase = window_reached(ends, self.watermark)
         early_phase = ~late_phase
         if early_phase.any() and self.trigger.early_count is not None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from floodmark.core.assign import validate_timestamps
+from floodmark.core.assign import validate_numbers, validate_timestamps
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.windows import window_reached
@@ -123,7 +123,7 @@ def reduce_partials(spec: WindowSpec, partials: Partials) -> Partials:
 
 
 def open_window_pairs(
-    spec: WindowSpec, watermark: int, timestamps: np.ndarray
+    spec: WindowSpec, watermark: int, timestamps: np.ndarray, rejected: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Which (record, window) pairs can be aggregated before the shuffle, and which records cannot.
 
@@ -131,12 +131,16 @@ def open_window_pairs(
     will use for this batch (a higher one is safe: it only keeps more records raw).
 
     :arg timestamps: event times in ms, one per record.
+    :arg rejected: records already known to be bad (e.g. an aggregate input that is not a finite number):
+        they stay records, as do records whose timestamp is not usable.
     :returns: ``(rows, starts, ends, out_times, raw)``: per pair, the record's
         position, the window's bounds (start inclusive, end exclusive) and the
         record's output time in that window; ``raw`` are the positions of the
         records that must stay records, in order.
     """
     timestamps, bad, _ = validate_timestamps(timestamps)
+    if rejected is not None:
+        bad |= rejected
     good = np.flatnonzero(~bad)
     raw = bad.copy()
     assigned = spec.window.assign(timestamps[good])
@@ -175,11 +179,15 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
     """
     if not spec.combines_records:
         raise ValueError("this spec cannot be combined before the shuffle (see WindowSpec.combines_records)")
-    rows, starts, ends, out_times, raw = open_window_pairs(spec, watermark, batch.timestamps)
-    keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
     layout = spec.columnar_layout
     assert layout is not None
-    values = {field: np.asarray(batch.columns[field], dtype=np.float64)[rows] for field in layout.value_fields}
+    numbers = {field: validate_numbers(field, batch.columns[field]) for field in layout.value_fields}
+    rejected = np.zeros(len(batch), dtype=bool)
+    for _, reasons in numbers.values():
+        rejected |= reasons != None  # noqa: E711 - elementwise on an object array
+    rows, starts, ends, out_times, raw = open_window_pairs(spec, watermark, batch.timestamps, rejected)
+    keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
+    values = {field: valid[rows] for field, (valid, _) in numbers.items()}
     partials = reduce_records(spec, keys[rows], starts, ends, out_times, values)
     origin = rows[partials.origin] if partials.origin is not None else None
     return dataclasses.replace(partials, origin=origin), raw

@@ -169,7 +169,7 @@ class WindowOperator:
         assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late)
         if assigned is None:
             return out
-        columns = {name: np.asarray(values) for name, values in batch.columns.items()}
+        columns = {name: np.asarray(values) for name, values in batch.columns.items()} | assigned.numbers
         keys, payload, rows = assigned.keys, assigned.payload, assigned.rows
         starts, ends, row_ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         key_codes, unique_keys = pd.factorize(pd.Series(keys[rows], dtype=object), use_na_sentinel=False)

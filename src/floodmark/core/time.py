@@ -10,6 +10,17 @@ milliseconds too; every public function that takes a duration also accepts a
 ``MIN_TIMESTAMP`` promises nothing, a watermark of ``MAX_TIMESTAMP`` says the
 input is complete (end of a bounded input).
 
+Records live in a narrower range, :data:`EARLIEST_EVENT_TIME` ..
+:data:`LATEST_EVENT_TIME` (0001-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z,
+Spark's documented ``TIMESTAMP`` range and Python's ``datetime``'s), and every
+duration (window size, slide, gap, allowed lateness, out-of-orderness, delays)
+is at most :data:`MAX_DURATION` (the width of that range, ~10,000 years). Why:
+with both bounds, every sum the engine forms (a window's end, ``end - 1 +
+allowed_lateness``, ``max_ts - bound``) stays below 2**50 in magnitude, so int64
+arithmetic (numpy's, Java's) never wraps and every window bound is a valid Spark
+timestamp (microseconds, x1000). A record outside the range is a bad record (the
+dead-letter output, with the reason), never a window.
+
 Every conversion between milliseconds and text lives here: ISO instants
 (:func:`format_timestamp`, :func:`format_instant`, :func:`parse_instant`),
 durations (:func:`format_duration`, :func:`format_seconds`,
@@ -24,6 +35,13 @@ from typing import Any
 
 MIN_TIMESTAMP: int = -(2**63)
 MAX_TIMESTAMP: int = 2**63 - 1
+
+EARLIEST_EVENT_TIME: int = -62_135_596_800_000
+"""0001-01-01T00:00:00.000Z: the earliest event time a record may carry (inclusive)."""
+LATEST_EVENT_TIME: int = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the latest event time a record may carry (inclusive)."""
+MAX_DURATION: int = LATEST_EVENT_TIME - EARLIEST_EVENT_TIME
+"""The longest duration anything may be configured with, in ms (~10,000 years; see the module docstring)."""
 
 Duration = int | timedelta
 """A duration: ``int`` milliseconds or a :class:`datetime.timedelta`."""
@@ -50,19 +68,42 @@ def to_millis(duration: Duration) -> int:
 
 
 def non_negative_millis(duration: Duration, name: str) -> int:
-    """:func:`to_millis`, refusing negative values with a message naming ``name``."""
+    """:func:`to_millis`, refusing negative values and values above :data:`MAX_DURATION` with a message naming
+    ``name``."""
     millis = to_millis(duration)
     if millis < 0:
         raise ValueError(f"{name} must not be negative, got {millis} ms")
-    return millis
+    return _at_most_max_duration(millis, name)
 
 
 def positive_millis(duration: Duration, name: str) -> int:
-    """:func:`to_millis`, refusing zero and negative values with a message naming ``name``."""
+    """:func:`to_millis`, refusing zero, negative values and values above :data:`MAX_DURATION` with a message
+    naming ``name``."""
     millis = to_millis(duration)
     if millis <= 0:
         raise ValueError(f"{name} must be greater than zero, got {millis} ms")
+    return _at_most_max_duration(millis, name)
+
+
+def _at_most_max_duration(millis: int, name: str) -> int:
+    if millis > MAX_DURATION:
+        raise ValueError(
+            f"{name} must be at most {MAX_DURATION} ms (~10,000 years, the supported event-time range), got {millis} ms"
+        )
     return millis
+
+
+def event_time_in_range(timestamps: Any) -> Any:
+    """Is each timestamp (an int or an ``int64`` array, ms) within [EARLIEST_EVENT_TIME, LATEST_EVENT_TIME]?"""
+    return (timestamps >= EARLIEST_EVENT_TIME) & (timestamps <= LATEST_EVENT_TIME)
+
+
+def out_of_range_reason(timestamp: int) -> str:
+    """The dead-letter reason for a record whose event time is outside the supported range."""
+    return (
+        f"timestamp {timestamp} ms is outside the supported event-time range "
+        f"[{EARLIEST_EVENT_TIME}, {LATEST_EVENT_TIME}] (0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z)"
+    )
 
 
 def saturating_add(timestamp: int, duration: int) -> int:

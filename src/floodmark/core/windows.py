@@ -31,6 +31,9 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive
 
 Time = TypeVar("Time", int, np.ndarray)
 
+MAX_WINDOWS_PER_RECORD = 100_000
+"""The most sliding windows one record may fall in (``ceil(size / slide)``): each is a (record, window) row."""
+
 
 def max_timestamp(end: Time) -> Time:
     """``end - 1``: the largest timestamp inside ``[start, end)``, the watermark at which it fires ON_TIME."""
@@ -181,6 +184,11 @@ class Sliding(WindowAssigner):
         slide_ms = positive_millis(slide, "the window slide")
         if slide_ms > size_ms:
             raise ValueError(f"the slide ({slide_ms} ms) must not exceed the size ({size_ms} ms)")
+        if -(-size_ms // slide_ms) > MAX_WINDOWS_PER_RECORD:
+            raise ValueError(
+                f"size / slide = {size_ms} / {slide_ms} puts every record in more than {MAX_WINDOWS_PER_RECORD:,} "
+                "windows; use a longer slide"
+            )
         object.__setattr__(self, "size", size_ms)
         object.__setattr__(self, "slide", slide_ms)
         object.__setattr__(self, "offset", to_millis(offset) % slide_ms)
