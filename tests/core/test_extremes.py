@@ -92,8 +92,8 @@ class Combining(ColumnarWindowOperator):
         return out
 
 
-def drive(operator, steps: list) -> tuple[list, list, list]:
-    panes, late, bad = [], [], []
+def drive(operator, steps: list) -> tuple[list, list, list, int]:
+    panes, late, bad, accepted = [], [], [], 0
     watermark = MIN_TIMESTAMP
     for kind, arg in steps:
         if kind == "add":
@@ -104,9 +104,10 @@ def drive(operator, steps: list) -> tuple[list, list, list]:
         panes += out.all_panes()
         late += out.late
         bad += out.bad
+        accepted += out.accepted
     final = operator.advance_watermark(MAX_TIMESTAMP)
     assert operator.window_count() == 0
-    return panes + final.all_panes(), late, bad
+    return panes + final.all_panes(), late, bad, accepted
 
 
 def usable(ts: int, value) -> bool:
@@ -125,13 +126,14 @@ def test_any_int64_timestamp_and_any_value_is_accounted_for(window, operator_nam
     operator = {"general": WindowOperator, "columnar": ColumnarWindowOperator, "combining": Combining}[operator_name]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy RuntimeWarning reaches a user's console
-        panes, late, bad = drive(operator(spec), steps)
+        panes, late, bad, accepted = drive(operator(spec), steps)
     records = [r for kind, arg in steps if kind == "add" for r in arg]
     expected_bad = [r for r in records if not usable(r[1], r[2])]
     assert len(bad) == len(expected_bad)
     assert all(b.reason for b in bad)
     pairs = sum(len(window.assign_one(ts)) for _, ts, v in records if usable(ts, v))
-    assert sum(p.value["n"] for p in panes) + len(late) == pairs
+    assert sum(p.value["n"] for p in panes) == accepted  # the reconciliation count runtimes report
+    assert accepted + len(late) == pairs
     for pane in panes:
         w = pane.window
         assert w.start < w.end

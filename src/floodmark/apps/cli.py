@@ -185,6 +185,7 @@ def replay(
         f"{len(result.panes):,} panes, {len(result.late):,} late, {len(result.dead_letter):,} bad; "
         f"results in {output} (results.txt, panes/, late/, dead_letter/)"
     )
+    console.print(f"reconciliation: {result.reconciliation.describe()}")
 
 
 @app.command()

@@ -34,6 +34,7 @@ from floodmark.apps.config import PipelineConfig, WindowConfig
 from floodmark.apps.live import LiveView, Totals
 from floodmark.apps.outputs import read_output, write_text_lines
 from floodmark.core.time import format_watermark
+from floodmark.driver.reconciliation import Reconciliation
 from floodmark.simulator.clickstream import ClickstreamConfig, generate, straight_counts
 
 SEED_001 = PipelineConfig(
@@ -272,6 +273,7 @@ def summarize(result: DemoResult, totals: Totals, late_in: str = "late/", dead_i
         f"counting {int(result.panes['count'].sum()) if not result.panes.empty else 0:,} records",
         f"late records (beyond the watermark, in {late_in}): {len(result.late):,}",
         f"bad records (in {dead_in}): {len(result.dead_letter):,}",
+        f"reconciliation: {Reconciliation.of(result.reports).describe()}",
         "counts: exact (every record with a timestamp is in one pane or in the late output)"
         if not problems
         else f"counts: {len(problems)} windows differ from a straight count, e.g. {problems[0]}",

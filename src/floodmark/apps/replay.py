@@ -18,6 +18,7 @@ import pandas as pd
 
 from floodmark.apps.config import PipelineConfig
 from floodmark.apps.outputs import read_output, write_text_lines
+from floodmark.driver.reconciliation import Reconciliation
 
 FORMATS = ("json", "parquet")
 
@@ -31,6 +32,7 @@ class ReplayResult:
     records: int
     batches: int
     seconds: float
+    reconciliation: Reconciliation
 
 
 def input_files(path: Path, file_format: str) -> list[Path]:
@@ -127,4 +129,5 @@ def run_replay(
         records=total,
         batches=len(handle.reports),
         seconds=time.monotonic() - started,
+        reconciliation=handle.reconciliation,
     )

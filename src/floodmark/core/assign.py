@@ -133,6 +133,8 @@ class Assigned:
     timestamps: np.ndarray
     out_times: np.ndarray
     numbers: dict[str | None, np.ndarray]
+    pairs: int
+    """Every (record, window) pair of the batch's good records, the expired ones included."""
 
 
 def late_record(
@@ -196,7 +198,8 @@ def assign_batch(
     live = ~expired
     if not live.any():
         return None
-    return Assigned(keys, payload, rows[live], starts[live], ends[live], row_ts[live], out_times[live], numbers)
+    pairs = len(rows)
+    return Assigned(keys, payload, rows[live], starts[live], ends[live], row_ts[live], out_times[live], numbers, pairs)
 
 
 def as_object_array(values: Any) -> np.ndarray:

@@ -153,6 +153,7 @@ class ColumnarWindowOperator:
         assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late)
         if assigned is None:
             return out
+        out.accepted = assigned.pairs  # less the pairs kept out (expired or for a closed window), below
         keys, payload, pos = assigned.keys, assigned.payload, assigned.rows
         starts, ends, ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         values = {f: assigned.numbers[f][pos] for f in self.layout.value_fields}
@@ -166,6 +167,7 @@ class ColumnarWindowOperator:
             self._accumulate(keys, pos, starts, ends, out_times, values, late_phase)
         elif late_phase.any():
             self._late_records(out, keys, pos, starts, ends, ts, values, late_phase, payload)
+        out.accepted -= len(out.late)
         return out
 
     def add_partials(self, partials: Partials) -> Emitted:
@@ -188,7 +190,7 @@ class ColumnarWindowOperator:
                 "operator disagree on the watermark"
             )
         self._merge(reduce_partials(self.spec, partials))
-        return Emitted()
+        return Emitted(accepted=int(partials.counts.sum()))
 
     def _groups(self, keys, pos, starts, mask):
         """Group the selected rows by (key, window start), keeping arrival order inside groups."""

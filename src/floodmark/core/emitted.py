@@ -22,18 +22,24 @@ class Emitted:
     ``nonspeculative_index``, ``is_last`` and ``value`` or ``value.<name>``), so
     that runtimes never build a Python object per pane. :meth:`all_panes` gives
     both as objects, in order.
+
+    ``accepted`` counts the (record, window) pairs this call added to windows (each is counted in the panes
+    its window fires); with ``late`` (one per pair kept out) and ``bad`` (one per record) it accounts for every
+    record handed in: the run's reconciliation.
     """
 
     panes: list[Pane] = field(default_factory=list)
     late: list[LateRecord] = field(default_factory=list)
     bad: list[BadRecord] = field(default_factory=list)
     pane_frames: list[pd.DataFrame] = field(default_factory=list)
+    accepted: int = 0
 
     def extend(self, other: Emitted) -> None:
         self.panes.extend(other.panes)
         self.late.extend(other.late)
         self.bad.extend(other.bad)
         self.pane_frames.extend(other.pane_frames)
+        self.accepted += other.accepted
 
     def pane_count(self) -> int:
         return len(self.panes) + sum(len(f) for f in self.pane_frames)

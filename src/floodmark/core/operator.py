@@ -169,12 +169,14 @@ class WindowOperator:
         assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late)
         if assigned is None:
             return out
+        out.accepted = assigned.pairs  # less the pairs kept out (expired or for a closed window), below
         columns = {name: np.asarray(values) for name, values in batch.columns.items()} | assigned.numbers
         keys, payload, rows = assigned.keys, assigned.payload, assigned.rows
         starts, ends, row_ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         key_codes, unique_keys = pd.factorize(pd.Series(keys[rows], dtype=object), use_na_sentinel=False)
         add = self._add_merging if self.spec.window.is_merging else self._add_grouped
         add(rows, key_codes, unique_keys, starts, ends, row_ts, out_times, columns, payload, out)
+        out.accepted -= len(out.late)
         return out
 
     def _add_grouped(self, rows, key_codes, unique_keys, starts, ends, row_ts, out_times, columns, payload, out):

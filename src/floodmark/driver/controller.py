@@ -48,7 +48,14 @@ class BatchReport:
     """Good records per split in this batch."""
     max_event_time: int | None = None
     """Highest event time of this batch's good records."""
+    accepted: int = 0
+    """(record, window) pairs added to windows this batch: each is counted in the panes its window fires."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows_in(self) -> int:
+        """Rows read this batch: good records (``records``) + dead letters (``bad``)."""
+        return self.records + self.bad
 
 
 class BatchController:
@@ -179,10 +186,11 @@ class BatchController:
             next_processing_time=written.processing_time,
             split_records={split: c for split, (c, _, _) in merged.items()},
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
+            accepted=sum(int(g.get("fm_accepted") or 0) for g in gauges),
         )
         self.reports.append(report)
         if self.metrics_path is not None:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a") as handle:
-                handle.write(json.dumps(report.__dict__, default=str) + "\n")
+                handle.write(json.dumps({**report.__dict__, "rows_in": report.rows_in}, default=str) + "\n")
         return report

@@ -3,10 +3,13 @@
 Runs on the executors, once per input partition and micro-batch, before the
 rows are shuffled to their buckets. It
 
-* rejects bad records (missing or unparsable timestamp, a timestamp more than
-  ``max_future_skew`` ahead of the batch's processing time, a missing, NaN or
-  non-numeric aggregate input): BAD_INPUT rows with the reason and the record
-  as JSON, so nothing is dropped silently;
+* rejects bad records (a line that is not a record, a missing or unparsable
+  timestamp, one outside the supported event-time range or more than
+  ``max_future_skew`` ahead of the batch's processing time, an aggregate input
+  that is not a finite number): BAD_INPUT rows with the reason and the record
+  as JSON (or its original text), so nothing is dropped silently. The timestamp
+  range and the numeric rule are the core's (``core/time.py``,
+  ``core.assign.validate_numbers``);
 * counts each split's good records and their min and max timestamp
   (SPLIT_STATS rows, what the driver's watermark generators need);
 * for specs of the columnar operator, aggregates the records whose windows
@@ -36,13 +39,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
+from floodmark.core.assign import validate_numbers
 from floodmark.core.combine import accumulator_reductions, open_window_pairs
+from floodmark.core.time import event_time_in_range, out_of_range_reason
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import plain
 from floodmark.spark import blocks
@@ -129,22 +133,19 @@ class MapSideCombiner:
                     f"timestamp {int(timestamps[i])} is more than {skew} ms ahead of processing time {processing_time}"
                 ),
             )
+        outside = ~missing & ~event_time_in_range(timestamps)
+        reject(outside, lambda i: out_of_range_reason(int(timestamps[i])))
         values: dict[str, np.ndarray] = {}
         for name in self.plan.numeric_fields:
             column = data.column(name)
-            absent = column.is_null().to_numpy(zero_copy_only=False)
             if _is_numeric(column.type):
-                numbers = pc.fill_null(pc.cast(column, pa.float64(), safe=False), np.nan).to_numpy()
-                not_numeric = np.zeros(n, dtype=bool)
-            else:  # e.g. numbers as text: parsed as pandas would, anything else is not a number
-                numbers = pd.to_numeric(column.to_pandas(), errors="coerce").to_numpy(dtype=np.float64)
-                not_numeric = ~absent & np.isnan(numbers)
-            absent |= ~not_numeric & np.isnan(numbers)  # NaN is as missing as null
-            reject(absent, lambda i, name=name: f"field {name!r} is missing")
-            if not_numeric.any():
-                texts = column.to_pylist()
-                reject(not_numeric, lambda i, name=name, texts=texts: f"field {name!r} is not a number: {texts[i]!r}")
-            values[name] = numbers
+                # Arrow's cast: nulls become NaN ("missing"), decimals beyond float64 become inf ("not finite").
+                given = pc.fill_null(pc.cast(column, pa.float64(), safe=False), np.nan).to_numpy()
+            else:  # e.g. numbers as text: the core parses them value by value
+                given = column.to_numpy(zero_copy_only=False)
+            values[name], number_reasons = validate_numbers(name, given)
+            invalid = number_reasons != None  # noqa: E711 - elementwise on an object array
+            reject(invalid, lambda i, texts=number_reasons: texts[i])
         return values, rejected, reasons
 
     def _bad(self, data: pa.Table, positions: np.ndarray, reasons: np.ndarray) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.driver.reconciliation import Reconciliation
 from floodmark.spark import batch_entry, blocks, hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
@@ -316,6 +317,11 @@ class FloodmarkQuery:
     @property
     def reports(self) -> list[BatchReport]:
         return self.controller.reports
+
+    @property
+    def reconciliation(self) -> Reconciliation:
+        """Where this run's input rows went (rows in = records + dead letters; pairs = in windows + late)."""
+        return Reconciliation.of(self.reports)
 
     def stop(self) -> None:
         self.query.stop()

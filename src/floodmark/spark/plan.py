@@ -89,6 +89,7 @@ STATS_META = [
     StructField("fm_pane_count", LongType()),
     StructField("fm_late_count", LongType()),
     StructField("fm_bad_count", LongType()),
+    StructField("fm_accepted", LongType()),
 ]
 
 

@@ -17,7 +17,8 @@ the new snapshot back and returns one frame of tagged rows:
   with the reason;
 * STATS - per split and input partition: count, min and max timestamp of the
   good records (what the driver's generators need); GAUGE - per bucket:
-  control seq, output hold, oldest pending processing time, open windows.
+  control seq, output hold, oldest pending processing time, open windows, and
+  what the bucket emitted and accepted (the run's reconciliation counts).
 
 No event-time logic lives here: it is all in :mod:`floodmark.core`.
 """
@@ -100,7 +101,8 @@ class WindowBucketProcessor:
             "fm_open_windows": operator.window_count(),
             "fm_pane_count": emitted.pane_count(),
             "fm_late_count": len(emitted.late),
-            "fm_bad_count": len(bad),
+            "fm_bad_count": len(bad) + len(emitted.bad),
+            "fm_accepted": emitted.accepted,
         }
         out.append(pd.DataFrame([gauge]))
         yield conform(out, self.schema)
@@ -154,10 +156,10 @@ class WindowBucketProcessor:
         for name in self.plan.spec.aggregate.fields:
             if name is not None and name not in columns:
                 column = rows[name]
+                numeric = name in self.plan.numeric_fields and pd.api.types.is_numeric_dtype(column.dtype)
+                # The core validates numeric inputs (text included) with the combiner's rule.
                 columns[name] = (
-                    pd.to_numeric(column).to_numpy(dtype=np.float64)
-                    if name in self.plan.numeric_fields
-                    else column.to_numpy(dtype=object)
+                    column.to_numpy(dtype=np.float64, na_value=np.nan) if numeric else column.to_numpy(dtype=object)
                 )
         keys = keys_array(rows, self.plan.key_columns)
         return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns, payload=positions)
@@ -206,6 +208,15 @@ class WindowBucketProcessor:
                     "record": record,
                 }
                 row.update(self._key_dict(late.key))
+                rows.append(row)
+        if emitted.bad:
+            # The combiner applies the core's record rules first, so this stays empty; if the two ever
+            # disagreed, the record still reaches the dead letters rather than vanishing.
+            positions = np.array([int(r.value) for r in emitted.bad], dtype=np.int64)
+            records = records_json(data.iloc[positions], self.plan.user_columns, self.plan.integral_columns)
+            for bad, record in zip(emitted.bad, records, strict=True):
+                row = {"fm_kind": p.BAD, "event_time": plain(bad.raw_timestamp), "reason": bad.reason, "record": record}
+                row.update(self._key_dict(bad.key))
                 rows.append(row)
         return rows
 
