@@ -115,6 +115,76 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
     assert sum(p[6] for p in got_panes) == total, "discarding panes count every record exactly once"
 
 
+def flush_batch(checkpoint: Path) -> int | None:
+    """The id of a bounded run's final flush (the batch after the one whose report ends the input), once known."""
+    metrics = checkpoint / "floodmark" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines() if metrics.exists() else []
+    ending = [json.loads(line)["batch_id"] for line in lines if json.loads(line)["next_watermark"] == 2**63 - 1]
+    return ending[0] + 1 if ending else None
+
+
+def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: object) -> list[str]:
+    """Kill -9 the driver ``kills`` times, each after 1-3 more batches and a random 0-0.6 s into the next one,
+    the last one inside the final flush; then run it to the end. Returns where each kill landed."""
+    landed = []
+    for attempt in range(kills):
+        driver = run_driver(*args)
+        final = attempt == kills - 1
+        target = batches_done(checkpoint) + rng.randint(1, 3)
+        deadline = time.monotonic() + 300
+        while True:
+            assert driver.poll() is None, f"the driver ended before kill {attempt + 1} of {kills}"
+            assert time.monotonic() < deadline, f"no progress before kill {attempt + 1}"
+            flush = flush_batch(checkpoint)
+            if final and flush is not None and (checkpoint / "spark" / "offsets" / str(flush)).exists():
+                break  # the flush batch has been planned: it is running now
+            if not final and batches_done(checkpoint) >= target:
+                break
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.1) if final else rng.uniform(0, 0.6))
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=60)
+        if final:
+            assert not (checkpoint / "spark" / "commits" / str(flush)).exists(), "killed inside the final flush"
+            landed.append(f"flush batch {flush}")
+        else:
+            landed.append(f"after {batches_done(checkpoint)} batch reports")
+    last = run_driver(*args)
+    assert last.wait(timeout=600) == 0
+    return landed
+
+
+@pytest.mark.parametrize(
+    ("kills", "files"),
+    [
+        (5, 20),
+        pytest.param(
+            10,
+            36,
+            marks=pytest.mark.skipif(
+                os.environ.get("FLOODMARK_SLOW_TESTS") != "1", reason="slow variant: FLOODMARK_SLOW_TESTS=1"
+            ),
+        ),
+    ],
+)
+def test_repeated_kill_minus_nine_including_the_final_flush_is_exactly_once(spark, tmp_path, kills, files):
+    write_batches(tmp_path / "in", ordered_batches(files, seed=kills))
+    reference = run_driver(tmp_path / "in", tmp_path / "ref" / "ckpt", tmp_path / "ref" / "out")
+    assert reference.wait(timeout=600) == 0
+    checkpoint = tmp_path / "crash" / "ckpt"
+    landed = crash_repeatedly(
+        checkpoint, kills, random.Random(kills), tmp_path / "in", checkpoint, tmp_path / "crash" / "out"
+    )
+    print(f"\nkills: {landed}")
+
+    expected_panes, expected_late = outputs(spark, tmp_path / "ref" / "out")
+    got_panes, got_late = outputs(spark, tmp_path / "crash" / "out")
+    assert structure(got_panes) == structure(expected_panes), "no duplicate and no missing pane"
+    assert window_totals(got_panes) == window_totals(expected_panes), "every record in its window exactly once"
+    assert got_late == expected_late
+    assert sum(p[6] for p in got_panes) == files * 10, "discarding panes count every record exactly once"
+
+
 PANE_FIELDS = ["k", "window_start", "window_end", "timing", "pane_index", "is_last", "n", "total"]
 
 
@@ -255,3 +325,66 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
     assert len(got) > 10
     assert {"EARLY", "ON_TIME", "LATE"} <= {p[2] for p in got}, "speculative and late panes were compared too"
     assert json.dumps([r.batch_id for r in handle.reports]) == json.dumps(list(range(len(handle.reports))))
+
+
+def sink_test_aggregation(spark, directory: Path) -> EventTimeAggregation:
+    return EventTimeAggregation(
+        spark.readStream.schema("ts LONG, k STRING, p INT, v DOUBLE")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(directory)),
+        event_time="ts",
+        key_by=["k"],
+        spec=WindowSpec(windows.Tumbling(10_000), {"n": aggregates.count(), "total": aggregates.sum("v")}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p", known_splits=["0", "1"]),
+    )
+
+
+def point(link: Path, target: Path) -> None:
+    """Make ``link`` a symlink to ``target``, atomically (a writer sees the old or the new target)."""
+    staged = link.with_name(link.name + ".staged")
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(target)
+    os.replace(staged, link)
+
+
+def test_a_sink_that_fails_stops_the_query_clearly_and_a_restart_resumes_exactly_once(spark, tmp_path):
+    """The pane directory stops being writable mid-run (it turns into a path under a regular file, which not
+    even root can create directories in: a lost mount or a full volume behaves alike), then comes back."""
+    write_batches(tmp_path / "in", ordered_batches(10, seed=5))
+    sink_test_aggregation(spark, tmp_path / "in").run_to_completion(
+        str(tmp_path / "ref" / "ckpt"), str(tmp_path / "ref" / "out"), timeout_s=300
+    )
+
+    store, blocker, out = tmp_path / "pane-store", tmp_path / "blocker", tmp_path / "out"
+    store.mkdir()
+    blocker.write_text("a regular file: nothing can be created under it\n")
+    out.mkdir()
+    point(out / "panes", store)
+    checkpoint = str(tmp_path / "ckpt")
+    query = sink_test_aggregation(spark, tmp_path / "in").start(checkpoint, str(out), "500 milliseconds")
+    try:
+        query.await_batches(3)
+        point(out / "panes", blocker / "panes")
+        started = time.monotonic()
+        while query.query.exception() is None:
+            assert time.monotonic() < started + 120, "the query kept running with an unwritable sink"
+            time.sleep(0.1)
+        print(f"\nfailed {time.monotonic() - started:.1f} s after the sink broke")
+        message = str(query.query.exception())
+    finally:
+        t = time.monotonic()
+        query.stop()
+        print(f"stopped in {time.monotonic() - t:.1f} s")
+    failed_after = len(query.reports)
+    assert failed_after < 11, "it failed before the end of the input"
+    assert f"floodmark batch {failed_after} failed while computing the batch and writing its panes to FileSink(" in (
+        message
+    )
+    assert "start the query again from its checkpoint" in message
+    assert f"{out}/panes/batch_id={failed_after}" in message, "the root cause names the path it could not write"
+
+    point(out / "panes", store)
+    restarted = sink_test_aggregation(spark, tmp_path / "in").run_to_completion(checkpoint, str(out), timeout_s=300)
+    assert restarted.reports[0].batch_id == failed_after, "the restart resumes with the failed batch"
+    assert outputs(spark, out) == outputs(spark, tmp_path / "ref" / "out"), "nothing lost, nothing doubled"
+    assert sum(p[6] for p in outputs(spark, out)[0]) == 100

@@ -37,6 +37,8 @@ class BatchSink:
         self.outputs = outputs
         self.controller = controller
         self.listeners: list[Callable[[BatchReport], None]] = []
+        self.doing = "computing the batch"
+        """What the batch was doing, for the error message if it fails."""
 
     def columns(self, kind: str) -> list:
         if kind == p.PANE:
@@ -60,12 +62,17 @@ class BatchSink:
         return OutputBatch(OUTPUT_KINDS[row_kind], rows, batch_id, tuple(self.plan.key_columns), values)
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
+        self.doing = "computing the batch"
         try:
             self._write(frame, batch_id)
         except Py4JJavaError as error:
             interruption = _interruption(error)
             if interruption is None:
-                raise
+                raise BatchFailed(
+                    f"floodmark batch {batch_id} failed while {self.doing}: {_root_cause(error)}. The batch was "
+                    "not committed: once the cause is fixed, start the query again from its checkpoint; it "
+                    "resumes with this batch and replaces what this attempt wrote."
+                ) from error
             # query.stop() interrupted this batch. Spark recognises that by matching the Python error's text
             # with a regex whose recursion overflows the stack on a long text (the whole Java stack trace):
             # the stream thread would die with StackOverflowError. A short text in the expected form lets Spark
@@ -86,6 +93,7 @@ class BatchSink:
             )
             pane_sink = self.outputs.panes
             if pane_sink.runs_the_batch:
+                self.doing = f"computing the batch and writing its panes to {pane_sink!r}"
                 pane_sink.write(self._batch(p.PANE, observed, batch_id))
             else:
                 observed.write.format("noop").mode("overwrite").save()
@@ -99,10 +107,13 @@ class BatchSink:
             if not counts[p.PANE] and pane_sink.runs_the_batch:
                 pane_sink.discard_empty(frame.sparkSession, PANES, batch_id)
             elif counts[p.PANE] and not pane_sink.runs_the_batch:
+                self.doing = f"writing its panes to {pane_sink!r}"
                 pane_sink.write(self._batch(p.PANE, frame, batch_id))
             for row_kind in (p.LATE, p.BAD):
                 if counts[row_kind]:
-                    self.outputs.sink(OUTPUT_KINDS[row_kind]).write(self._batch(row_kind, frame, batch_id))
+                    sink = self.outputs.sink(OUTPUT_KINDS[row_kind])
+                    self.doing = f"writing its {OUTPUT_KINDS[row_kind]} records to {sink!r}"
+                    sink.write(self._batch(row_kind, frame, batch_id))
             stats = [r for r in small if r["fm_kind"] == p.STATS]
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
@@ -123,6 +134,22 @@ INTERRUPTIONS = (
 
 class BatchInterrupted(RuntimeError):
     """The batch was interrupted by ``query.stop()`` (not a failure)."""
+
+
+class BatchFailed(RuntimeError):
+    """A batch failed (a sink that cannot be written, a failed task): what it was doing and the root cause."""
+
+
+def _root_cause(error: Py4JJavaError) -> str:
+    """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``)."""
+    cause = error.java_exception
+    try:
+        while cause.getCause() is not None and cause.getCause() != cause:
+            cause = cause.getCause()
+        text = str(cause.toString())
+    except Exception:  # the gateway may be going away; the first line of the error still says something
+        text = str(error)
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"
 
 
 def _interruption(error: Py4JJavaError) -> str | None:
