@@ -10,6 +10,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ import pandas as pd
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import event_time_in_range, out_of_range_reason
+from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import unwrap
 from floodmark.core.windows import Window, horizon
 
@@ -120,7 +122,8 @@ class Assigned:
 
     One row per (record, live window): ``rows`` are record positions in the
     batch, ``starts``/``ends`` the windows (``[start, end)``), ``timestamps`` the
-    records' event times and ``out_times`` their output times in those windows;
+    records' event times and ``out_times`` the holds they add to those windows
+    (their output times, or the combiner's empty hold: ``element_holds``);
     ``keys``, ``payload`` and ``numbers`` (the aggregate's numeric fields as validated ``float64``,
     :func:`validate_numbers`) are per record (index them with ``rows``).
     """
@@ -154,11 +157,19 @@ def late_record(
 
 
 def assign_batch(
-    spec: WindowSpec, watermark: int, batch: RecordBatch, bad: list[BadRecord], late: list[LateRecord]
+    spec: WindowSpec,
+    watermark: int,
+    batch: RecordBatch,
+    bad: list[BadRecord],
+    late: list[LateRecord],
+    output_watermarks: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Assigned | None:
     """Validate timestamps, assign windows and route expired pairs; ``None`` when nothing is left.
 
-    Bad records are appended to ``bad``, expired (record, window) pairs to ``late``.
+    Bad records are appended to ``bad``, expired (record, window) pairs to ``late``. ``out_times`` are the
+    holds the records add (``TimestampCombiner.element_holds``); ``output_watermarks(keys)`` gives the output
+    watermark each record's key sees as the batch arrives (``WindowTable.key_output_watermarks``; None: MIN,
+    every record holds).
     """
     n = len(batch)
     keys = as_object_array(batch.keys)
@@ -189,6 +200,10 @@ def assign_batch(
     starts, ends = assigned.start, assigned.end
     row_ts = timestamps[rows]
     out_times = spec.window.output_times(row_ts, starts, ends)
+    if output_watermarks is not None and spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
+        out_times = spec.timestamp_combiner.element_holds(
+            out_times, output_watermarks(keys[good])[np.searchsorted(good, rows)]
+        )
     expired = horizon(ends, spec.allowed_lateness) <= watermark
     for i in np.flatnonzero(expired):
         row = rows[i]

@@ -33,6 +33,7 @@ that runtimes never build a Python object per pane.
 from __future__ import annotations
 
 import pickle
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -150,7 +151,8 @@ class ColumnarWindowOperator:
         out = Emitted()
         if len(batch) == 0:
             return out
-        assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late)
+        watermarks = partial(self.table.key_output_watermarks, watermark=self.watermark)
+        assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late, watermarks)
         if assigned is None:
             return out
         out.accepted = assigned.pairs  # less the pairs kept out (expired or for a closed window), below

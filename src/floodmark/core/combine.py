@@ -8,8 +8,10 @@ and :func:`accumulator_reductions` and ships :class:`Partials` that
 :meth:`~floodmark.core.columnar.ColumnarWindowOperator.add_partials` merges.
 
 The rule: a record all of whose windows are still open (the watermark has not
-reached their max timestamp) can be combined: it only adds to its windows'
-accumulators, counts and holds. Every other record must travel as a record: it
+reached their max timestamp) and whose output times in them are not behind the
+watermark (EARLIEST/LATEST: whether it holds then depends on the stage's output
+watermark) can be combined: it only adds to its windows' accumulators, counts
+and holds. Every other record must travel as a record: it
 fires a LATE pane of its own, goes to the late output with its payload, or is a
 bad record. Early count firings need the records themselves (a pane after
 exactly n records, in arrival order), so those specs do not combine.
@@ -26,6 +28,7 @@ import pandas as pd
 from floodmark.core.assign import validate_numbers, validate_timestamps
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
+from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import window_reached
 
 
@@ -145,10 +148,14 @@ def open_window_pairs(
     raw = bad.copy()
     assigned = spec.window.assign(timestamps[good])
     rows = good[assigned.record_index]
+    out_times = spec.window.output_times(timestamps[rows], assigned.start, assigned.end)
     raw[rows[window_reached(assigned.end, watermark)]] = True
+    if spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
+        # Whether an output time behind the watermark holds depends on the stage's output watermark, which
+        # only the operator knows (TimestampCombiner.element_holds): such records travel as records.
+        raw[rows[out_times < watermark]] = True
     keep = ~raw[rows]
-    rows, starts, ends = rows[keep], assigned.start[keep], assigned.end[keep]
-    out_times = spec.window.output_times(timestamps[rows], starts, ends)
+    rows, starts, ends, out_times = rows[keep], assigned.start[keep], assigned.end[keep], out_times[keep]
     return rows, starts, ends, out_times, np.flatnonzero(raw)
 
 

@@ -41,6 +41,7 @@ import heapq
 import itertools
 import pickle
 from collections.abc import Hashable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -166,7 +167,8 @@ class WindowOperator:
         out = Emitted()
         if len(batch) == 0:
             return out
-        assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late)
+        watermarks = partial(self.table.key_output_watermarks, watermark=self.watermark)
+        assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late, watermarks)
         if assigned is None:
             return out
         out.accepted = assigned.pairs  # less the pairs kept out (expired or for a closed window), below

@@ -20,9 +20,11 @@ class TimestampCombiner(enum.StrEnum):
 
     As in Beam, only records that arrived before the watermark reached the
     window's max timestamp contribute (late records cannot hold the watermark
-    back); a pane without such records, for example an empty ON_TIME pane or a
-    LATE pane, carries the window's max timestamp. Timestamps are also capped at
-    the max timestamp.
+    back), and only with an output time not behind the stage's output watermark
+    at their arrival (:meth:`element_holds`); a pane without such records, for
+    example an empty ON_TIME pane or a LATE pane, carries the window's max
+    timestamp. Timestamps are also capped at the max timestamp. So an EARLY or
+    ON_TIME pane is never timestamped behind the output watermark.
 
     A window's hold is an ``int64`` ms value; :attr:`empty_hold` means "no record
     holds" (it is the identity of :meth:`fold`). Every method works on ``int64``
@@ -45,6 +47,22 @@ class TimestampCombiner(enum.StrEnum):
         if self is TimestampCombiner.LATEST:
             return np.maximum(holds, times)
         return holds  # END_OF_WINDOW: the pane carries the max timestamp whatever the records
+
+    def element_holds(self, output_times: np.ndarray, output_watermark: int) -> np.ndarray:
+        """The hold each record adds to its window: its output time, or :attr:`empty_hold` (none) when that
+        time is behind the stage's output watermark at the record's arrival.
+
+        Java Beam's ``WatermarkHold.addElementHold``: a hold behind the output watermark could not hold it
+        (it has passed), and a pane timestamped there would be late downstream because of a record that was
+        itself already behind. Such a record's pane falls back on the end-of-window hold (the window's max
+        timestamp) unless other records hold it. The other half of Beam's rule, no hold once the watermark
+        has reached the window's max timestamp, is applied when the records are added
+        (``WindowTable.add_arrivals``). END_OF_WINDOW holds at the max timestamp, which an open window's
+        output watermark never passes: unchanged.
+        """
+        if self is TimestampCombiner.END_OF_WINDOW:
+            return output_times
+        return np.where(output_times < output_watermark, self.empty_hold, output_times)
 
     def reduce(self, times: np.ndarray) -> int:
         """The one hold a slice of output times (or of holds) makes: min, max, or empty for END_OF_WINDOW."""

@@ -451,6 +451,28 @@ class WindowTable:
             return None
         return int(self.combiner.pane_timestamps(c["hold"][rows], max_timestamp(c["end"][rows])).min())
 
+    def key_output_watermarks(self, keys: np.ndarray, watermark: int) -> np.ndarray:
+        """For each of ``keys`` (one per record): MIN(``watermark``, the lowest output timestamp the key's
+        pending panes will carry): the output watermark as the record's key sees it.
+
+        The hold rule (``TimestampCombiner.element_holds``) compares with this per-key value rather than the
+        whole operator's: it is never below the stage's output watermark (so the rule's guarantee holds) and it
+        does not depend on which keys share a bucket or an executor, so panes are the same on Spark, in the
+        core and after a change of the bucket count. (Beam's runners use their operator instance's output
+        watermark, which depends on the parallelism.)
+        """
+        c = self.cols
+        rows = np.flatnonzero(c["live"] & c["held"] & ~c["closed"])
+        if not len(rows):
+            return np.full(len(keys), watermark, dtype=np.int64)
+        times = self.combiner.pane_timestamps(c["hold"][rows], max_timestamp(c["end"][rows]))
+        held_keys = np.empty(len(rows), dtype=object)
+        held_keys[:] = [self.keys[r] for r in rows.tolist()]
+        codes, uniques = pd.factorize(pd.Series(np.concatenate([held_keys, keys]), dtype=object), use_na_sentinel=False)
+        lowest = np.full(len(uniques), watermark, dtype=np.int64)
+        np.minimum.at(lowest, codes[: len(rows)], times)
+        return lowest[codes[len(rows) :]]
+
     def oldest_pending(self) -> int | None:
         """Processing time of the oldest record not yet emitted in a pane, or None."""
         pending = self.cols["pending"][self.cols["live"]]

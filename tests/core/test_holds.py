@@ -1,0 +1,108 @@
+"""Beam's hold rule (Java Beam's ``WatermarkHold.addElementHold``), on random streams, both operators.
+
+A record holds its pane's output time only if that time is not behind the output watermark its key sees
+when it arrives (and only while its window is open); otherwise its pane falls back on the window's max
+timestamp. So the output watermark MIN(input watermark, holds) never goes back, and no EARLY or ON_TIME pane
+is timestamped behind the output watermark in force before it fired: a downstream stage never takes it as
+late because of an upstream record that was already behind.
+"""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from floodmark import TimestampCombiner, aggregates, triggers, windows
+from floodmark.core.columnar import ColumnarWindowOperator
+from floodmark.core.operator import WindowOperator
+from floodmark.core.records import RecordBatch
+from floodmark.core.spec import WindowSpec
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.testing import WindowHarness
+
+WINDOWS = [windows.Tumbling(10), windows.Sliding(10, 5), windows.Sliding(9, 4, offset=2), windows.Sessions(5)]
+TRIGGERS = [
+    triggers.Default(),
+    triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+    triggers.AfterWatermark(early=triggers.AfterProcessingTime(3)),
+    triggers.Repeatedly(triggers.AfterCount(3)),
+]
+ops = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"), st.lists(st.tuples(st.sampled_from("abc"), st.integers(-5, 80)), min_size=1, max_size=6)
+        ),
+        st.tuples(st.just("wm"), st.integers(0, 15)),
+        st.tuples(st.just("pt"), st.integers(0, 6)),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def output_watermark(operator) -> int:
+    hold = operator.output_hold()
+    return operator.watermark if hold is None else min(operator.watermark, hold)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(WINDOWS),
+    st.sampled_from(TRIGGERS),
+    st.sampled_from(list(TimestampCombiner)),
+    st.sampled_from([0, 5]),
+    st.sampled_from(["general", "columnar"]),
+    ops,
+)
+def test_no_hold_behind_the_output_watermark(window, trigger, combiner, lateness, kind, steps):
+    spec = WindowSpec(window, aggregates.count(), trigger, lateness, timestamp_combiner=combiner)
+    operator_class = ColumnarWindowOperator if kind == "columnar" and spec.is_columnar else WindowOperator
+    operator = operator_class(spec, -10)
+    watermark, now = -10, 0
+    previous = output_watermark(operator)
+    for step_kind, arg in [*steps, ("wm", MAX_TIMESTAMP)]:
+        before = output_watermark(operator)
+        if step_kind == "add":
+            keys = np.array([k for k, _ in arg], dtype=object)
+            out = operator.add_records(RecordBatch(keys, np.array([t for _, t in arg], dtype=np.int64), {None: keys}))
+        elif step_kind == "wm":
+            watermark = MAX_TIMESTAMP if arg == MAX_TIMESTAMP else watermark + arg
+            out = operator.advance_watermark(watermark)
+        else:
+            now += arg
+            out = operator.advance_processing_time(now)
+        for pane in out.all_panes():
+            if pane.timing.value != "LATE":
+                assert pane.timestamp >= before, (pane, before)
+        current = output_watermark(operator)
+        assert current >= previous, "the output watermark went back"
+        previous = current
+
+
+def test_a_record_behind_the_output_watermark_does_not_hold_its_pane_there():
+    """The issue's case: EARLIEST, a record behind the watermark in a window still open."""
+    for operator in ("general", "columnar"):
+        h = WindowHarness(
+            window=windows.Tumbling(10),
+            aggregate=aggregates.count(),
+            timestamp_combiner=TimestampCombiner.EARLIEST,
+            operator=operator,
+        )
+        h.advance_watermark_to(5)
+        h.add_elements([("behind", 2)], key="a")  # output time 2 < output watermark 5: no hold
+        h.add_elements([("on time", 7)], key="b")  # holds b's pane at 7
+        h.add_elements([("behind too", 3)], key="b")  # 3 < b's output watermark 5: no hold
+        assert h.operator.output_hold() == 7
+        h.advance_watermark_to(9)
+        assert {(p.key, p.timestamp) for p in h.panes} == {("a", 9), ("b", 7)}, operator
+
+
+def test_a_record_at_or_after_its_keys_output_watermark_still_holds():
+    for operator in ("general", "columnar"):
+        h = WindowHarness(
+            window=windows.Tumbling(10), aggregate=aggregates.count(), timestamp_combiner="LATEST", operator=operator
+        )
+        h.add_elements([("first", 6)], key="a")  # holds [0, 10) at 6
+        h.advance_watermark_to(8)  # a's output watermark: MIN(8, 6) = 6
+        h.add_elements([("behind the input watermark", 7)], key="a")  # 7 >= 6: holds, LATEST -> 7
+        h.advance_watermark_to(9)
+        assert [(p.window.start, p.timestamp) for p in h.panes] == [(0, 7)], operator
