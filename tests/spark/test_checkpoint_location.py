@@ -127,7 +127,7 @@ def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognis
 
     from py4j.protocol import Py4JJavaError
 
-    from floodmark.spark.batch_sink import BatchInterrupted, BatchSink
+    from floodmark.spark.batch_sink import BatchFailed, BatchInterrupted, BatchSink
 
     class JavaError(Py4JJavaError):  # str() of a real one asks the JVM for the whole stack trace
         def __init__(self, text):
@@ -159,5 +159,9 @@ def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognis
     spark_pattern = r"py4j.protocol.Py4JJavaError: An error occurred while calling((.|\r\n|\r|\n)*)(" + names + ")"
     assert re.search(spark_pattern, text)
     failure = JavaError(f"An error occurred while calling o12.parquet.\n: java.io.IOException: disk full\n{stack}")
-    with pytest.raises(JavaError):
-        sink_raising(failure)(None, 3)  # a real failure keeps its whole text
+    with pytest.raises(BatchFailed) as failed:
+        sink_raising(failure)(None, 3)
+    # A real failure says which batch and what it was doing, and keeps the whole Java error as its cause.
+    assert str(failed.value).startswith("floodmark batch 3 failed while computing the batch: ")
+    assert "start the query again from its checkpoint" in str(failed.value)
+    assert failed.value.__cause__ is failure

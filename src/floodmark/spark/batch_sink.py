@@ -142,14 +142,15 @@ class BatchFailed(RuntimeError):
 
 def _root_cause(error: Py4JJavaError) -> str:
     """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``)."""
-    cause = error.java_exception
     try:
+        cause = error.java_exception
         while cause.getCause() is not None and cause.getCause() != cause:
             cause = cause.getCause()
-        text = str(cause.toString())
-    except Exception:  # the gateway may be going away; the first line of the error still says something
-        text = str(error)
-    return text.strip().splitlines()[0] if text.strip() else "unknown error"
+        lines = str(cause.toString()).strip().splitlines()
+    except Exception:  # the gateway may be going away: the error's own text still names the exception
+        lines = [line.removeprefix(": ") for line in str(error).splitlines() if line.startswith(": ")]
+        lines = lines or str(error).strip().splitlines()
+    return lines[0] if lines else "unknown error"
 
 
 def _interruption(error: Py4JJavaError) -> str | None:
