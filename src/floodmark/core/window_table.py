@@ -220,17 +220,25 @@ class WindowTable:
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
         row_list, keys = rows.tolist(), self.keys
-        index = self.index
-        for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
-            del index[(keys[row], start)]
-        if self.key_windows is not None:
+        if len(row_list) == len(self.index):
+            # Every open window goes (the end of a bounded input, a watermark past everything): forget them all
+            # at once instead of one dict entry at a time (~0.5 us per window).
+            self.index.clear()
+            if self.key_windows is not None:
+                self.key_windows.clear()
+            self.keys = keys = [None] * len(keys)
+        else:
+            index = self.index
+            for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
+                del index[(keys[row], start)]
+            if self.key_windows is not None:
+                for row in row_list:
+                    windows = self.key_windows[keys[row]]
+                    del windows[self.window(row)]
+                    if not windows:
+                        del self.key_windows[keys[row]]
             for row in row_list:
-                windows = self.key_windows[keys[row]]
-                del windows[self.window(row)]
-                if not windows:
-                    del self.key_windows[keys[row]]
-        for row in row_list:
-            keys[row] = None
+                keys[row] = None
         for column in self.cols.values():
             if column.dtype == object:
                 column[rows] = None  # drop references: accumulators and trigger states can be large
