@@ -415,21 +415,21 @@ class WindowTable:
         rows = firing.rows[keep]
         keys = np.empty(len(rows), dtype=object)
         keys[:] = [self.keys[r] for r in rows.tolist()]
-        frame = pd.DataFrame(
-            {
-                "key": keys,
-                "window_start": self.cols["start"][rows],
-                "window_end": self.cols["end"][rows],
-                "timestamp": firing.timestamp[keep],
-                "timing": TIMING_NAMES[firing.timing[keep]],
-                "index": firing.index[keep],
-                "nonspeculative_index": firing.nonspeculative_index[keep],
-                "is_last": firing.is_last[keep],
-            }
-        )
+        columns = {
+            "key": keys,
+            "window_start": self.cols["start"][rows],
+            "window_end": self.cols["end"][rows],
+            "timestamp": firing.timestamp[keep],
+            "timing": TIMING_NAMES[firing.timing[keep]],
+            "index": firing.index[keep],
+            "nonspeculative_index": firing.nonspeculative_index[keep],
+            "is_last": firing.is_last[keep],
+        }
         for name, values in results.items():
-            frame["value" if single else f"value.{name}"] = np.asarray(values)[keep]
-        return frame
+            columns["value" if single else f"value.{name}"] = np.asarray(values)[keep]
+        # Every array is a fresh copy (boolean or fancy indexing): copy=False keeps them as they are instead of
+        # consolidating them into 2-d blocks, which cost ~0.45 s per million panes.
+        return pd.DataFrame(columns, copy=False)
 
     def panes(self, firing: Firing, values: Sequence[Any]) -> list[Pane]:
         """The emitted panes of ``firing`` as :class:`Pane` objects; ``values`` per firing."""

@@ -245,7 +245,7 @@ class WindowBucketProcessor:
         )
         for name in self.plan.result_names:
             columns[name] = frame[f"value.{name}"].to_numpy()
-        return pd.DataFrame(columns)
+        return pd.DataFrame(columns, copy=False)  # no consolidation into 2-d blocks: conform() restacks anyway
 
     def close(self) -> None:
         pass
