@@ -65,8 +65,8 @@ def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[s
     return values, bad, reasons
 
 
-def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.ndarray]:
-    """An aggregate's numeric input as ``float64``, and why each unusable value is unusable.
+def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """An aggregate's numeric input as ``float64``, a bad-record mask and the reasons (as :func:`validate_timestamps`).
 
     The rule for every numeric aggregate (sum, min, max, mean), in both operators and the map-side combine:
     a value is a number (int, float, decimal, bool, or text that parses as a float, surrounding spaces
@@ -76,26 +76,53 @@ def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.nda
 
     :arg field: the field's name, for the reasons (``None``: the record's value).
     :arg values: a 1-d array (any dtype; object arrays are checked value by value).
-    :returns: ``(numbers, reasons)``: ``numbers[i]`` is NaN where ``reasons[i]`` (an object array) is not None.
+    :returns: ``(numbers, bad_mask, reasons)``; ``numbers[i]`` is NaN where ``bad_mask[i]``; ``reasons`` has
+        one message per bad record, in order.
     """
     array = np.asarray(values)
     label = "value" if field is None else f"field {field!r}"
-    reasons = np.full(len(array), None, dtype=object)
-    if array.dtype.kind in "biuf":
-        numbers = array.astype(np.float64)
-        texts: list[Any] | None = None
-    else:
-        numbers = np.full(len(array), np.nan)
-        texts = array.tolist()
-        for i, raw in enumerate(texts):
-            numbers[i], reasons[i] = _one_number(raw, label)
-    unusable = ~np.isfinite(numbers) & (reasons == None)  # noqa: E711 - elementwise on an object array
-    for i in np.flatnonzero(unusable).tolist():
-        number = numbers[i]
-        raw = texts[i] if texts is not None else float(number)
-        reasons[i] = f"{label} is missing" if math.isnan(number) else f"{label} is not a finite number: {raw!r}"
-    numbers[reasons != None] = np.nan  # noqa: E711
-    return numbers, reasons
+    if array.dtype.kind in "biuf":  # the common case (Spark's columns): vectorised, no copy when all is well
+        numbers = array.astype(np.float64, copy=False)
+        bad = ~np.isfinite(numbers)
+        if not bad.any():
+            return numbers, bad, []
+        reasons = [_not_finite(label, v, v) for v in numbers[bad].tolist()]
+        return np.where(bad, np.nan, numbers), bad, reasons
+    numbers = np.full(len(array), np.nan)
+    bad = np.zeros(len(array), dtype=bool)
+    reasons = []
+    for i, raw in enumerate(array.tolist()):
+        number, reason = _one_number(raw, label)
+        if reason is None and not math.isfinite(number):
+            reason = _not_finite(label, number, raw)
+        if reason is None:
+            numbers[i] = number
+        else:
+            bad[i] = True
+            reasons.append(reason)
+    return numbers, bad, reasons
+
+
+def _not_finite(label: str, number: float, raw: Any) -> str:
+    return f"{label} is missing" if math.isnan(number) else f"{label} is not a finite number: {raw!r}"
+
+
+def numeric_inputs(
+    fields: list[str | None], columns: dict[str | None, Any], n: int
+) -> tuple[dict[str | None, np.ndarray], np.ndarray, dict[int, str]]:
+    """:func:`validate_numbers` of every numeric input field of a batch of ``n`` records.
+
+    :returns: ``({field: float64 numbers}, bad_mask, {position: reason})``, the first field's reason winning.
+    """
+    numbers: dict[str | None, np.ndarray] = {}
+    bad = np.zeros(n, dtype=bool)
+    reasons: dict[int, str] = {}
+    for name in fields:
+        numbers[name], field_bad, field_reasons = validate_numbers(name, columns[name])
+        for position, reason in zip(np.flatnonzero(field_bad).tolist(), field_reasons, strict=True):
+            reasons.setdefault(position, reason)
+        bad |= field_bad
+    return numbers, bad, reasons
 
 
 def _one_number(raw: Any, label: str) -> tuple[float, str | None]:
@@ -168,8 +195,8 @@ def assign_batch(
 
     Bad records are appended to ``bad``, expired (record, window) pairs to ``late``. ``out_times`` are the
     holds the records add (``TimestampCombiner.element_holds``); ``output_watermarks(keys)`` gives the output
-    watermark each record's key sees as the batch arrives (``WindowTable.key_output_watermarks``; None: MIN,
-    every record holds).
+    watermark each of ``keys`` sees as the batch arrives (``WindowTable.key_output_watermarks``; asked only
+    about records whose output time is behind the watermark; None: MIN, every record holds).
     """
     n = len(batch)
     keys = as_object_array(batch.keys)
@@ -179,14 +206,9 @@ def assign_batch(
         if name not in batch.columns:
             raise KeyError(f"the aggregate reads field {name!r}, which the batch does not have")
     timestamps, rejected, timestamp_reasons = validate_timestamps(batch.timestamps)
-    reasons = np.full(n, None, dtype=object)
-    reasons[rejected] = timestamp_reasons
-    numbers = {}
-    for name in spec.aggregate.numeric_fields:
-        numbers[name], number_reasons = validate_numbers(name, batch.columns[name])
-        first = (reasons == None) & (number_reasons != None)  # noqa: E711 - the first reason found wins
-        reasons[first] = number_reasons[first]
-    rejected = reasons != None  # noqa: E711
+    numbers, invalid, reasons = numeric_inputs(spec.aggregate.numeric_fields, batch.columns, n)
+    reasons.update(zip(np.flatnonzero(rejected).tolist(), timestamp_reasons, strict=True))  # a timestamp's wins
+    rejected |= invalid
     if rejected.any():
         raw_timestamps = np.asarray(batch.timestamps)
         for position in np.flatnonzero(rejected).tolist():
@@ -201,9 +223,11 @@ def assign_batch(
     row_ts = timestamps[rows]
     out_times = spec.window.output_times(row_ts, starts, ends)
     if output_watermarks is not None and spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
-        out_times = spec.timestamp_combiner.element_holds(
-            out_times, output_watermarks(keys[good])[np.searchsorted(good, rows)]
-        )
+        # Only an output time behind the input watermark can be behind its key's output watermark (never above).
+        behind = np.flatnonzero(out_times < watermark)
+        if len(behind):
+            key_watermarks = output_watermarks(keys[rows[behind]])
+            out_times[behind] = spec.timestamp_combiner.element_holds(out_times[behind], key_watermarks)
     expired = horizon(ends, spec.allowed_lateness) <= watermark
     for i in np.flatnonzero(expired):
         row = rows[i]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from floodmark.core.assign import validate_numbers, validate_timestamps
+from floodmark.core.assign import numeric_inputs, validate_timestamps
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
@@ -188,13 +188,10 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
         raise ValueError("this spec cannot be combined before the shuffle (see WindowSpec.combines_records)")
     layout = spec.columnar_layout
     assert layout is not None
-    numbers = {field: validate_numbers(field, batch.columns[field]) for field in layout.value_fields}
-    rejected = np.zeros(len(batch), dtype=bool)
-    for _, reasons in numbers.values():
-        rejected |= reasons != None  # noqa: E711 - elementwise on an object array
+    numbers, rejected, _ = numeric_inputs(layout.value_fields, batch.columns, len(batch))
     rows, starts, ends, out_times, raw = open_window_pairs(spec, watermark, batch.timestamps, rejected)
     keys = np.asarray(batch.keys, dtype=object) if not isinstance(batch.keys, np.ndarray) else batch.keys
-    values = {field: valid[rows] for field, (valid, _) in numbers.items()}
+    values = {field: valid[rows] for field, valid in numbers.items()}
     partials = reduce_records(spec, keys[rows], starts, ends, out_times, values)
     origin = rows[partials.origin] if partials.origin is not None else None
     return dataclasses.replace(partials, origin=origin), raw

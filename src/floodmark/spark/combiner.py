@@ -143,9 +143,9 @@ class MapSideCombiner:
                 given = pc.fill_null(pc.cast(column, pa.float64(), safe=False), np.nan).to_numpy()
             else:  # e.g. numbers as text: the core parses them value by value
                 given = column.to_numpy(zero_copy_only=False)
-            values[name], number_reasons = validate_numbers(name, given)
-            invalid = number_reasons != None  # noqa: E711 - elementwise on an object array
-            reject(invalid, lambda i, texts=number_reasons: texts[i])
+            values[name], invalid, number_reasons = validate_numbers(name, given)
+            why = dict(zip(np.flatnonzero(invalid).tolist(), number_reasons, strict=True))
+            reject(invalid, lambda i, why=why: why[i])
         return values, rejected, reasons
 
     def _bad(self, data: pa.Table, positions: np.ndarray, reasons: np.ndarray) -> dict[str, Any]:
