@@ -115,8 +115,10 @@ class KafkaBroker:
         java = [java_executable(), f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath]
         # A KRaft node needs formatted storage (a cluster id and the metadata version) before its first start.
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        # "--cluster-id=<id>": an id may start with "-" (base64url), which "-t <id>" would take for an option.
+        format_args = ["format", f"--cluster-id={cluster_id}", f"--config={config}", "--ignore-formatted"]
         formatted = subprocess.run(
-            [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
+            [*java, "kafka.tools.StorageTool", *format_args],
             capture_output=True,
             text=True,
         )
