@@ -7,22 +7,43 @@ watermark: ``MIN(input watermark, hold)``, where the hold comes from the pane
 timestamps the stage still owes (see :class:`~floodmark.core.timestamps.TimestampCombiner`).
 With ``EARLIEST`` output timestamps an upstream session stage holds the
 downstream watermark back until its sessions close - seed 003's example.
+
+Two drivers:
+
+* :class:`StagedPipeline`, a linear chain cascaded at once (every call runs
+  every stage with its upstream's latest output watermark): the model of an
+  event-at-a-time engine;
+* :class:`MicroBatchPipeline`, a graph of sources and :class:`WindowedStage`
+  over named columns, run one micro-batch at a time with the rule of
+  :class:`~floodmark.core.watermarks.graph.StageGraph` (one batch of latency per
+  stage). The Spark runtime (``floodmark.spark.stages``) runs exactly this, and
+  this class is what it is tested against.
+
+A stage's input rows are its upstream panes as rows (:func:`pane_rows`: key
+columns, ``window_start``, ``window_end``, ``pane_timestamp``, ``timing``,
+``pane_index``, ``nonspeculative_index``, ``is_last`` and the aggregate
+columns) with the stage's derived ``columns`` added (:func:`stage_input_rows`);
+``pane_timestamp`` is their event time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from floodmark.core.aggregates import Several
 from floodmark.core.emitted import Emitted
 from floodmark.core.operator import WindowOperator
 from floodmark.core.panes import Pane
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
+from floodmark.core.step import step
 from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes, StageWatermark
 
 
@@ -126,3 +147,211 @@ class StagedPipeline:
         values[:] = [stage.output_value(p) if stage.output_value else p.value for p in panes]
         timestamps = np.array([p.timestamp for p in panes], dtype=np.int64)
         return RecordBatch(keys, timestamps, {None: values})
+
+
+# ------------------------------------------------------------------ graphs of stages over named columns
+PANE_ROW_COLUMNS = (
+    "window_start",
+    "window_end",
+    "pane_timestamp",
+    "timing",
+    "pane_index",
+    "nonspeculative_index",
+    "is_last",
+)
+"""What a pane row holds besides its key and aggregate columns (times in ms; ``window_end`` exclusive)."""
+
+EVENT_TIME = "pane_timestamp"
+"""A downstream stage's event time: the upstream pane's output timestamp."""
+
+
+@dataclass(frozen=True)
+class WindowedStage:
+    """One windowed aggregation in a graph of stages (seed 003), over named columns.
+
+    :arg name: unique among the pipeline's sources and stages (outputs are filed under it).
+    :arg upstream: the sources, or the stages, whose rows it reads (several: their rows are unioned, Beam's
+        ``Flatten``). A stage reads sources or stages, not both.
+    :arg spec: windowing and a named aggregate (``{"column": aggregates.mean("length")}``) over input columns.
+    :arg key_by: key columns of the input rows; ``()`` aggregates globally (one key, Beam's ``Combine.globally``).
+    :arg columns: columns derived from a stage's input rows before keying, ``{name: expression}``, evaluated
+        with ``pandas.DataFrame.eval`` over the upstream pane rows (e.g. ``{"length": "window_end -
+        window_start"}``). For stages that read sources, derive columns on the DataFrame instead.
+    """
+
+    name: str
+    upstream: tuple[str, ...]
+    spec: WindowSpec
+    key_by: tuple[str, ...] = ()
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        upstream = (self.upstream,) if isinstance(self.upstream, str) else tuple(self.upstream)
+        key_by = (self.key_by,) if isinstance(self.key_by, str) else tuple(self.key_by)
+        object.__setattr__(self, "upstream", upstream)
+        object.__setattr__(self, "key_by", key_by)
+        object.__setattr__(self, "columns", dict(self.columns))
+        if not isinstance(self.spec.aggregate, Several):
+            raise ValueError(f"stage {self.name!r}: the aggregate must be named, {{'column': aggregate, ...}}")
+
+    @property
+    def result_names(self) -> list[str]:
+        assert isinstance(self.spec.aggregate, Several)
+        return list(self.spec.aggregate.parts)
+
+    def pane_columns(self) -> list[str]:
+        """The columns of this stage's pane rows (what a downstream stage reads)."""
+        return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
+
+
+def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequence[str]) -> pd.DataFrame:
+    """Every pane of ``emitted`` as a row: key columns, :data:`PANE_ROW_COLUMNS`, aggregate columns."""
+    parts = []
+    if emitted.panes:
+        panes = emitted.panes
+        parts.append(
+            pd.DataFrame(
+                {
+                    "key": _objects([p.key for p in panes]),
+                    "window_start": [p.window.start for p in panes],
+                    "window_end": [p.window.end for p in panes],
+                    "pane_timestamp": [p.timestamp for p in panes],
+                    "timing": [p.timing.value for p in panes],
+                    "pane_index": [p.index for p in panes],
+                    "nonspeculative_index": [p.nonspeculative_index for p in panes],
+                    "is_last": [p.is_last for p in panes],
+                    **{name: [p.value[name] for p in panes] for name in result_names},
+                }
+            )
+        )
+    for frame in emitted.pane_frames:
+        if len(frame):
+            renamed = {"timestamp": "pane_timestamp", "index": "pane_index"}
+            renamed.update({f"value.{name}": name for name in result_names})
+            parts.append(frame.rename(columns=renamed)[["key", *PANE_ROW_COLUMNS, *result_names]])
+    if not parts:
+        return pd.DataFrame({c: [] for c in [*key_columns, *PANE_ROW_COLUMNS, *result_names]})
+    rows = pd.concat(parts, ignore_index=True)
+    keys = rows.pop("key").tolist()
+    if len(key_columns) == 1:
+        rows.insert(0, key_columns[0], keys)
+    elif key_columns:
+        for i, name in enumerate(key_columns):
+            rows.insert(i, name, [k[i] for k in keys])
+    return rows
+
+
+def stage_input_rows(pane_frame: pd.DataFrame, stage: WindowedStage) -> pd.DataFrame:
+    """``stage``'s input rows from its upstream's pane rows: the rows plus the stage's derived ``columns``."""
+    if not stage.columns:
+        return pane_frame
+    rows = pane_frame.copy()
+    for name, expression in stage.columns.items():
+        try:
+            rows[name] = rows.eval(expression) if len(rows) else pd.Series([], dtype=np.float64)
+        except Exception as error:
+            raise ValueError(f"stage {stage.name!r}: column {name!r} = {expression!r} failed: {error}") from error
+    return rows
+
+
+def key_array(frame: pd.DataFrame, key_columns: Sequence[str]) -> np.ndarray:
+    """One key per row: the column's value for one key column, a tuple for several, ``None`` for none."""
+    keys = np.empty(len(frame), dtype=object)
+    if len(key_columns) == 1:
+        return frame[key_columns[0]].to_numpy(dtype=object)
+    if key_columns:
+        keys[:] = list(zip(*(frame[c].tolist() for c in key_columns), strict=True))
+    return keys
+
+
+def frame_records(
+    frame: pd.DataFrame, key_columns: Sequence[str], event_time: str | np.ndarray, spec: WindowSpec
+) -> RecordBatch | None:
+    """Rows of named columns as the operator's records; the payload is each row's position in ``frame``.
+
+    :arg event_time: the column of event times (ms), or the event times themselves.
+
+    Numeric aggregate inputs of a numeric dtype travel as float64 (the core validates the rest, text
+    included, with the combiner's rule).
+    """
+    if not len(frame):
+        return None
+    positions = np.arange(len(frame))
+    columns: dict[str | None, np.ndarray] = {None: positions}
+    numeric = set(spec.aggregate.numeric_fields)
+    for name in spec.aggregate.fields:
+        if name is not None and name not in columns:
+            column = frame[name]
+            columns[name] = (
+                column.to_numpy(dtype=np.float64, na_value=np.nan)
+                if name in numeric and pd.api.types.is_numeric_dtype(column.dtype)
+                else column.to_numpy(dtype=object)
+            )
+    timestamps = frame[event_time].to_numpy(dtype=np.int64) if isinstance(event_time, str) else event_time
+    return RecordBatch(key_array(frame, key_columns), timestamps, columns, payload=positions)
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+class MicroBatchPipeline:
+    """A graph of sources and stages run one micro-batch at a time: the reference of the Spark runtime.
+
+    Every :meth:`run_batch` runs each stage once, upstream first, at the input watermark
+    :class:`~floodmark.core.watermarks.graph.StageGraph` gave it, with its upstreams' rows of this batch
+    (records of the sources, panes of the stages); :meth:`end_batch` then advances the graph with the
+    sources' watermarks for the next batch and the stages' holds.
+
+    :arg sources: ``{source name: its event-time column (ms)}``.
+    :arg stages: the stages, in any order.
+    """
+
+    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage]) -> None:
+        self.sources = dict(sources)
+        self.stages = {stage.name: stage for stage in stages}
+        self.graph = StageGraph(list(sources), {s.name: s.upstream for s in stages})
+        self.snapshots: dict[str, bytes | None] = {name: None for name in self.stages}
+        self.holds: dict[str, int | None] = {}
+        self.results = {name: StageResult() for name in self.stages}
+
+    def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted]:
+        """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
+        watermarks = self.graph.input_watermarks()
+        rows: dict[str, list[tuple[pd.DataFrame, str]]] = {name: [] for name in self.stages}
+        for source, frame in inputs.items():
+            for stage in self.graph.downstream(source):
+                rows[stage].append((frame, self.sources[source]))
+        out = {}
+        for name in self.graph.order:
+            stage = self.stages[name]
+            parts = [(f, ts) for f, ts in rows[name] if len(f)]
+            batch = None
+            if parts:
+                times = np.concatenate([f[ts].to_numpy(dtype=np.int64) for f, ts in parts])
+                batch = frame_records(
+                    pd.concat([f for f, _ in parts], ignore_index=True), stage.key_by, times, stage.spec
+                )
+            snapshot, emitted, operator = step(
+                stage.spec, self.snapshots[name], batch, watermarks[name], processing_time
+            )
+            self.snapshots[name] = snapshot
+            self.holds[name] = operator.output_hold()
+            self.results[name].emitted.extend(emitted)
+            out[name] = emitted
+            downstream = self.graph.downstream(name)
+            if downstream:
+                panes = pane_rows(emitted, stage.key_by, stage.result_names)
+                for d in downstream:
+                    rows[d].append((stage_input_rows(panes, self.stages[d]), EVENT_TIME))
+        return out
+
+    def end_batch(self, sources: Mapping[str, tuple[int, bool]], processing_time: int = 0) -> dict[str, int]:
+        """Advance the graph: ``sources`` = ``{source: (watermark for the next batch, idle)}``."""
+        watermarks = self.graph.advance(sources, self.holds)
+        for name, result in self.results.items():
+            marks = self.graph.watermarks[name]
+            result.watermarks.append((processing_time, marks.input_watermark, marks.output_watermark))
+        return watermarks
