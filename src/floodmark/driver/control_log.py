@@ -39,6 +39,8 @@ class ControlEntry:
     :ivar processing_time: the batch's processing time (ms), fixed here so replays agree.
     :ivar end_of_input: the input is bounded and exhausted: the watermark is MAX.
     :ivar coordinator: the coordinator's snapshot after the previous batch.
+    :ivar stage_watermarks: in a pipeline of several stages, each stage's input watermark for the batch
+        (``watermark`` is then their MIN).
     """
 
     seq: int
@@ -47,6 +49,11 @@ class ControlEntry:
     end_of_input: bool = False
     coordinator: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    stage_watermarks: dict[str, int] = field(default_factory=dict)
+
+    def watermark_for(self, stage: str | None) -> int:
+        """The input watermark of ``stage`` for this batch (``None``: the single stage of a query)."""
+        return self.watermark if stage is None else self.stage_watermarks[stage]
 
 
 class ControlLog:

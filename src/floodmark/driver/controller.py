@@ -12,17 +12,52 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from floodmark.core.clock import Clock, SystemClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
+from floodmark.core.watermarks.graph import StageGraph
 from floodmark.driver.control_log import ControlEntry, ControlLog
 
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
+
+
+@dataclass
+class StageReport:
+    """What one stage of a pipeline did in one batch (times in ms)."""
+
+    input_watermark: int
+    """The stage's input watermark for the batch (MIN of its upstreams' after the previous batch)."""
+    output_watermark: int
+    """After the batch: MIN(input watermark, the lowest pane timestamp the stage still owes); never regresses."""
+    next_input_watermark: int
+    panes: int = 0
+    late: int = 0
+    bad: int = 0
+    accepted: int = 0
+    open_windows: int = 0
+    oldest_pending: int | None = None
+    """Processing time of the oldest record taken in and not yet emitted (None: nothing pending)."""
+    processing_time: int = 0
+
+    @property
+    def processing_time_watermark(self) -> int:
+        """Seed 003's processing-time watermark: the oldest pending record's processing time, or now."""
+        return self.processing_time if self.oldest_pending is None else min(self.processing_time, self.oldest_pending)
+
+    @property
+    def event_time_lag(self) -> int:
+        """Processing time minus the output watermark: rises while a stage buffers or is stuck."""
+        return self.processing_time - self.output_watermark
+
+    @property
+    def processing_time_lag(self) -> int:
+        """Processing time minus the processing-time watermark: rises only while a stage is stuck."""
+        return self.processing_time - self.processing_time_watermark
 
 
 @dataclass
@@ -51,6 +86,9 @@ class BatchReport:
     accepted: int = 0
     """(record, window) pairs added to windows this batch: each is counted in the panes its window fires."""
     extra: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, StageReport] = field(default_factory=dict)
+    """In a pipeline of several stages, what each stage did (``watermark`` is then the MIN of their input
+    watermarks, so it is MAX only once every stage has had the end of input)."""
 
     @property
     def rows_in(self) -> int:
@@ -58,7 +96,74 @@ class BatchReport:
         return self.records + self.bad
 
 
-class BatchController:
+def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
+    """The STATS rows of a batch (one per split, partition and bucket) as ``{split: (count, min ts, max ts)}``."""
+    merged: dict[str, list[int]] = {}
+    for row in stats:
+        acc = merged.setdefault(str(row["fm_split"]), [0, row["fm_min_ts"], row["fm_max_ts"]])
+        acc[0] += int(row["fm_count"])
+        acc[1] = min(acc[1], int(row["fm_min_ts"]))
+        acc[2] = max(acc[2], int(row["fm_max_ts"]))
+    return {split: (c, lo, hi) for split, (c, lo, hi) in sorted(merged.items())}
+
+
+class ControlledBatches:
+    """What every controller shares: the control log, reports, metrics and the end-of-input latch."""
+
+    def __init__(self, log: ControlLog, clock: Clock | None = None, metrics_path: Path | None = None) -> None:
+        self.log = log
+        self.clock = clock or SystemClock()
+        self.metrics_path = metrics_path
+        self.end_of_input_requested = False
+        self.end_when_exhausted: Callable[[], bool] | None = None
+        """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
+        self.reports: list[BatchReport] = []
+        self.first_batch_id = 0
+        """The first batch this run of the query executes (set by ``start``); see :meth:`ends_input`."""
+        self.next_entry: ControlEntry | None = None
+        """The entry the latest ``on_batch`` wrote (or found) for the next batch."""
+
+    def entry_for_batch(self, batch_id: int) -> ControlEntry:
+        """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
+        entry = self.log.read(batch_id)
+        if entry is None:
+            raise RuntimeError(
+                f"floodmark control entry {batch_id} is missing from {self.log.directory}: the checkpoint's "
+                f"floodmark/control directory was altered or belongs to another query"
+            )
+        return entry
+
+    def ends_input(self, entry: ControlEntry, batch_id: int, records: int, bad: int) -> bool:
+        """Whether the next batch gets the end of input (watermark MAX), after batch ``batch_id`` read
+        ``records`` good records and ``bad`` dead letters."""
+        # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
+        # did not exist yet: reading nothing there says nothing about the input now.
+        read_nothing = records == 0 and not bad and batch_id > self.first_batch_id
+        exhausted = self.end_when_exhausted is not None and read_nothing
+        if exhausted and not self.end_of_input_requested:
+            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch:
+            # a request made directly (end_of_input_requested = True) is never taken back.
+            self.end_of_input_requested = bool(self.end_when_exhausted())
+        return entry.end_of_input or self.end_of_input_requested
+
+    def write_next(self, entry: ControlEntry) -> ControlEntry:
+        """Write entry N+1 (a replayed batch keeps the one its first attempt wrote); prune the oldest."""
+        self.log.write(entry)
+        written = self.entry_for_batch(entry.seq)
+        self.next_entry = written
+        self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
+        return written
+
+    def record(self, report: BatchReport) -> BatchReport:
+        self.reports.append(report)
+        if self.metrics_path is not None:
+            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a") as handle:
+                handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")
+        return report
+
+
+class BatchController(ControlledBatches):
     """Computes control entry N+1 from entry N and batch N's statistics.
 
     :arg log: the control log (under the query's checkpoint).
@@ -77,21 +182,11 @@ class BatchController:
         clock: Clock | None = None,
         metrics_path: Path | None = None,
     ) -> None:
-        self.log = log
+        super().__init__(log, clock, metrics_path)
         self.strategy = strategy
         self.periodic_interval = periodic_interval
         self.percentile = percentile
         self.splits = [str(s) for s in splits]
-        self.clock = clock or SystemClock()
-        self.metrics_path = metrics_path
-        self.end_of_input_requested = False
-        self.end_when_exhausted: Callable[[], bool] | None = None
-        """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
-        self.reports: list[BatchReport] = []
-        self.first_batch_id = 0
-        """The first batch this run of the query executes (set by ``start``); see :meth:`on_batch`."""
-        self.next_entry: ControlEntry | None = None
-        """The entry the latest :meth:`on_batch` wrote (or found) for the next batch."""
 
     def _source(self, start: int) -> SourceWatermarks:
         return SourceWatermarks(
@@ -125,16 +220,6 @@ class BatchController:
         assert entry is not None
         return entry
 
-    def entry_for_batch(self, batch_id: int) -> ControlEntry:
-        """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
-        entry = self.log.read(batch_id)
-        if entry is None:
-            raise RuntimeError(
-                f"floodmark control entry {batch_id} is missing from {self.log.directory}: the checkpoint's "
-                f"floodmark/control directory was altered or belongs to another query"
-            )
-        return entry
-
     def on_batch(
         self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
     ) -> BatchReport:
@@ -142,31 +227,15 @@ class BatchController:
         entry = self.entry_for_batch(seq)
         source = self._source(entry.processing_time)
         source.restore(entry.coordinator)
-        merged: dict[str, list[int]] = {}
-        for row in stats:
-            acc = merged.setdefault(str(row["fm_split"]), [0, row["fm_min_ts"], row["fm_max_ts"]])
-            acc[0] += int(row["fm_count"])
-            acc[1] = min(acc[1], int(row["fm_min_ts"]))
-            acc[2] = max(acc[2], int(row["fm_max_ts"]))
-        source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in sorted(merged.items()))
+        merged = merge_split_stats(stats)
+        source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in merged.items())
         now = max(self.clock.now_ms(), entry.processing_time)
         watermark = source.advance_processing_time(now)
         records = sum(c for c, _, _ in merged.values())
-        # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
-        # did not exist yet: reading nothing there says nothing about the input now.
-        read_nothing = records == 0 and not counts.get("BAD", 0) and batch_id > self.first_batch_id
-        exhausted = self.end_when_exhausted is not None and read_nothing
-        if exhausted and not self.end_of_input_requested:
-            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch:
-            # a request made directly (end_of_input_requested = True) is never taken back.
-            self.end_of_input_requested = bool(self.end_when_exhausted())
-        end = entry.end_of_input or self.end_of_input_requested
+        end = self.ends_input(entry, batch_id, records, counts.get("BAD", 0))
         if end:
             watermark = MAX_TIMESTAMP
-        self.log.write(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
-        written = self.entry_for_batch(seq + 1)  # a replayed batch keeps the entry its first attempt wrote
-        self.next_entry = written
-        self.log.prune_one(seq - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
+        written = self.write_next(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
         holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
         pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
         report = BatchReport(
@@ -188,9 +257,154 @@ class BatchController:
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
             accepted=sum(int(g.get("fm_accepted") or 0) for g in gauges),
         )
-        self.reports.append(report)
-        if self.metrics_path is not None:
-            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.metrics_path.open("a") as handle:
-                handle.write(json.dumps({**report.__dict__, "rows_in": report.rows_in}, default=str) + "\n")
-        return report
+        return self.record(report)
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """How one source's watermark is made (see ``floodmark.spark.SourceTime``)."""
+
+    strategy: WatermarkStrategy
+    periodic_interval: int = 200
+    percentile: float = 100.0
+    splits: tuple[str, ...] = ()
+
+
+class PipelineController(ControlledBatches):
+    """Control entry N+1 of a pipeline of several sources and stages, from entry N and batch N's rows.
+
+    Each source has its own :class:`SourceWatermarks`, fed by the STATS rows whose split label is
+    ``"<source>/<split>"``; the stages' input watermarks follow
+    :class:`~floodmark.core.watermarks.graph.StageGraph` from the sources' watermarks and the GAUGE rows'
+    holds. The entry carries them as ``stage_watermarks`` (its ``watermark`` is their MIN).
+
+    :arg sources: ``{source: SourceSettings}``. :arg upstreams: ``{stage: [its sources or stages]}``.
+    """
+
+    def __init__(
+        self,
+        log: ControlLog,
+        sources: dict[str, SourceSettings],
+        upstreams: dict[str, list[str]],
+        clock: Clock | None = None,
+        metrics_path: Path | None = None,
+    ) -> None:
+        super().__init__(log, clock, metrics_path)
+        self.sources = sources
+        self.upstreams = upstreams
+
+    def _graph(self, entry: ControlEntry) -> tuple[dict[str, SourceWatermarks], StageGraph]:
+        sources = {}
+        for name, settings in self.sources.items():
+            source = SourceWatermarks(
+                settings.strategy,
+                periodic_interval=settings.periodic_interval,
+                percentile=settings.percentile,
+                splits=settings.splits,
+                start_processing_time=entry.processing_time,
+            )
+            saved = entry.coordinator.get("sources", {}).get(name)
+            if saved is not None:
+                source.restore(saved)
+            sources[name] = source
+        graph = StageGraph(list(self.sources), self.upstreams)
+        graph.restore(entry.coordinator.get("graph", {}))
+        return sources, graph
+
+    @staticmethod
+    def _coordinator(sources: dict[str, SourceWatermarks], graph: StageGraph) -> dict[str, Any]:
+        return {"sources": {name: s.snapshot() for name, s in sources.items()}, "graph": graph.snapshot()}
+
+    def ensure_initial_entry(self) -> ControlEntry:
+        """Entry 0 for a new query (a restarted query keeps its log)."""
+        latest = self.log.latest_seq()
+        if latest is None:
+            now = self.clock.now_ms()
+            sources, graph = self._graph(ControlEntry(0, MIN_TIMESTAMP, now))
+            stages = graph.input_watermarks()
+            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, False, self._coordinator(sources, graph), {}, stages))
+            latest = 0
+        entry = self.log.read(latest)
+        assert entry is not None
+        return entry
+
+    def on_batch(
+        self,
+        batch_id: int,
+        stats: list[dict[str, Any]],
+        gauges: dict[str, list[dict[str, Any]]],
+        counts: dict[str, dict[str, int]],
+    ) -> BatchReport:
+        """Batch ``batch_id`` is done: ``stats`` rows, ``gauges`` and ``counts`` (PANE/LATE/BAD) per stage."""
+        entry = self.entry_for_batch(batch_id)
+        sources, graph = self._graph(entry)
+        merged = merge_split_stats(stats)
+        per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}
+        for label, (c, lo, hi) in merged.items():
+            name, _, split = label.partition("/")
+            per_source[name].append(SplitBatchStats(split, c, lo, hi))
+        now = max(self.clock.now_ms(), entry.processing_time)
+        for name, source in sources.items():
+            source.on_batch(per_source[name])
+            source.advance_processing_time(now)
+        records = sum(c for c, _, _ in merged.values())
+        bad_in = sum(counts.get(stage, {}).get("BAD", 0) for stage in graph.order if graph.levels[stage] == 1)
+        end = self.ends_input(entry, batch_id, records, bad_in)
+        watermarks = {name: (MAX_TIMESTAMP, False) if end else (s.watermark, s.idle) for name, s in sources.items()}
+        holds = {
+            stage: min((g["fm_hold"] for g in rows if g.get("fm_hold") is not None), default=None)
+            for stage, rows in gauges.items()
+        }
+        next_inputs = graph.advance(watermarks, holds)
+        written = self.write_next(
+            ControlEntry(
+                batch_id + 1,
+                min(next_inputs.values()),
+                now,
+                end,
+                self._coordinator(sources, graph),
+                {},
+                next_inputs,
+            )
+        )
+        stage_reports = {}
+        for stage in graph.order:
+            rows = gauges.get(stage, [])
+            pending = [g["fm_oldest_pending"] for g in rows if g.get("fm_oldest_pending") is not None]
+            stage_counts = counts.get(stage, {})
+            stage_reports[stage] = StageReport(
+                input_watermark=entry.stage_watermarks[stage],
+                output_watermark=graph.watermarks[stage].output_watermark,
+                next_input_watermark=written.stage_watermarks[stage],
+                panes=stage_counts.get("PANE", 0),
+                late=stage_counts.get("LATE", 0),
+                bad=stage_counts.get("BAD", 0),
+                accepted=sum(int(g.get("fm_accepted") or 0) for g in rows),
+                open_windows=sum(int(g.get("fm_open_windows") or 0) for g in rows),
+                oldest_pending=min(pending) if pending else None,
+                processing_time=entry.processing_time,
+            )
+        last = [stage_reports[s] for s in graph.order if not graph.downstream(s)]
+        report = BatchReport(
+            batch_id=batch_id,
+            seq=batch_id,
+            watermark=entry.watermark,
+            next_watermark=written.watermark,
+            processing_time=entry.processing_time,
+            splits={
+                f"{name}/{split}": mark for name, s in sources.items() for split, mark in s.split_watermarks().items()
+            },
+            records=records,
+            panes=sum(r.panes for r in stage_reports.values()),
+            late=sum(r.late for r in stage_reports.values()),
+            bad=sum(r.bad for r in stage_reports.values()),
+            output_watermark=min(r.output_watermark for r in last),
+            oldest_pending=min((r.oldest_pending for r in last if r.oldest_pending is not None), default=None),
+            open_windows=sum(r.open_windows for r in stage_reports.values()),
+            next_processing_time=written.processing_time,
+            split_records={label: c for label, (c, _, _) in merged.items()},
+            max_event_time=max((hi for _, _, hi in merged.values()), default=None),
+            accepted=sum(r.accepted for r in stage_reports.values()),
+            stages=stage_reports,
+        )
+        return self.record(report)

@@ -20,7 +20,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.driver.controller import BatchReport, ControlledBatches
 from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
 from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
@@ -32,7 +32,7 @@ OUTPUT_KINDS = {p.PANE: PANES, p.LATE: LATE, p.BAD: DEAD_LETTER}
 class BatchSink:
     """The function given to ``foreachBatch``."""
 
-    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, controller: BatchController) -> None:
+    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, controller: ControlledBatches) -> None:
         self.plan = plan
         self.outputs = outputs
         self.controller = controller
@@ -118,6 +118,9 @@ class BatchSink:
             report = self.controller.on_batch(batch_id, stats, gauges, counts)
         finally:
             frame.unpersist()
+        self._publish_and_notify(frame, report)
+
+    def _publish_and_notify(self, frame: DataFrame, report: BatchReport) -> None:
         # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
         for listener in self.listeners:

@@ -82,7 +82,9 @@ class MapSideCombiner:
             return
         entry = self.current_entry()
         partition = _partition_id()
-        out = self.process(pa.Table.from_batches(parts), entry.watermark, entry.processing_time, partition)
+        out = self.process(
+            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage), entry.processing_time, partition
+        )
         yield blocks.pack(out, partition)
 
     def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
@@ -163,7 +165,7 @@ class MapSideCombiner:
 
     # ------------------------------------------------------------- statistics
     def _stats(self, rows: pa.Table, timestamps: np.ndarray, partition: int) -> dict[str, Any]:
-        if rows.num_rows == 0:
+        if rows.num_rows == 0 or not self.plan.split_stats:
             return {}
         column = self.plan.split_column
         if column is None:
@@ -177,6 +179,8 @@ class MapSideCombiner:
             # Labelled per distinct value, not per record; the driver merges equal labels.
             labels = [_split_label(v) for v in stats.column("split").to_pylist()]
             counts, lows, highs = (stats.column(f"ts_{f}") for f in ("count", "min", "max"))
+        if self.plan.source is not None:
+            labels = [f"{self.plan.source}/{label}" for label in labels]
         return {
             p.ROW: p.SPLIT_STATS,
             p.SPLIT: labels,

@@ -48,6 +48,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import (
     DoubleType,
     FloatType,
@@ -67,7 +68,7 @@ from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchController, BatchReport
+from floodmark.driver.controller import BatchController, BatchReport, ControlledBatches
 from floodmark.driver.reconciliation import Reconciliation
 from floodmark.spark import batch_entry, blocks, hadoop_files
 from floodmark.spark import plan as p
@@ -155,28 +156,11 @@ class EventTimeAggregation:
         )
 
     # --------------------------------------------------------------- building
-    def _event_time_ms(self) -> tuple[Column, Column]:
-        column = F.col(self.event_time) if isinstance(self.event_time, str) else self.event_time
-        dtype = self.source.select(column).schema.fields[0].dataType
-        if isinstance(dtype, TimestampType | TimestampNTZType):
-            ms = F.unix_millis(column.cast(TimestampType()))
-        elif isinstance(dtype, LongType | IntegerType | ShortType):
-            ms = column.cast("long")
-        elif isinstance(dtype, DoubleType | FloatType):
-            ms = F.when(column == F.floor(column), column.cast("long"))
-        else:
-            as_long = column.try_cast("long")
-            ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.cast("string"))))
-        return ms, column.cast("string")
-
     def build(self, checkpoint: str) -> tuple[DataFrame, BatchController]:
         """The transformed streaming DataFrame (before the sink) and its controller."""
-        files = hadoop_files.files_for(checkpoint, self.spark)
-        # A local file to append to; object stores cannot append (listeners and reports have it all).
-        remote = checkpoint_files.has_scheme(checkpoint)
-        local_metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
+        log, local_metrics = control_log(checkpoint, self.spark)
         controller = BatchController(
-            ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files),
+            log,
             self.time.watermarks,
             periodic_interval=self.time.periodic_interval,
             percentile=self.time.percentile,
@@ -184,32 +168,10 @@ class EventTimeAggregation:
             metrics_path=local_metrics,
         )
         controller.ensure_initial_entry()
-        # One tick row per bucket and batch, from Spark's own rate-micro-batch source: it has a new offset at
-        # every trigger (so the query runs when the input is idle: seed 000's lone last window) and makes every
-        # bucket's processor run. The values the batch needs come from control entry N, a job property (batch_entry).
-        ticks = (
-            self.spark.readStream.format("rate-micro-batch")
-            .option("rowsPerBatch", self.bucket_count)
-            .option("numPartitions", 1)
-            .load()
-            .select((F.col("value") % self.bucket_count).cast("int").alias(p.BUCKET))
-        )
-        ms, raw = self._event_time_ms()
-        # The split travels as the user's own column (no copy, no string per record); only an expression
-        # adds a column. The combiner labels the few distinct values.
-        split = [self.time.split.alias(p.SPLIT_VALUE)] if isinstance(self.time.split, Column) else []
-        event_time = [] if self.plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
-        data = self.source.select(
-            "*",
-            *event_time,  # a long column of ms is used as it is; only bad rows need the raw text
-            *split,
-            F.pmod(F.hash(*[F.col(c) for c in self.key_by]), F.lit(self.bucket_count)).cast("int").alias(p.BUCKET),
-        )
-        # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
-        # no record.
-        inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
-        combined_schema = StructType([*inputs, *self.plan.combiner_fields()])
-        combined = data.mapInArrow(MapSideCombiner(self.plan, combined_schema), blocks.SCHEMA)
+        # One tick row per bucket and batch: the query runs when the input is idle (seed 000's lone last window)
+        # and every bucket's processor runs.
+        ticks = tick_rows(self.spark, self.bucket_count).select(F.col("tick").alias(p.BUCKET))
+        combined = combined_input(self.source, self.event_time, self.time.split, self.plan)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         # applyInPandasWithState rather than transformWithStateInPandas: same RocksDB state, one value per
         # bucket and no timers needed, while the latter adds a driver-side Python pre-init at every query
@@ -242,25 +204,7 @@ class EventTimeAggregation:
         frame, controller = self.build(checkpoint)
         sink = BatchSink(self.plan, outputs, controller)
         sink.listeners.extend(listeners)
-        spark_checkpoint = checkpoint_files.join(checkpoint, "spark")
-        writer = (
-            frame.writeStream.foreachBatch(sink)
-            .option("checkpointLocation", spark_checkpoint)
-            .trigger(processingTime=trigger_interval)
-        )
-        if query_name:
-            writer = writer.queryName(query_name)
-        # The query's thread inherits this thread's job properties when it is created: that is how the first
-        # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
-        first = first_batch_id(controller.log.files, spark_checkpoint)
-        controller.first_batch_id = first
-        context = self.spark.sparkContext
-        previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
-        batch_entry.publish(context, controller.entry_for_batch(first))
-        try:
-            query = writer.start()
-        finally:
-            context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
+        query = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
         return FloodmarkQuery(query, controller, outputs, self.spec, self.spark)
 
     def run_to_completion(
@@ -282,6 +226,105 @@ class EventTimeAggregation:
         return handle
 
 
+def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column]:
+    """``(event time in ms as a long, the raw value as text)`` for ``source``'s ``event_time`` column or expression.
+
+    Longs are ms since the epoch; timestamps are converted; whole doubles are taken as ms; text is parsed as a
+    long or as a timestamp. Anything else is null (a bad record, whose raw text is kept).
+    """
+    column = F.col(event_time) if isinstance(event_time, str) else event_time
+    dtype = source.select(column).schema.fields[0].dataType
+    if isinstance(dtype, TimestampType | TimestampNTZType):
+        ms = F.unix_millis(column.cast(TimestampType()))
+    elif isinstance(dtype, LongType | IntegerType | ShortType):
+        ms = column.cast("long")
+    elif isinstance(dtype, DoubleType | FloatType):
+        ms = F.when(column == F.floor(column), column.cast("long"))
+    else:
+        as_long = column.try_cast("long")
+        ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.cast("string"))))
+    return ms, column.cast("string")
+
+
+def combined_input(source: DataFrame, event_time: str | Column, split: str | Column | None, plan: p.RuntimePlan):
+    """``source`` through the map-side combiner of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``)."""
+    ms, raw = event_time_ms(source, event_time)
+    # The split travels as the user's own column (no copy, no string per record); only an expression
+    # adds a column. The combiner labels the few distinct values.
+    split_value = [split.alias(p.SPLIT_VALUE)] if isinstance(split, Column) else []
+    ts = [] if plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
+    bucket = (
+        F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets)).cast("int")
+        if plan.key_columns
+        else F.lit(0)  # one global key
+    )
+    data = source.select(
+        "*",
+        *ts,  # a long column of ms is used as it is; only bad rows need the raw text
+        *split_value,
+        bucket.alias(p.BUCKET),
+    )
+    # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
+    # no record.
+    inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
+    combined_schema = StructType([*inputs, *plan.combiner_fields()])
+    return data.mapInArrow(MapSideCombiner(plan, combined_schema), blocks.SCHEMA)
+
+
+def tick_rows(spark: SparkSession, count: int) -> DataFrame:
+    """``count`` rows per micro-batch, column ``tick`` = 0..count-1, from Spark's ``rate-micro-batch`` source.
+
+    That source has a new offset at every trigger, so the query runs a batch even when the input is idle;
+    the values a batch needs come from its control entry, a job property (:mod:`floodmark.spark.batch_entry`).
+    """
+    return (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", count)
+        .option("numPartitions", 1)
+        .load()
+        .select((F.col("value") % count).cast("int").alias("tick"))
+    )
+
+
+def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
+    """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
+    files = hadoop_files.files_for(checkpoint, spark)
+    # A local file to append to; object stores cannot append (listeners and reports have it all).
+    remote = checkpoint_files.has_scheme(checkpoint)
+    metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
+    return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics
+
+
+def start_query(
+    frame: DataFrame,
+    sink: Callable[[DataFrame, int], None],
+    controller: ControlledBatches,
+    checkpoint: str,
+    trigger_interval: str,
+    query_name: str | None,
+) -> StreamingQuery:
+    """Start ``frame`` into the ``foreachBatch`` ``sink`` with the control entry of its first batch."""
+    spark_checkpoint = checkpoint_files.join(checkpoint, "spark")
+    writer = (
+        frame.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", spark_checkpoint)
+        .trigger(processingTime=trigger_interval)
+    )
+    if query_name:
+        writer = writer.queryName(query_name)
+    # The query's thread inherits this thread's job properties when it is created: that is how the first
+    # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
+    first = first_batch_id(controller.log.files, spark_checkpoint)
+    controller.first_batch_id = first
+    context = frame.sparkSession.sparkContext
+    previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
+    batch_entry.publish(context, controller.entry_for_batch(first))
+    try:
+        return writer.start()
+    finally:
+        context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
+
+
 def first_batch_id(files: checkpoint_files.CheckpointFiles, spark_checkpoint: str) -> int:
     """The micro-batch a query started on ``spark_checkpoint`` runs first: the one after the last commit.
 
@@ -298,7 +341,7 @@ class FloodmarkQuery:
     """A running floodmark query: the Spark query, its controller and outputs."""
 
     def __init__(
-        self, query, controller: BatchController, outputs: Outputs, spec: WindowSpec, spark: SparkSession
+        self, query, controller: ControlledBatches, outputs: Outputs, spec: WindowSpec, spark: SparkSession
     ) -> None:
         self.query = query
         self.controller = controller
@@ -362,7 +405,10 @@ class FloodmarkQuery:
         self.query.stop()
         # The trigger after the flush may have started before the stop: it had nothing to emit, and what its
         # interrupted write left behind would never be replaced by a replay.
-        self.outputs.discard_after(self.spark, self.reports[-1].batch_id)
+        self._discard_after(self.reports[-1].batch_id)
+
+    def _discard_after(self, batch_id: int) -> None:
+        self.outputs.discard_after(self.spark, batch_id)
 
     def _check(self) -> None:
         error = self.query.exception()

@@ -139,6 +139,13 @@ class RuntimePlan:
     corrupt_column: str | None = None
     """Spark's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``) when the input has it: a row
     whose text could not be parsed carries that text there and goes to the dead letters with it."""
+    stage: str | None = None
+    """The stage's name in a pipeline of several (its watermark is the control entry's ``stage_watermarks``
+    of that name; ``None``: a single-stage query, whose watermark is the entry's ``watermark``)."""
+    source: str | None = None
+    """In a pipeline, the source a combiner reads: its split labels become ``"<source>/<split>"``."""
+    split_stats: bool = True
+    """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
 
     @classmethod
     def for_input(
@@ -152,6 +159,7 @@ class RuntimePlan:
         max_future_skew_ms: int | None,
         buckets: int,
         corrupt_column: str | None = None,
+        stage: str | None = None,
     ) -> RuntimePlan:
         """The plan of ``spec`` over an input of ``schema``; a ``ValueError`` names what the input cannot run.
 
@@ -163,7 +171,7 @@ class RuntimePlan:
         """
         columns = schema.names
         types = {f.name: f.dataType for f in schema.fields}
-        if not key_columns:
+        if not key_columns and stage is None:
             raise ValueError("key_by needs at least one column")
         missing = [c for c in key_columns if c not in columns]
         if missing:
@@ -210,6 +218,7 @@ class RuntimePlan:
             buckets=buckets,
             split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
             corrupt_column=corrupt,
+            stage=stage,
         )
 
     @property

@@ -36,14 +36,14 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
-from floodmark.core.records import RecordBatch
+from floodmark.core.pipeline import frame_records, key_array
 from floodmark.core.step import step
 from floodmark.core.values import plain
 from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import conform, keys_array, records_json, result_value
+from floodmark.spark.rows import conform, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
@@ -76,20 +76,31 @@ class WindowBucketProcessor:
         frame = pd.concat(list(rows), ignore_index=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
         stored = state.getOption  # a property: None when the bucket has no state yet
-        snapshot = state_codec.decode(stored[0]) if stored is not None else None
+        out, new_state = self.process(bucket, frame[blocks.BLOCK].tolist(), None if stored is None else stored[0])
+        if new_state is not None:
+            state.update((new_state,))
+        yield out
+
+    def process(self, bucket: int, block_values: list[Any], stored: bytes | None) -> tuple[pd.DataFrame, bytes | None]:
+        """One bucket's batch: its blocks (ticks carry None) and stored state -> output rows, new state.
+
+        The new state is None when there is nothing to store (a bucket that never had a window).
+        """
+        snapshot = state_codec.decode(stored) if stored is not None else None
         entry = self.current_entry()
         # The tick rows (one per bucket) carry no block.
-        data = blocks.unpack([block for block in frame[blocks.BLOCK].tolist() if isinstance(block, bytes | bytearray)])
+        data = blocks.unpack([block for block in block_values if isinstance(block, bytes | bytearray)])
         kinds = data[p.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         raw = data[kinds == p.RAW].reset_index(drop=True)
         bad = data[kinds == p.BAD_INPUT]
         out = [self._bad(bad), self._stats(data[kinds == p.SPLIT_STATS])]
         partials = self._partials(data[kinds == p.PARTIAL])
+        batch = frame_records(raw, self.plan.key_columns, self.plan.ts_column, self.plan.spec)
+        watermark = entry.watermark_for(self.plan.stage)
         new_snapshot, emitted, operator = step(
-            self.plan.spec, snapshot, self._batch(raw), entry.watermark, entry.processing_time, partials
+            self.plan.spec, snapshot, batch, watermark, entry.processing_time, partials
         )
-        if operator.window_count() or snapshot is not None:
-            state.update((state_codec.encode(new_snapshot),))
+        new_state = state_codec.encode(new_snapshot) if operator.window_count() or snapshot is not None else None
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {
@@ -105,7 +116,7 @@ class WindowBucketProcessor:
             "fm_accepted": emitted.accepted,
         }
         out.append(pd.DataFrame([gauge]))
-        yield conform(out, self.schema)
+        return conform(out, self.schema), new_state
 
     # ------------------------------------------------------------------ input
     def _bad(self, rows: pd.DataFrame) -> pd.DataFrame:
@@ -140,7 +151,7 @@ class WindowBucketProcessor:
             dtype = np.int64 if isinstance(spark_type, LongType) else np.float64
             accumulators[name] = rows[column].to_numpy(dtype=dtype)
         return Partials(
-            keys_array(rows, self.plan.key_columns),
+            key_array(rows, self.plan.key_columns),
             rows[p.WINDOW_START].to_numpy(dtype=np.int64),
             rows[p.WINDOW_END].to_numpy(dtype=np.int64),
             rows[p.COUNT].to_numpy(dtype=np.int64),
@@ -148,24 +159,10 @@ class WindowBucketProcessor:
             accumulators,
         )
 
-    def _batch(self, rows: pd.DataFrame) -> RecordBatch | None:
-        if not len(rows):
-            return None
-        positions = np.arange(len(rows))
-        columns: dict[str | None, np.ndarray] = {None: positions}
-        for name in self.plan.spec.aggregate.fields:
-            if name is not None and name not in columns:
-                column = rows[name]
-                numeric = name in self.plan.numeric_fields and pd.api.types.is_numeric_dtype(column.dtype)
-                # The core validates numeric inputs (text included) with the combiner's rule.
-                columns[name] = (
-                    column.to_numpy(dtype=np.float64, na_value=np.nan) if numeric else column.to_numpy(dtype=object)
-                )
-        keys = keys_array(rows, self.plan.key_columns)
-        return RecordBatch(keys, rows[self.plan.ts_column].to_numpy(dtype=np.int64), columns, payload=positions)
-
     # ----------------------------------------------------------------- output
     def _key_dict(self, key: Any) -> dict[str, Any]:
+        if not self.plan.key_columns:
+            return {}
         keys = (key,) if len(self.plan.key_columns) == 1 else key
         integral = self.plan.integral_columns
         return {c: plain(v, c in integral) for c, v in zip(self.plan.key_columns, keys, strict=True)}
@@ -230,7 +227,7 @@ class WindowBucketProcessor:
             # Strings need no unwrapping (the common case, and one Python call per pane otherwise).
             string_key = isinstance(self.plan.key_types[0], StringType)
             columns[name] = keys if string_key else [plain(v, name in integral) for v in keys.tolist()]
-        else:
+        elif self.plan.key_columns:
             parts = list(zip(*frame["key"].tolist(), strict=True))
             for name, values in zip(self.plan.key_columns, parts, strict=True):
                 columns[name] = [plain(v, name in integral) for v in values]

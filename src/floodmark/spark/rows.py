@@ -43,15 +43,6 @@ def result_value(value: Any, spark_type: Any) -> Any:
     return plain(value)
 
 
-def keys_array(frame: pd.DataFrame, key_columns: Sequence[str]) -> np.ndarray:
-    """One key per row: the column's value for one key column, a tuple of values for several."""
-    if len(key_columns) == 1:
-        return frame[key_columns[0]].to_numpy(dtype=object)
-    keys = np.empty(len(frame), dtype=object)
-    keys[:] = list(zip(*(frame[c].tolist() for c in key_columns), strict=True))
-    return keys
-
-
 def records_json(frame: pd.DataFrame, columns: Sequence[str], integral: Sequence[str]) -> list[str]:
     """Each row's ``columns`` as a JSON object (the payload of late and bad records)."""
     integral_set = set(integral)

@@ -1,0 +1,165 @@
+"""Seed 003 on Spark: a two-stage pipeline in one streaming query (``floodmark.spark.Pipeline``, issue 13).
+
+Mobile and console game events (the console source lagging), per-user sessions (gap 1 min) over each,
+flattened into fixed 2-minute windows computing the mean session length: *Streaming Systems* Examples
+3-1..3-3, run once with END_OF_WINDOW and once with EARLIEST session timestamps. Both runs read the same
+files, one per source and batch, so batch boundaries are the same; the core's ``MicroBatchPipeline`` is
+the reference.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from spark_helpers import read_output, write_batches
+
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.simulator import games
+from floodmark.spark import Pipeline, SourceTime
+
+pytestmark = pytest.mark.spark
+
+GAP, WINDOW, BOUND = 60_000, 120_000, 60_000
+CONFIG = games.GamesConfig(duration_ms=5 * 60_000, batch_ms=20_000)
+COLUMNS = ["ts", "user", "score", "split"]
+SCHEMA = "ts LONG, user STRING, score LONG, split LONG"
+
+
+def stages(combiner: TimestampCombiner) -> list[WindowedStage]:
+    sessions = [
+        WindowedStage(
+            f"{name}_sessions",
+            name,
+            WindowSpec(windows.Sessions(GAP), {"events": aggregates.count()}, timestamp_combiner=combiner),
+            key_by="user",
+        )
+        for name in ("mobile", "console")
+    ]
+    means = WindowedStage(
+        "means",
+        ("mobile_sessions", "console_sessions"),
+        WindowSpec(
+            windows.Tumbling(WINDOW), {"mean_length": aggregates.mean("length"), "sessions": aggregates.count()}
+        ),
+        columns={"length": "window_end - window_start"},
+    )
+    return [*sessions, means]
+
+
+@pytest.fixture(scope="module")
+def game_input(tmp_path_factory):
+    records = games.generate(CONFIG)
+    directory = tmp_path_factory.mktemp("games")
+    count = games.batch_count(records)
+    for name, frame in records.items():
+        batches = [frame[frame["batch"] == b][COLUMNS].reset_index(drop=True) for b in range(count)]
+        write_batches(directory / name, batches)
+    return records, directory
+
+
+def run_pipeline(spark, directory, combiner: TimestampCombiner):
+    pipeline = Pipeline(buckets=2)
+    for name in ("mobile", "console"):
+        frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory / name))
+        # A periodic interval of 1 ms: every batch emits each split's watermark, whatever the batch's duration.
+        time = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(BOUND), split="split", periodic_interval=1)
+        pipeline.source(name, frame, "ts", time)
+    for stage in stages(combiner):
+        pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
+    out = directory / combiner.name
+    query = pipeline.run_to_completion(str(out / "ckpt"), str(out / "out"), timeout_s=600)
+    return query, out / "out"
+
+
+@pytest.fixture(scope="module")
+def runs(spark, game_input):
+    _, directory = game_input
+    return {c: run_pipeline(spark, directory, c) for c in (TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST)}
+
+
+@pytest.mark.parametrize("combiner", [TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST])
+def test_two_stage_means_equal_the_straight_computation(spark, game_input, runs, combiner):
+    records, _ = game_input
+    query, out = runs[combiner]
+    for stage in ("mobile_sessions", "console_sessions", "means"):
+        assert read_output(spark, out / stage / "late").empty, stage
+        assert read_output(spark, out / stage / "dead_letter").empty, stage
+    timestamp = "end" if combiner is TimestampCombiner.END_OF_WINDOW else "earliest"
+    sessions = pd.concat([games.session_lengths(records[n], GAP, timestamp) for n in ("mobile", "console")])
+    expected = games.mean_session_lengths(sessions, WINDOW)
+    means = read_output(spark, out / "means" / "panes")
+    assert set(means["timing"]) == {"ON_TIME"}
+    assert dict(zip(means["window_start"], means["mean_length"], strict=True)) == pytest.approx(expected)
+    assert means["sessions"].sum() == len(sessions)
+    session_panes = sum(len(read_output(spark, out / s / "panes")) for s in ("mobile_sessions", "console_sessions"))
+    assert session_panes == len(sessions)
+    assert sum(r.records for r in query.reports) == sum(len(f) for f in records.values())
+
+
+def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs):
+    inputs = {}
+    for combiner, (query, _) in runs.items():
+        previous = None
+        for report in query.reports:
+            stages = report.stages
+            assert stages["means"].next_input_watermark == max(
+                stages["means"].input_watermark,
+                min(stages["mobile_sessions"].output_watermark, stages["console_sessions"].output_watermark),
+            )
+            for name, stage in stages.items():
+                assert stage.output_watermark <= stage.input_watermark, (combiner, report.batch_id, name)
+                if previous is not None:
+                    assert stage.input_watermark >= previous[name].input_watermark
+                    assert stage.output_watermark >= previous[name].output_watermark
+            previous = stages
+        inputs[combiner] = [r.stages["means"].input_watermark for r in query.reports]
+    eow, earliest = inputs[TimestampCombiner.END_OF_WINDOW], inputs[TimestampCombiner.EARLIEST]
+    assert len(eow) == len(earliest)
+    assert all(e <= w for e, w in zip(earliest, eow, strict=True))
+    assert any(e < w < MAX_TIMESTAMP for e, w in zip(earliest, eow, strict=True)), "EARLIEST holds the means back"
+
+
+@pytest.mark.parametrize("combiner", [TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST])
+def test_spark_pipeline_equals_the_core_reference(spark, game_input, runs, combiner):
+    """The same batches through the core's MicroBatchPipeline, with the source watermarks the Spark run's
+    driver computed: every stage's panes, with their batch, are the same."""
+    records, _ = game_input
+    query, out = runs[combiner]
+    reference = MicroBatchPipeline({"mobile": "ts", "console": "ts"}, stages(combiner))
+    controller = query.controller
+    pane_batches: dict[str, list[int]] = {name: [] for name in reference.stages}
+    for report in query.reports:
+        b = report.batch_id
+        emitted = reference.run_batch({n: f[f["batch"] == b] for n, f in records.items()}, report.processing_time)
+        for name, e in emitted.items():
+            pane_batches[name] += [b] * e.pane_count()
+        sources, _ = controller._graph(controller.entry_for_batch(b + 1))
+        ended = controller.entry_for_batch(b + 1).end_of_input
+        reference.end_batch({n: (MAX_TIMESTAMP, False) if ended else (s.watermark, s.idle) for n, s in sources.items()})
+        assert reference.graph.input_watermarks() == controller.entry_for_batch(b + 1).stage_watermarks, b
+    for name, stage in reference.stages.items():
+        panes = reference.results[name].emitted.all_panes()
+        expected = sorted(
+            (b, str(p.key), p.window.start, p.window.end, p.timestamp, p.timing.value, *p.value.values())
+            for b, p in zip(pane_batches[name], panes, strict=True)
+        )
+        got = read_output(spark, out / name / "panes")
+        keys = got[stage.key_by[0]].astype(str) if stage.key_by else pd.Series(["None"] * len(got))
+        actual = sorted(
+            zip(
+                got["batch_id"],
+                keys,
+                got["window_start"],
+                got["window_end"],
+                got["pane_timestamp"],
+                got["timing"],
+                *(got[c] for c in stage.result_names),
+                strict=True,
+            )
+        )
+        assert len(actual) == len(expected), name
+        for a, e in zip(actual, expected, strict=True):
+            assert a[:6] == e[:6] and a[6:] == pytest.approx(e[6:]), (name, a, e)
