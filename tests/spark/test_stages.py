@@ -9,67 +9,40 @@ the reference.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from spark_helpers import read_output, write_batches
+from spark_helpers import read_output
 
-from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
+from floodmark.apps.games import GAP_MS, SOURCES, game_pipeline, game_stages, straight_means, write_input
+from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.simulator import games
-from floodmark.spark import Pipeline, SourceTime
 
 pytestmark = pytest.mark.spark
 
-GAP, WINDOW, BOUND = 60_000, 120_000, 60_000
 CONFIG = games.GamesConfig(duration_ms=5 * 60_000, batch_ms=20_000)
-COLUMNS = ["ts", "user", "score", "split"]
-SCHEMA = "ts LONG, user STRING, score LONG, split LONG"
-
-
-def stages(combiner: TimestampCombiner) -> list[WindowedStage]:
-    sessions = [
-        WindowedStage(
-            f"{name}_sessions",
-            name,
-            WindowSpec(windows.Sessions(GAP), {"events": aggregates.count()}, timestamp_combiner=combiner),
-            key_by="user",
-        )
-        for name in ("mobile", "console")
-    ]
-    means = WindowedStage(
-        "means",
-        ("mobile_sessions", "console_sessions"),
-        WindowSpec(
-            windows.Tumbling(WINDOW), {"mean_length": aggregates.mean("length"), "sessions": aggregates.count()}
-        ),
-        columns={"length": "window_end - window_start"},
-    )
-    return [*sessions, means]
+STAGES = ("mobile_sessions", "console_sessions", "means")
 
 
 @pytest.fixture(scope="module")
 def game_input(tmp_path_factory):
     records = games.generate(CONFIG)
     directory = tmp_path_factory.mktemp("games")
-    count = games.batch_count(records)
-    for name, frame in records.items():
-        batches = [frame[frame["batch"] == b][COLUMNS].reset_index(drop=True) for b in range(count)]
-        write_batches(directory / name, batches)
+    write_input(records, directory / "in")
     return records, directory
 
 
 def run_pipeline(spark, directory, combiner: TimestampCombiner):
-    pipeline = Pipeline(buckets=2)
-    for name in ("mobile", "console"):
-        frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory / name))
-        # A periodic interval of 1 ms: every batch emits each split's watermark, whatever the batch's duration.
-        time = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(BOUND), split="split", periodic_interval=1)
-        pipeline.source(name, frame, "ts", time)
-    for stage in stages(combiner):
-        pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
     out = directory / combiner.name
+    pipeline = game_pipeline(spark, directory / "in", combiner)
     query = pipeline.run_to_completion(str(out / "ckpt"), str(out / "out"), timeout_s=600)
     return query, out / "out"
 
@@ -84,12 +57,12 @@ def runs(spark, game_input):
 def test_two_stage_means_equal_the_straight_computation(spark, game_input, runs, combiner):
     records, _ = game_input
     query, out = runs[combiner]
-    for stage in ("mobile_sessions", "console_sessions", "means"):
+    for stage in STAGES:
         assert read_output(spark, out / stage / "late").empty, stage
         assert read_output(spark, out / stage / "dead_letter").empty, stage
+    expected = straight_means(records, combiner)
     timestamp = "end" if combiner is TimestampCombiner.END_OF_WINDOW else "earliest"
-    sessions = pd.concat([games.session_lengths(records[n], GAP, timestamp) for n in ("mobile", "console")])
-    expected = games.mean_session_lengths(sessions, WINDOW)
+    sessions = pd.concat([games.session_lengths(records[n], GAP_MS, timestamp) for n in SOURCES])
     means = read_output(spark, out / "means" / "panes")
     assert set(means["timing"]) == {"ON_TIME"}
     assert dict(zip(means["window_start"], means["mean_length"], strict=True)) == pytest.approx(expected)
@@ -128,7 +101,7 @@ def test_spark_pipeline_equals_the_core_reference(spark, game_input, runs, combi
     driver computed: every stage's panes, with their batch, are the same."""
     records, _ = game_input
     query, out = runs[combiner]
-    reference = MicroBatchPipeline({"mobile": "ts", "console": "ts"}, stages(combiner))
+    reference = MicroBatchPipeline(dict.fromkeys(SOURCES, "ts"), game_stages(combiner))
     controller = query.controller
     pane_batches: dict[str, list[int]] = {name: [] for name in reference.stages}
     for report in query.reports:
@@ -163,3 +136,50 @@ def test_spark_pipeline_equals_the_core_reference(spark, game_input, runs, combi
         assert len(actual) == len(expected), name
         for a, e in zip(actual, expected, strict=True):
             assert a[:6] == e[:6] and a[6:] == pytest.approx(e[6:]), (name, a, e)
+
+
+PIPELINE_DRIVER = Path(__file__).with_name("pipeline_driver.py")
+
+
+def stage_outputs(spark, root: Path) -> dict[str, list]:
+    """Every stage's panes without batch ids (a restart may cut batches differently), sorted."""
+    out = {}
+    for stage in STAGES:
+        panes = read_output(spark, root / stage / "panes")
+        out[stage] = sorted(map(tuple, panes.drop(columns=["batch_id"]).astype(str).values.tolist()))
+    return out
+
+
+def test_kill_minus_nine_during_a_two_stage_run_loses_and_repeats_nothing(spark, game_input, runs):
+    """The driver is killed with -9 mid-stream and started again: every stage's outputs equal the
+    uninterrupted run's (the END_OF_WINDOW run above)."""
+    _, directory = game_input
+    crash = directory / "crash"
+    args = (directory / "in", crash / "ckpt", crash / "out", "END_OF_WINDOW")
+    first = subprocess.Popen(
+        [sys.executable, str(PIPELINE_DRIVER), *map(str, args)],
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    metrics = crash / "ckpt" / "floodmark" / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while not metrics.exists() or len(metrics.read_text().splitlines()) < 6:
+        assert first.poll() is None, "the driver ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next batch
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    killed_after = len(metrics.read_text().splitlines())
+    assert killed_after < len(runs[TimestampCombiner.END_OF_WINDOW][0].reports), "killed in the middle of the run"
+    second = subprocess.Popen(
+        [sys.executable, str(PIPELINE_DRIVER), *map(str, args)],
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert second.wait(timeout=600) == 0
+    _, reference = runs[TimestampCombiner.END_OF_WINDOW]
+    assert stage_outputs(spark, crash / "out") == stage_outputs(spark, reference)
