@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from floodmark.jvm import SPARK_KAFKA, ensure_java, jars
@@ -150,9 +154,47 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
     if connector:
         settings["spark.jars"] = connector
     settings.update(conf)
+    if SparkContext._gateway is None:
+        SparkContext._gateway = _launch_jvm(settings)
+        SparkContext._jvm = SparkContext._gateway.jvm
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+TWS_DRIVER_WORKER_LINES = (
+    b"Streaming TransformWithStateInPandas Python worker ",
+    b"Starting Streaming TransformWithStateInPandas Python worker",
+)
+"""How the lines start that Spark 4.3's driver-side Python worker of ``transformWithStateInPandas`` prints at
+every query start (pyspark/sql/streaming/transform_with_state_driver_worker.py, plain ``print`` to its stdout,
+which the JVM copies to its stderr): five lines, most of several hundred characters, with a blank line after
+each. They are not log records (log4j cannot silence them) and say nothing a user needs."""
+
+
+def _launch_jvm(settings: dict[str, str]):
+    """Start the JVM as PySpark does, with its stderr forwarded to ours minus the lines of
+    :data:`TWS_DRIVER_WORKER_LINES`."""
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    stream = gateway.proc.stderr
+    threading.Thread(target=_forward_stderr, args=(stream,), name="floodmark-jvm-stderr", daemon=True).start()
+    return gateway
+
+
+def _forward_stderr(stream) -> None:
+    skip_blank = False
+    for line in iter(stream.readline, b""):
+        if line.startswith(TWS_DRIVER_WORKER_LINES):
+            skip_blank = True
+            continue
+        if skip_blank and not line.strip():
+            skip_blank = False
+            continue
+        skip_blank = False
+        # If our stderr is gone, keep draining so that the JVM never blocks on a full pipe.
+        with contextlib.suppress(OSError):
+            os.write(2, line)
