@@ -21,6 +21,8 @@ def test_every_command_has_help(command):
     ("args", "message"),
     [
         (["demo", "--ticks-per-second", "0"], "ticks-per-second"),
+        (["demo", "chess"], "unknown scenario"),
+        (["demo", "games", "--kafka"], "clickstream scenario only"),
         (["replay", "/nonexistent/input", "--key-by", "k"], "does not exist"),
         (["replay", ".", "--key-by", "k", "--bound", "soon"], "not a duration"),
         (["replay", ".", "--key-by", "k", "--aggregate", "median"], "name=count"),

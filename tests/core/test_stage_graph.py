@@ -122,3 +122,17 @@ def test_idle_upstreams_are_left_out_and_levels_follow_the_graph():
     restored = StageGraph(["m", "c"], graph.upstreams)
     restored.restore(graph.snapshot())
     assert restored.snapshot() == graph.snapshot()
+
+
+def test_the_games_demo_percentile_table_shows_the_trade_off():
+    """Figure 3-11 on the demo's batches: lower percentiles fire no later and send no fewer records late."""
+    from floodmark.apps.games_demo import demo_config, percentile_table
+
+    config = demo_config(1)
+    rows = {row["percentile"]: row for row in percentile_table(games.generate(config), config)}
+    assert rows[100]["late"] == 0
+    assert rows[33]["late"] >= rows[66]["late"] >= rows[100]["late"]
+    assert rows[33]["late"] > 0
+    for low, high in ((33, 66), (66, 100)):
+        assert all(rows[low]["first"][w] <= b for w, b in rows[high]["first"].items())
+    assert any(rows[33]["first"][w] < b for w, b in rows[100]["first"].items())

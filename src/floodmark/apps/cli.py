@@ -48,9 +48,20 @@ def _duration(value: str | None, option: str) -> int | None:
 
 @app.command()
 def demo(
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="clickstream: seed 001's job with seed 000's idle split (default); games: seed 003's two-stage "
+            "session pipeline, END_OF_WINDOW vs EARLIEST, with percentile watermarks."
+        ),
+    ] = "clickstream",
     output: Annotated[
-        Path, typer.Option(help="Directory for results, late/bad records, the PNG and the summary.")
-    ] = Path("floodmark-demo"),
+        Path | None,
+        typer.Option(
+            help="Directory for results, late/bad records, the PNG and the summary "
+            "(default: floodmark-demo, or floodmark-games for games)."
+        ),
+    ] = None,
     ticks_per_second: Annotated[
         float, typer.Option(min=0.1, max=1000.0, help="Simulator speed: 5 s of event time per tick.")
     ] = 4.0,
@@ -65,8 +76,26 @@ def demo(
         ),
     ] = False,
 ) -> None:
-    """Run seed 001's clickstream job on the simulator (local Spark), with seed 000's idle split."""
+    """Run a seed's job on its simulator (local Spark): seed 001's clickstream, or seed 003's games."""
     import dataclasses
+
+    if scenario not in ("clickstream", "games"):
+        raise typer.BadParameter(f"unknown scenario {scenario!r}: use clickstream or games", param_hint="SCENARIO")
+    if scenario == "games":
+        if kafka:
+            raise typer.BadParameter("--kafka runs the clickstream scenario only", param_hint="--kafka")
+        from floodmark.apps.games_demo import demo_config, run_games_demo
+
+        try:
+            summary = run_games_demo(output or Path("floodmark-games"), demo_config(seed), console)
+        except FileExistsError as error:
+            raise _fail(str(error), 2) from None
+        console.print()
+        console.print(summary, highlight=False)
+        if "DIFFER" in summary:
+            raise _fail("a run's means differ from the straight computation")
+        return
+    output = output or Path("floodmark-demo")
 
     from floodmark.simulator.clickstream import ClickstreamConfig
 

@@ -1,15 +1,16 @@
 """The game-session simulator of seed 003 (*Streaming Systems*, ch. 3): mobile and console score events.
 
 Each source has ``users`` players. A player plays sessions: bursts of score events spaced less than the
-session gap apart (``event_spacing_ms``), sessions separated by more than twice the gap. Records are
+session gap apart (``event_spacing_ms``), sessions 2 to 3 gaps apart. Records are
 ``(ts, user, score, split)``: ``ts`` is the event time in ms since the epoch, ``split`` the source split
 (a Kafka partition) that carries the user's events.
 
 Time model. Processing time starts with event time at ``start_ms``; a record *arrives* (is readable) at
-``ts + delay``, where ``delay`` is uniform on ``[0, max_delay_ms]`` for its source: the console source
-lags (its delay is much larger), as in the book. The run is cut into micro-batches of ``batch_ms`` of
-processing time: batch ``b`` holds the records that arrive in ``[start + b * batch_ms, start + (b + 1)
-* batch_ms)``, so every source has the same number of batches (some of them empty).
+``ts + delay``, where ``delay`` is uniform on ``[min_delay_ms, max_delay_ms]`` for its source: the console
+source lags (its records arrive 20 to 40 s late, the mobile ones within 5 s), as in the book. The run is
+cut into micro-batches of ``batch_ms`` of processing time: batch ``b`` holds the records that arrive in
+``[start + b * batch_ms, start + (b + 1) * batch_ms)``, so every source has the same number of batches
+(some of them empty).
 
 Determinism: everything comes from one numpy Generator seeded with ``(seed, source index)``.
 """
@@ -32,12 +33,14 @@ class GameSource:
     """One input of the game pipeline.
 
     :arg users: players of this source. :arg splits: the source's splits (users are spread over them).
-    :arg max_delay_ms: the most a record arrives after its event time (uniform from 0).
+    :arg min_delay_ms: the least and :arg max_delay_ms: the most a record arrives after its event time
+        (uniform between the two, both included).
     """
 
     users: int = 12
     splits: int = 2
     max_delay_ms: int = 5_000
+    min_delay_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,15 @@ class GamesConfig:
     """The simulated run (all times in ms).
 
     :arg duration_ms: event time covered by the sessions. :arg gap_ms: the session gap the pipeline uses;
-        events of a session are less than ``gap_ms`` apart, sessions more than ``2 * gap_ms``.
+        events of a session are less than ``gap_ms`` apart, sessions 2 to 3 gaps apart.
     :arg batch_ms: processing time per micro-batch.
     """
 
     sources: Mapping[str, GameSource] = field(
-        default_factory=lambda: {"mobile": GameSource(max_delay_ms=5_000), "console": GameSource(max_delay_ms=40_000)}
+        default_factory=lambda: {
+            "mobile": GameSource(max_delay_ms=5_000),
+            "console": GameSource(min_delay_ms=20_000, max_delay_ms=40_000),
+        }
     )
     duration_ms: int = 10 * 60_000
     gap_ms: int = 60_000
@@ -80,9 +86,9 @@ def generate(config: GamesConfig) -> dict[str, pd.DataFrame]:
                 for _ in range(int(rng.integers(config.session_events[0], config.session_events[1] + 1))):
                     rows.append((t, user, int(rng.integers(0, 1000)), u % source.splits))
                     t += int(rng.integers(config.event_spacing_ms[0], config.event_spacing_ms[1] + 1))
-                t += int(rng.integers(2 * config.gap_ms + 1, 5 * config.gap_ms))
+                t += int(rng.integers(2 * config.gap_ms + 1, 3 * config.gap_ms))
         frame = pd.DataFrame(rows, columns=list(COLUMNS))
-        frame["arrival"] = frame["ts"] + rng.integers(0, source.max_delay_ms + 1, len(frame))
+        frame["arrival"] = frame["ts"] + rng.integers(source.min_delay_ms, source.max_delay_ms + 1, len(frame))
         frame = frame.sort_values(["arrival", "ts", "user"], kind="stable").reset_index(drop=True)
         frame["batch"] = (frame["arrival"] - config.start_ms) // config.batch_ms
         out[name] = frame

@@ -205,7 +205,9 @@ class EventTimeAggregation:
         sink = BatchSink(self.plan, outputs, controller)
         sink.listeners.extend(listeners)
         query = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
-        return FloodmarkQuery(query, controller, outputs, self.spec, self.spark)
+        handle = FloodmarkQuery(query, controller, outputs, self.spec, self.spark)
+        handle.spark_checkpoint = checkpoint_files.join(checkpoint, "spark")
+        return handle
 
     def run_to_completion(
         self,
@@ -348,6 +350,8 @@ class FloodmarkQuery:
         self.outputs = outputs
         self.spec = spec
         self.spark = spark
+        self.spark_checkpoint = ""
+        """Spark's checkpoint directory of the query (its offset log says what each batch planned)."""
 
     def explain(self, key: Any, window: Window) -> Explanation:
         """Why ``key``'s ``window`` has (not) fired, from the coordinator after the latest batch.
@@ -392,9 +396,10 @@ class FloodmarkQuery:
 
         :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
             paced source can have batches without records before it is done. Called on the driver from
-            the batch's sink.
+            the batch's sink. By default: Spark's progress of the previous batch shows every input source
+            read up to its latest offset (an empty file in the middle of the input does not end it).
         """
-        self.controller.end_when_exhausted = exhausted or (lambda: True)
+        self.controller.end_when_exhausted = exhausted or self._sources_drained
         deadline = time.monotonic() + timeout_s
         while not any(report.watermark == MAX_TIMESTAMP for report in self.reports[-1:]):
             self._check()
@@ -409,6 +414,24 @@ class FloodmarkQuery:
 
     def _discard_after(self, batch_id: int) -> None:
         self.outputs.discard_after(self.spark, batch_id)
+
+    def _sources_drained(self) -> bool:
+        """Whether the running batch planned no new input: in Spark's offset log, its offsets and the previous
+        batch's differ only in the ticks (an empty file in the middle of the input still moves the file source).
+
+        Called from batch N's sink, when ``offsets/N`` is the newest entry of the log.
+        """
+        directory = checkpoint_files.join(self.spark_checkpoint, "offsets")
+        files = self.controller.log.files
+        batches = sorted(int(name) for name in files.list_names(directory) if name.isdigit())
+        if len(batches) < 2:
+            return True
+        newest, previous = (files.read_text(checkpoint_files.join(directory, str(b))) for b in batches[-1:-3:-1])
+        if newest is None or previous is None:
+            return True
+        # Line 1 is the version, line 2 the batch's metadata, then one line per source; the ticks always move.
+        changed = [a != b for a, b in zip(newest.splitlines()[2:], previous.splitlines()[2:], strict=False)]
+        return sum(changed) <= 1
 
     def _check(self) -> None:
         error = self.query.exception()

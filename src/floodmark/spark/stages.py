@@ -65,6 +65,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
+from floodmark.driver import checkpoint_files
 from floodmark.driver.controller import BatchReport, PipelineController, SourceSettings
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
@@ -292,7 +293,9 @@ class Pipeline:
         sink = PipelineSink(plans, outputs, controller)
         sink.listeners.extend(listeners)
         query = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
-        return PipelineQuery(query, controller, outputs, self.stages, spark)
+        handle = PipelineQuery(query, controller, outputs, self.stages, spark)
+        handle.spark_checkpoint = checkpoint_files.join(checkpoint, "spark")
+        return handle
 
     def run_to_completion(
         self,
