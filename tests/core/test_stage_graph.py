@@ -6,6 +6,8 @@ console source, flattened into fixed 2-minute windows computing the mean session
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_stages
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.simulator import games
 
@@ -136,3 +139,51 @@ def test_the_games_demo_percentile_table_shows_the_trade_off():
     for low, high in ((33, 66), (66, 100)):
         assert all(rows[low]["first"][w] <= b for w, b in rows[high]["first"].items())
     assert any(rows[33]["first"][w] < b for w, b in rows[100]["first"].items())
+
+
+def lags(records: dict, config: games.GamesConfig, silent_from: int | None) -> list[tuple[int, int]]:
+    """The means stage's (event-time lag, processing-time lag) after every batch, in ms; with ``silent_from``,
+    console split 1 sends nothing from that batch on (and no idleness is configured: it holds its source)."""
+    if silent_from is not None:
+        console = records["console"]
+        records = {**records, "console": console[(console["split"] != 1) | (console["batch"] < silent_from)]}
+    pipeline = MicroBatchPipeline(dict.fromkeys(SOURCES, "ts"), game_stages(TimestampCombiner.END_OF_WINDOW))
+    sources = {
+        name: SourceWatermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(5_000), periodic_interval=1, splits=["0", "1"]
+        )
+        for name in SOURCES
+    }
+    out = []
+    for b in range(games.batch_count(records)):
+        now = config.start_ms + (b + 1) * config.batch_ms
+        inputs = {name: frame[frame["batch"] == b] for name, frame in records.items()}
+        pipeline.run_batch(inputs, now)
+        for name, source in sources.items():
+            frame = inputs[name]
+            source.on_batch(
+                SplitBatchStats(str(s), len(g), int(g["ts"].min()), int(g["ts"].max()))
+                for s, g in frame.groupby("split")
+            )
+            source.advance_processing_time(now)
+        pipeline.end_batch({n: (s.watermark, s.idle) for n, s in sources.items()}, now)
+        times = pipeline.stage_times("means", now)
+        out.append((times.event_time_lag, times.processing_time_lag))
+    return out
+
+
+def test_stuck_and_buffering_are_told_apart_by_the_processing_time_lag():
+    """Seed 003's processing-time watermark: in a normal run the means stage's processing-time lag stays
+    bounded (its records wait for their 2-minute window to close, no more) while it buffers; when an upstream
+    split goes silent the stage is stuck: its event-time lag and its processing-time lag both keep rising."""
+    config = games.GamesConfig(duration_ms=12 * 60_000, batch_ms=20_000)
+    records = games.generate(config)
+    normal = lags(records, config, silent_from=None)
+    stuck = lags(records, config, silent_from=12)
+    steady = normal[6 : len(normal) - 6]  # after the start, before the sources run dry
+    bound = WINDOW + GAP + 60_000 + 3 * config.batch_ms  # window + session gap + console delay + batches
+    assert max(p for _, p in steady) <= bound
+    assert max(e for e, _ in steady) <= bound
+    tail = stuck[16 : len(stuck) - 6]
+    assert all(b[0] > a[0] and b[1] >= a[1] for a, b in itertools.pairwise(tail)), "both lags rise"
+    assert tail[-1][1] > bound and tail[-1][0] > bound

@@ -315,6 +315,7 @@ class MicroBatchPipeline:
         self.graph = StageGraph(list(sources), {s.name: s.upstream for s in stages})
         self.snapshots: dict[str, bytes | None] = {name: None for name in self.stages}
         self.holds: dict[str, int | None] = {}
+        self.oldest_pending: dict[str, int | None] = {}
         self.results = {name: StageResult() for name in self.stages}
 
     def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted]:
@@ -339,6 +340,7 @@ class MicroBatchPipeline:
             )
             self.snapshots[name] = snapshot
             self.holds[name] = operator.output_hold()
+            self.oldest_pending[name] = operator.oldest_pending_processing_time()
             self.results[name].emitted.extend(emitted)
             out[name] = emitted
             downstream = self.graph.downstream(name)
@@ -347,6 +349,10 @@ class MicroBatchPipeline:
                 for d in downstream:
                     rows[d].append((stage_input_rows(panes, self.stages[d]), EVENT_TIME))
         return out
+
+    def stage_times(self, name: str, now: int) -> StageTimes:
+        """Stage ``name``'s watermarks and lags at processing time ``now`` (after :meth:`end_batch`)."""
+        return self.graph.watermarks[name].times(now, self.oldest_pending.get(name))
 
     def end_batch(self, sources: Mapping[str, tuple[int, bool]], processing_time: int = 0) -> dict[str, int]:
         """Advance the graph: ``sources`` = ``{source: (watermark for the next batch, idle)}``."""
