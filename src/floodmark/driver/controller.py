@@ -107,6 +107,26 @@ def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, i
     return {split: (c, lo, hi) for split, (c, lo, hi) in sorted(merged.items())}
 
 
+@dataclass(frozen=True)
+class SourceSettings:
+    """How one source's watermark is made (see ``floodmark.spark.SourceTime``)."""
+
+    strategy: WatermarkStrategy
+    periodic_interval: int = 200
+    percentile: float = 100.0
+    splits: tuple[str, ...] = ()
+
+    def build(self, start_processing_time: int) -> SourceWatermarks:
+        """A fresh coordinator for the source (restore it from a control entry's snapshot)."""
+        return SourceWatermarks(
+            self.strategy,
+            periodic_interval=self.periodic_interval,
+            percentile=self.percentile,
+            splits=self.splits,
+            start_processing_time=start_processing_time,
+        )
+
+
 class ControlledBatches:
     """What every controller shares: the control log, reports, metrics and the end-of-input latch."""
 
@@ -189,13 +209,7 @@ class BatchController(ControlledBatches):
         self.splits = [str(s) for s in splits]
 
     def _source(self, start: int) -> SourceWatermarks:
-        return SourceWatermarks(
-            self.strategy,
-            periodic_interval=self.periodic_interval,
-            percentile=self.percentile,
-            splits=self.splits,
-            start_processing_time=start,
-        )
+        return SourceSettings(self.strategy, self.periodic_interval, self.percentile, tuple(self.splits)).build(start)
 
     def watermarks_at(self, seq: int | None = None) -> SourceWatermarks:
         """The coordinator as control entry ``seq`` (default: the latest) left it, for inspection."""
@@ -260,16 +274,6 @@ class BatchController(ControlledBatches):
         return self.record(report)
 
 
-@dataclass(frozen=True)
-class SourceSettings:
-    """How one source's watermark is made (see ``floodmark.spark.SourceTime``)."""
-
-    strategy: WatermarkStrategy
-    periodic_interval: int = 200
-    percentile: float = 100.0
-    splits: tuple[str, ...] = ()
-
-
 class PipelineController(ControlledBatches):
     """Control entry N+1 of a pipeline of several sources and stages, from entry N and batch N's rows.
 
@@ -296,13 +300,7 @@ class PipelineController(ControlledBatches):
     def _graph(self, entry: ControlEntry) -> tuple[dict[str, SourceWatermarks], StageGraph]:
         sources = {}
         for name, settings in self.sources.items():
-            source = SourceWatermarks(
-                settings.strategy,
-                periodic_interval=settings.periodic_interval,
-                percentile=settings.percentile,
-                splits=settings.splits,
-                start_processing_time=entry.processing_time,
-            )
+            source = settings.build(entry.processing_time)
             saved = entry.coordinator.get("sources", {}).get(name)
             if saved is not None:
                 source.restore(saved)

@@ -79,7 +79,7 @@ from floodmark.spark.pipeline import (
     tick_rows,
 )
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
-from floodmark.spark.rows import conform
+from floodmark.spark.rows import conform, pandas_dtype
 from floodmark.spark.session import check_session
 from floodmark.spark.sinks import Outputs
 
@@ -317,20 +317,10 @@ def _input_schema(upstream: p.RuntimePlan, stage: WindowedStage) -> StructType:
     pane_fields = {f.name: f for f in upstream.output_schema().fields}
     fields = [StructField(c, pane_fields[c].dataType) for c in upstream.pane_columns()]
     if stage.columns:
-        sample = pd.DataFrame({f.name: pd.Series([1], dtype=_sample_dtype(f.dataType)) for f in fields})
+        sample = pd.DataFrame({f.name: pd.Series([1], dtype=pandas_dtype(f.dataType)) for f in fields})
         derived = stage_input_rows(sample, stage)
         fields += [StructField(c, _PANDAS_TO_SPARK.get(derived[c].dtype.kind, StringType())) for c in stage.columns]
     return StructType(fields)
-
-
-def _sample_dtype(dtype: DataType) -> str:
-    if isinstance(dtype, LongType):
-        return "int64"
-    if isinstance(dtype, DoubleType):
-        return "float64"
-    if isinstance(dtype, BooleanType):
-        return "bool"
-    return "object"
 
 
 class StageLevel:
