@@ -327,14 +327,16 @@ def timeline_figure(
             ax.axhspan(float(num(start)), float(num(end)), color="grey" if combined else colour, alpha=0.08, lw=0)
         for style, segments in (("-", series["solid"]), ("--", series["idle"])):
             if len(segments):
+                # The combined line is a wide translucent band under the splits' lines: where it equals a split
+                # (the MIN is always some split's value) both stay visible.
                 ax.add_collection(
                     LineCollection(
                         to_num(segments),
                         colors=[colour],
-                        linewidths=2.4 if combined else 1.2,
+                        linewidths=5.0 if combined else 1.3,
                         linestyles=style,
-                        alpha=1.0 if combined else 0.85,
-                        zorder=3 if combined else 2,
+                        alpha=0.3 if combined else 0.95,
+                        zorder=2 if combined else 3,
                     )
                 )
         if series["max_at"] is not None:
@@ -399,7 +401,7 @@ def timeline_figure(
         split_handles.append(Line2D([], [], lw=0, label=f"... and {len(split_keys) - len(legend_splits)} more splits"))
     extra = []
     if any(split is None for split in tl.watermark_split.tolist()):
-        extra.append(Line2D([], [], color="black", lw=2.4, label="combined watermark"))
+        extra.append(Line2D([], [], color="black", lw=5.0, alpha=0.3, label="combined watermark"))
     if tl.watermark_idle.any():
         extra.append(Line2D([], [], color="grey", lw=1.2, ls="--", label="watermark while idle (shaded)"))
     late_total = int(tl.record_late.sum())
