@@ -9,6 +9,7 @@ the reference.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -16,11 +17,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from spark_helpers import read_output
 
-from floodmark.apps.games import GAP_MS, SOURCES, game_pipeline, game_stages, straight_means, write_input
+from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_pipeline, game_stages, straight_means, write_input
+from floodmark.apps.games_demo import stage_lags
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
@@ -183,3 +186,30 @@ def test_kill_minus_nine_during_a_two_stage_run_loses_and_repeats_nothing(spark,
     assert second.wait(timeout=600) == 0
     _, reference = runs[TimestampCombiner.END_OF_WINDOW]
     assert stage_outputs(spark, crash / "out") == stage_outputs(spark, reference)
+
+
+def test_a_stuck_stage_is_told_from_a_buffering_one(spark, game_input, runs):
+    """Seed 003's processing-time watermark on Spark: console split 1 goes silent after batch 6 (no
+    idleness: it holds the console source back), so the means stage stops firing: its event-time and
+    processing-time lags both rise until the end of input. In the normal run (above) its processing-time
+    lag stays within a window, a session gap and the console's delay."""
+    records, directory = game_input
+    console = records["console"]
+    silent = {**records, "console": console[(console["split"] != 1) | (console["batch"] < 6)]}
+    write_input(silent, directory / "silent")
+    query = game_pipeline(spark, directory / "silent", TimestampCombiner.END_OF_WINDOW).run_to_completion(
+        str(directory / "stuck" / "ckpt"), str(directory / "stuck" / "out"), timeout_s=600
+    )
+    ending = next(i for i, r in enumerate(query.reports) if r.next_watermark == MAX_TIMESTAMP)
+    stuck = stage_lags(query.reports[:ending], CONFIG)["means"]
+    normal = stage_lags(runs[TimestampCombiner.END_OF_WINDOW][0].reports[:ending], CONFIG)["means"]
+    # A record waits in the means stage for its 2-minute window, whose end waits for the sessions before it
+    # (a gap): at most WINDOW + GAP of processing time while the stage buffers (the core gives 160 s here).
+    processing_bound, event_bound = WINDOW_MS + GAP_MS, WINDOW_MS + GAP_MS + 20_000
+    steady = slice(4, ending - 5)  # after the start, before the sources run dry
+    assert np.nanmax(normal[1][steady]) <= processing_bound and np.nanmax(normal[0][steady]) <= event_bound
+    tail = slice(10, ending)
+    event, processing = stuck[0][tail], stuck[1][tail]
+    assert all(b > a for a, b in itertools.pairwise(event)), event
+    assert all(b >= a for a, b in itertools.pairwise(processing)), processing
+    assert processing[-1] > processing_bound and event[-1] > event_bound

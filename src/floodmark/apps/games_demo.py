@@ -50,10 +50,12 @@ def demo_config(seed: int = 3) -> games.GamesConfig:
 
 @dataclass
 class StageLine:
-    """One run's watermarks per batch: ``{line name: [event time per batch]}``, and the means' panes."""
+    """One run: watermarks per batch (``{line name: [event time per batch]}``), the means' panes, and per stage
+    its event-time and processing-time lags after each batch (simulated ms)."""
 
     watermarks: dict[str, list[int]]
     means: pd.DataFrame
+    lags: dict[str, tuple[list[float], list[float]]]
 
 
 def run_games_demo(output: Path, config: games.GamesConfig, console: Console) -> str:
@@ -77,7 +79,9 @@ def run_games_demo(output: Path, config: games.GamesConfig, console: Console) ->
             str(output / combiner.name / "checkpoint"), str(output / combiner.name), timeout_s=900
         )
         panes = spark.read.parquet(str(output / combiner.name / "means" / "panes")).toPandas()
-        lines[combiner] = StageLine(_watermark_lines(query.reports), panes.sort_values("window_start"))
+        lines[combiner] = StageLine(
+            _watermark_lines(query.reports), panes.sort_values("window_start"), stage_lags(query.reports, config)
+        )
         got = dict(zip(panes["window_start"], panes["mean_length"], strict=True))
         expected = straight_means(records, combiner)
         exact = got.keys() == expected.keys() and all(np.isclose(got[k], v) for k, v in expected.items())
@@ -107,6 +111,24 @@ def _watermark_lines(reports: list) -> dict[str, list[int]]:
             lines.setdefault(f"{name} sessions out", []).append(stages[f"{name}_sessions"].output_watermark)
         lines.setdefault("means in", []).append(stages["means"].input_watermark)
     return lines
+
+
+def stage_lags(reports: list, config: games.GamesConfig) -> dict[str, tuple[list[float], list[float]]]:
+    """Seed 003's two lags per stage after every batch, on the simulated clock (batch b ends at
+    ``start + (b + 1) * batch_ms``): event-time lag = now - output watermark; processing-time lag = now - the
+    arrival of the oldest record the stage still holds. On Spark a record's arrival is its batch's processing
+    time (wall clock), which maps back to its batch."""
+    batch_of = {report.processing_time: i for i, report in enumerate(reports)}
+    lags: dict[str, tuple[list[float], list[float]]] = {}
+    for i, report in enumerate(reports):
+        now = config.start_ms + (i + 1) * config.batch_ms
+        for name, stage in report.stages.items():
+            event, processing = lags.setdefault(name, ([], []))
+            valid = not np.isnan(_minutes(stage.output_watermark, config))
+            event.append(now - stage.output_watermark if valid else float("nan"))
+            arrived = i if stage.oldest_pending is None else batch_of.get(stage.oldest_pending, i)
+            processing.append((i - arrived) * config.batch_ms)
+    return lags
 
 
 def percentile_table(records: dict[str, pd.DataFrame], config: games.GamesConfig) -> list[dict]:
@@ -152,7 +174,8 @@ def _plot(lines: dict[TimestampCombiner, StageLine], config: games.GamesConfig, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(lines), figsize=(13, 5.5), sharey=True)
+    figure, grid = plt.subplots(2, len(lines), figsize=(13, 9), sharey="row", height_ratios=[3, 2])
+    axes = grid[0]
     styles = {
         "mobile source": ("tab:blue", "-"),
         "console source": ("tab:orange", "-"),
@@ -166,10 +189,7 @@ def _plot(lines: dict[TimestampCombiner, StageLine], config: games.GamesConfig, 
         x = [(b + 1) * config.batch_ms / minute for b in range(n)]
         for name, values in line.watermarks.items():
             color, style = styles[name]
-            y = [
-                np.nan if v <= config.start_ms - 10 * minute or v == MAX_TIMESTAMP else (v - config.start_ms) / minute
-                for v in values
-            ]
+            y = [_minutes(v, config) for v in values]
             axis.step(
                 x, y, where="post", color=color, linestyle=style, label=name, linewidth=2 if name == "means in" else 1.3
             )
@@ -183,10 +203,25 @@ def _plot(lines: dict[TimestampCombiner, StageLine], config: games.GamesConfig, 
             label="mean pane (at its window's end)",
         )
         axis.set_title(f"sessions timestamped {combiner.name}")
-        axis.set_xlabel("processing time (simulated minutes)")
         axis.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_ylabel("event time (minutes)")
     np.atleast_1d(axes)[0].legend(loc="upper left", fontsize=8)
+    colors = {"mobile_sessions": "tab:blue", "console_sessions": "tab:orange", "means": "black"}
+    for axis, line in zip(grid[1], lines.values(), strict=True):
+        for name, (event, processing) in line.lags.items():
+            x = [(b + 1) * config.batch_ms / minute for b in range(len(event))]
+            axis.plot(x, np.asarray(event) / minute, color=colors[name], label=f"{name}: event-time lag")
+            axis.plot(
+                x,
+                np.asarray(processing) / minute,
+                color=colors[name],
+                linestyle="--",
+                label=f"{name}: processing-time lag",
+            )
+        axis.set_xlabel("processing time (simulated minutes)")
+        axis.grid(alpha=0.3)
+    grid[1][0].set_ylabel("lag (minutes)")
+    grid[1][0].legend(loc="upper left", fontsize=7, ncol=2)
     figure.suptitle("seed 003: watermarks through two stages (the means stage reads both session stages)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -235,3 +270,10 @@ def _summary(
     out.append("")
     out.append(f"figure: {figure}")
     return "\n".join(out)
+
+
+def _minutes(watermark: int, config: games.GamesConfig) -> float:
+    """A watermark in minutes since the run's start; NaN before the first records and at the end of input."""
+    if watermark < config.start_ms - 10 * 60_000 or watermark == MAX_TIMESTAMP:
+        return float("nan")
+    return (watermark - config.start_ms) / 60_000
