@@ -16,7 +16,7 @@ from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_stages
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
+from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.simulator import games
 
@@ -161,10 +161,7 @@ def lags(records: dict, config: games.GamesConfig, silent_from: int | None) -> l
         pipeline.run_batch(inputs, now)
         for name, source in sources.items():
             frame = inputs[name]
-            source.on_batch(
-                SplitBatchStats(str(s), len(g), int(g["ts"].min()), int(g["ts"].max()))
-                for s, g in frame.groupby("split")
-            )
+            source.on_batch(games.split_stats(frame))
             source.advance_processing_time(now)
         pipeline.end_batch({n: (s.watermark, s.idle) for n, s in sources.items()}, now)
         times = pipeline.stage_times("means", now)

@@ -41,10 +41,10 @@ def ordered_batches(count: int, seed: int) -> list[pd.DataFrame]:
     return batches
 
 
-def run_driver(*args: object) -> subprocess.Popen:
+def run_driver(*args: object, script: Path = DRIVER) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     return subprocess.Popen(
-        [sys.executable, str(DRIVER), *map(str, args)],
+        [sys.executable, str(script), *map(str, args)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from spark_helpers import read_output
+from test_spark_recovery import run_driver
 
 from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_pipeline, game_stages, straight_means, write_input
 from floodmark.apps.games_demo import stage_lags
@@ -159,13 +158,7 @@ def test_kill_minus_nine_during_a_two_stage_run_loses_and_repeats_nothing(spark,
     _, directory = game_input
     crash = directory / "crash"
     args = (directory / "in", crash / "ckpt", crash / "out", "END_OF_WINDOW")
-    first = subprocess.Popen(
-        [sys.executable, str(PIPELINE_DRIVER), *map(str, args)],
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    first = run_driver(*args, script=PIPELINE_DRIVER)
     metrics = crash / "ckpt" / "floodmark" / "metrics.jsonl"
     deadline = time.monotonic() + 300
     while not metrics.exists() or len(metrics.read_text().splitlines()) < 6:
@@ -177,12 +170,7 @@ def test_kill_minus_nine_during_a_two_stage_run_loses_and_repeats_nothing(spark,
     first.wait(timeout=60)
     killed_after = len(metrics.read_text().splitlines())
     assert killed_after < len(runs[TimestampCombiner.END_OF_WINDOW][0].reports), "killed in the middle of the run"
-    second = subprocess.Popen(
-        [sys.executable, str(PIPELINE_DRIVER), *map(str, args)],
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    second = run_driver(*args, script=PIPELINE_DRIVER)
     assert second.wait(timeout=600) == 0
     _, reference = runs[TimestampCombiner.END_OF_WINDOW]
     assert stage_outputs(spark, crash / "out") == stage_outputs(spark, reference)

@@ -27,7 +27,7 @@ from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
+from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
 from floodmark.simulator import games
 
 COMBINERS = (TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST)
@@ -156,10 +156,7 @@ def percentile_table(records: dict[str, pd.DataFrame], config: games.GamesConfig
             batch = scores[scores["batch"] == b]
             for pane in pipeline.run_batch({"scores": batch}, now)["counts"].all_panes():
                 first.setdefault(pane.window.start, b)
-            source.on_batch(
-                SplitBatchStats(str(s), len(g), int(g["ts"].min()), int(g["ts"].max()))
-                for s, g in batch.groupby("split")
-            )
+            source.on_batch(games.split_stats(batch))
             source.advance_processing_time(now)
             ended = b >= count - 1
             pipeline.end_batch({"scores": (MAX_TIMESTAMP, False) if ended else (source.watermark, source.idle)}, now)

@@ -20,6 +20,7 @@ from floodmark.core.clock import Clock, SystemClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
+from floodmark.core.watermarks.stage import StageTimes
 from floodmark.driver.control_log import ControlEntry, ControlLog
 
 KEPT_ENTRIES = 100
@@ -44,20 +45,15 @@ class StageReport:
     """Processing time of the oldest record taken in and not yet emitted (None: nothing pending)."""
     processing_time: int = 0
 
-    @property
-    def processing_time_watermark(self) -> int:
-        """Seed 003's processing-time watermark: the oldest pending record's processing time, or now."""
-        return self.processing_time if self.oldest_pending is None else min(self.processing_time, self.oldest_pending)
-
-    @property
-    def event_time_lag(self) -> int:
-        """Processing time minus the output watermark: rises while a stage buffers or is stuck."""
-        return self.processing_time - self.output_watermark
-
-    @property
-    def processing_time_lag(self) -> int:
-        """Processing time minus the processing-time watermark: rises only while a stage is stuck."""
-        return self.processing_time - self.processing_time_watermark
+    def times(self) -> StageTimes:
+        """The stage's watermarks and lags after the batch (seed 003's rules, :class:`StageTimes`)."""
+        pending = self.oldest_pending
+        return StageTimes(
+            input_watermark=self.input_watermark,
+            output_watermark=self.output_watermark,
+            processing_time_watermark=self.processing_time if pending is None else min(self.processing_time, pending),
+            now=self.processing_time,
+        )
 
 
 @dataclass

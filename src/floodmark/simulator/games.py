@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.simulator.clickstream import DEFAULT_START_MS
 
 COLUMNS: tuple[str, ...] = ("ts", "user", "score", "split")
@@ -122,3 +123,11 @@ def mean_session_lengths(sessions: pd.DataFrame, window_ms: int) -> dict[int, fl
     sessions' timestamps."""
     starts = sessions["timestamp"] - sessions["timestamp"] % window_ms
     return {int(k): float(v) for k, v in sessions.groupby(starts)["length"].mean().items()}
+
+
+def split_stats(batch: pd.DataFrame) -> list[SplitBatchStats]:
+    """What a source's coordinator hears of ``batch`` (records with ``ts`` and ``split``): one entry per split."""
+    return [
+        SplitBatchStats(str(split), len(rows), int(rows["ts"].min()), int(rows["ts"].max()))
+        for split, rows in batch.groupby("split")
+    ]
