@@ -314,6 +314,56 @@ columnar_spec = st.builds(
 @settings(max_examples=600, deadline=None)
 @given(columnar_spec, st.lists(op, min_size=1, max_size=25))
 def test_columnar_operator_equals_the_general_operator(spec, raw_ops):
+    assert_same_panes_on_both_operators(spec, raw_ops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(columnar_spec, st.lists(op, min_size=1, max_size=25))
+def test_columnar_operator_gauges_equal_the_general_operator(spec, raw_ops):
+    """Output hold, oldest pending record and open windows agree after every move (they feed the stage watermarks)."""
+    assert_same_gauges_on_both_operators(spec, raw_ops)
+
+
+SESSION_TRIGGERS = PARTIAL_TRIGGERS
+"""The columnar forms sessions run on the columnar operator (count firings of merged windows stay general)."""
+
+session_spec = st.builds(
+    lambda gap, trigger, lateness, mode, combiner: WindowSpec(
+        windows.Sessions(gap), NUMERIC_AGGREGATE, trigger, lateness, mode, combiner
+    ),
+    st.sampled_from([3, 5, 12]),
+    st.sampled_from(SESSION_TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.sampled_from(list(AccumulationMode)),
+    st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
+)
+session_op = st.one_of(
+    st.tuples(
+        st.just("add"),
+        st.lists(st.tuples(st.sampled_from("ab"), st.integers(-5, 40)), min_size=1, max_size=8),
+    ),
+    st.tuples(st.just("wm"), st.integers(0, 8)),
+    st.tuples(st.just("pt"), st.integers(0, 6)),
+)
+"""Two keys and a narrow time range: records merge sessions, and late ones bridge fired or closed sessions."""
+
+
+@settings(max_examples=800, deadline=None)
+@given(session_spec, st.lists(session_op, min_size=1, max_size=25))
+def test_columnar_sessions_equal_the_general_operator(spec, raw_ops):
+    """Merging windows on the columnar operator: the same panes and late records as record-by-record merging,
+    with late records that bridge sessions, allowed lateness, every combiner and every trigger it runs."""
+    assert spec.is_columnar
+    assert_same_panes_on_both_operators(spec, raw_ops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(session_spec, st.lists(session_op, min_size=1, max_size=25))
+def test_columnar_session_gauges_equal_the_general_operator(spec, raw_ops):
+    assert_same_gauges_on_both_operators(spec, raw_ops)
+
+
+def assert_same_panes_on_both_operators(spec, raw_ops):
     from floodmark.core.columnar import ColumnarWindowOperator
 
     ops = numbered(raw_ops)
@@ -327,10 +377,7 @@ def test_columnar_operator_equals_the_general_operator(spec, raw_ops):
     assert drive(ColumnarWindowOperator(spec, -10)) == drive(WindowOperator(spec, -10))
 
 
-@settings(max_examples=300, deadline=None)
-@given(columnar_spec, st.lists(op, min_size=1, max_size=25))
-def test_columnar_operator_gauges_equal_the_general_operator(spec, raw_ops):
-    """Output hold, oldest pending record and open windows agree after every move (they feed the stage watermarks)."""
+def assert_same_gauges_on_both_operators(spec, raw_ops):
     from floodmark.core.columnar import ColumnarWindowOperator
 
     operators = [ColumnarWindowOperator(spec, -10), WindowOperator(spec, -10)]

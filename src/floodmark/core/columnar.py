@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from floodmark.core.aggregates import ColumnarLayout
 from floodmark.core.assign import assign_batch, late_record
@@ -49,7 +50,7 @@ from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import LateFirings
 from floodmark.core.values import unwrap
 from floodmark.core.window_table import NO_TIME, WindowTable, WindowView
-from floodmark.core.windows import Window, window_reached
+from floodmark.core.windows import Window, merge_groups, window_reached
 
 ENGINE = "columnar operator"
 
@@ -70,6 +71,9 @@ class ColumnarAccumulators:
     def reset(self, rows: np.ndarray) -> None:
         for column in self.layout.columns:
             self.cols[column.name][rows] = column.reduction.empty
+
+    def fold(self, targets: np.ndarray, others: np.ndarray) -> None:
+        self.merge(targets, self.of(others))
 
     def merge(self, rows: np.ndarray, incoming: dict[str, np.ndarray]) -> None:
         """Fold ``incoming`` accumulators into ``rows`` (distinct)."""
@@ -159,6 +163,10 @@ class ColumnarWindowOperator:
         keys, payload, pos = assigned.keys, assigned.payload, assigned.rows
         starts, ends, ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         values = {f: assigned.numbers[f][pos] for f in self.layout.value_fields}
+        if self.spec.window.is_merging:
+            self._add_sessions(out, keys, pos, starts, ends, ts, out_times, values, payload)
+            out.accepted -= len(out.late)
+            return out
         late_phase = window_reached(ends, self.watermark)
         early_phase = ~late_phase
         if early_phase.any() and self.trigger.early_count is not None:
@@ -280,6 +288,169 @@ class ColumnarWindowOperator:
             tail_holds = seg_hold[last][tail_rows]
             table.add_arrivals(w_rows[tail_rows], tail_counts, self.watermark, self.processing_time, tail_holds)
 
+    def _add_sessions(self, out, keys, pos, starts, ends, ts, out_times, values, payload):
+        """Records of merging windows (sessions): each record's window ``[ts, ts + gap)`` merges with the key's
+        open windows it overlaps, as the general operator does record by record.
+
+        The batch's new windows and the open windows of its keys are grouped into the windows they merge
+        into (:func:`~floodmark.core.windows.merge_groups`). Groups are independent of each other, and a
+        group none of whose windows the watermark has reached fires nothing while its records arrive
+        (early firings by processing time fire only when processing time moves; count firings do not run
+        on this operator for sessions), so its records are added at once, in arrival order or not: the
+        open members merge into one row (:meth:`WindowTable.merge_rows`), then the records' partial
+        aggregate joins it. A group with a window the watermark has reached may fire, refuse records
+        of closed windows and merge differently at every record: it goes record by record
+        (:meth:`_session_records`), which is rare (late data).
+        """
+        c, table = self.table.cols, self.table
+        n = len(pos)
+        record_keys = keys[pos]
+        live = table.live_rows()
+        live_keys = np.empty(len(live), dtype=object)
+        live_keys[:] = [table.keys[r] for r in live.tolist()]
+        codes, _ = pd.factorize(
+            pd.Series(np.concatenate([record_keys, live_keys]), dtype=object), use_na_sentinel=False
+        )
+        record_codes, live_codes = codes[:n], codes[n:]
+        in_batch = np.zeros(int(codes.max()) + 1, dtype=bool)
+        in_batch[record_codes] = True
+        open_rows = live[in_batch[live_codes]]
+        m = len(open_rows)
+        # Intervals: the batch keys' open windows first (positions 0..m-1), then the records' (m..m+n-1).
+        order, group = merge_groups(
+            np.concatenate([live_codes[in_batch[live_codes]], record_codes]),
+            np.concatenate([c["start"][open_rows], starts]),
+            np.concatenate([c["end"][open_rows], ends]),
+        )
+        group_of = np.empty(m + n, dtype=np.int64)
+        group_of[order] = group
+        groups = int(group[-1]) + 1
+        sorted_starts = np.concatenate([c["start"][open_rows], starts])[order]
+        sorted_ends = np.concatenate([c["end"][open_rows], ends])[order]
+        first = np.r_[True, group[1:] != group[:-1]]
+        merged_start = sorted_starts[first]
+        merged_end = np.maximum.reduceat(sorted_ends, np.flatnonzero(first))
+        record_group, open_group = group_of[m:], group_of[:m]
+        has_records = np.bincount(record_group, minlength=groups) > 0
+        # A group is simple when none of its windows is due: a window the watermark has reached (a record's own
+        # window, or one that fired, closed or waits for late firings) makes the group's panes, merges and
+        # refusals depend on the order of its records.
+        due = window_reached(np.concatenate([c["end"][open_rows], ends]), self.watermark)
+        reached = np.bincount(group_of, weights=due, minlength=groups) > 0
+        slow = has_records & reached
+        if slow.any():
+            for g in np.flatnonzero(slow).tolist():
+                members = open_rows[open_group == g]
+                mine = np.flatnonzero(record_group == g)
+                self._session_records(
+                    out,
+                    keys,
+                    pos[mine],
+                    starts[mine],
+                    ends[mine],
+                    ts[mine],
+                    out_times[mine],
+                    {f: v[mine] for f, v in values.items()},
+                    payload,
+                    members,
+                )
+        fast = has_records & ~reached
+        # Open members of fast groups: several, or one that the records extend, merge into one row.
+        members = np.flatnonzero(fast[open_group])
+        if len(members):
+            member_group = open_group[members]
+            member_rows = open_rows[members]
+            by_group = np.lexsort((c["start"][member_rows], member_group))
+            member_group, member_rows = member_group[by_group], member_rows[by_group]
+            head = np.r_[True, member_group[1:] != member_group[:-1]]
+            target_group = member_group[head]
+            targets = member_rows[head]
+            changed = (c["start"][targets] != merged_start[target_group]) | (
+                c["end"][targets] != merged_end[target_group]
+            )
+            changed |= np.bincount(member_group, minlength=groups)[target_group] > 1
+            targets, target_group = targets[changed], target_group[changed]
+            position = np.full(groups, -1, dtype=np.int64)
+            position[target_group] = np.arange(len(targets))
+            others = ~head & (position[member_group] >= 0)
+            table.merge_rows(
+                targets,
+                merged_start[target_group],
+                merged_end[target_group],
+                member_rows[others],
+                position[member_group[others]],
+            )
+            c["fired"][targets] = False
+        mine = np.flatnonzero(fast[record_group])
+        if len(mine):
+            g = record_group[mine]
+            partials = reduce_records(
+                self.spec,
+                record_keys[mine],
+                merged_start[g],
+                merged_end[g],
+                out_times[mine],
+                {f: v[mine] for f, v in values.items()},
+            )
+            self._merge(partials)
+
+    def _session_records(self, out, keys, pos, starts, ends, ts, out_times, values, payload, members) -> None:
+        """One merge group's records, one by one in arrival order: the general operator's rule in columns.
+
+        A record overlapping a closed window goes to the late output (WINDOW_CLOSED); otherwise its window
+        merges with the open ones it overlaps (:meth:`Sessions.merge_into`; a merged window is new: trigger
+        and pane history start over), the record joins the row, and if the watermark has reached the merged
+        window's max timestamp the trigger's late behaviour applies: a LATE (or first) pane now
+        (``EVERY_RECORD``), the same and the window closes (``NONE``), or nothing until the horizon.
+        """
+        c, table, assigner = self.table.cols, self.table, self.spec.window
+        windows = {table.window(r): int(r) for r in members.tolist()}
+        own = self._record_accumulators(values, np.arange(len(pos)))
+        for i in range(len(pos)):
+            key, proto = keys[pos[i]], Window(int(starts[i]), int(ends[i]))
+            closed = sorted(w for w, r in windows.items() if c["closed"][r] and w.intersects(proto))
+            if closed:
+                out.late.append(self._late(key, closed[0], int(ts[i]), payload[pos[i]], LateReason.WINDOW_CLOSED))
+                continue
+            merged, touching = assigner.merge_into(list(windows), proto)
+            if not touching:
+                row = table.open(key, proto)
+            elif touching == [merged]:
+                row = windows[merged]
+            else:
+                row, *others = [windows[w] for w in touching]
+                table.merge_rows(
+                    np.array([row]),
+                    np.array([merged.start]),
+                    np.array([merged.end]),
+                    np.array(others, dtype=np.int64),
+                    np.zeros(len(others), dtype=np.int64),
+                )
+                c["fired"][row] = False
+                for window in touching:
+                    del windows[window]
+            windows[merged] = row
+            rows = np.array([row])
+            self.accumulators.merge(rows, {name: acc[i : i + 1] for name, acc in own.items()})
+            table.add_arrival(row, 1, self.watermark, self.processing_time, int(out_times[i]))
+            if not window_reached(merged.end, self.watermark) or self.trigger.late is LateFirings.AT_HORIZON:
+                continue
+            finishes = self.trigger.finishes_on_time
+            out.pane_frames.append(self._emit(rows, np.array([finishes])))
+            c["fired"][row] = True
+            c["closed"][row] = finishes
+
+    def _record_accumulators(self, values, sel) -> dict[str, np.ndarray]:
+        """Each selected record's own accumulators, as if it were alone in a window."""
+        own = {}
+        for column in self.layout.columns:
+            reduction = column.reduction
+            if reduction.reads_values:
+                own[column.name] = np.asarray(values[column.field][sel], dtype=reduction.dtype)
+            else:
+                own[column.name] = np.ones(len(sel), dtype=reduction.dtype)
+        return own
+
     def _late_records(self, out, keys, pos, starts, ends, ts, values, mask, payload):
         """Records whose window the watermark has already reached (within allowed lateness)."""
         sel, group, heads, group_keys_ = self._groups(keys, pos, starts, mask)
@@ -310,12 +481,10 @@ class ColumnarWindowOperator:
         accumulating = self.spec.accumulation is AccumulationMode.ACCUMULATING
         # One pane per record: the record alone (DISCARDING) or everything so far (ACCUMULATING).
         panes: dict[str, np.ndarray] = {}
+        records = self._record_accumulators(values, sel[fire_idx])
         for column in self.layout.columns:
             reduction = column.reduction
-            if reduction.reads_values:
-                own = values[column.field][sel[fire_idx]]
-            else:
-                own = np.ones(len(fire_idx), dtype=reduction.dtype)
+            own = records[column.name]
             if accumulating:
                 own = reduction.merge(c[column.name][f_rows], reduction.cumulate(own, f_group))
                 c[column.name][f_rows[last]] = own[last]
@@ -352,8 +521,8 @@ class ColumnarWindowOperator:
     def window_view(self, key: Any, window: Window) -> WindowView | None:
         """What the operator holds for ``key``'s ``window``, or None; the trigger state is rebuilt from the
         columns by the trigger itself (``Trigger.columnar_state``)."""
-        row = self.table.row_of(key, window.start)
-        if row is None or self.table.window(row) != window:
+        row, note = self.table.lookup(key, window, self.spec.window.is_merging)
+        if row is None:
             return None
         book = self.table.book(row)
         state = self.spec.trigger.columnar_state(
@@ -364,7 +533,7 @@ class ColumnarWindowOperator:
         )
         yes_no = {True: "yes", False: "no"}
         details = (f"fired: {yes_no[book.nonearly_fired]}", f"closed: {yes_no[book.finished]}")
-        return WindowView(book, state, ENGINE, details)
+        return WindowView(book, state, ENGINE, details, note)
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:

@@ -52,7 +52,7 @@ from floodmark.core.assign import assign_batch, late_record
 from floodmark.core.emitted import Emitted
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.time import MIN_TIMESTAMP, format_instant
+from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import TriggerContext
 from floodmark.core.values import unwrap
 from floodmark.core.window_table import WindowTable, WindowView
@@ -77,6 +77,11 @@ class ObjectAccumulators:
 
     def reset(self, rows: np.ndarray) -> None:
         self.create(rows)
+
+    def fold(self, targets: np.ndarray, others: np.ndarray) -> None:
+        acc = self.column["acc"]
+        for target, other in zip(targets.tolist(), others.tolist(), strict=True):
+            acc[target] = self.aggregate.merge([acc[target], acc[other]])
 
 
 class WindowOperator:
@@ -217,26 +222,19 @@ class WindowOperator:
         spec, c = self.spec, self.table.cols
         member_rows = [existing[w] for w in touching]
         ctx = TriggerContext(merged_window, self.watermark, self.processing_time)
-        kept = existing.get(merged_window)  # pane history survives only for the same window
-        merged = {
-            "acc": spec.aggregate.merge([c["acc"][r] for r in member_rows]),
-            "trigger": spec.trigger.on_merge([c["trigger"][r] for r in member_rows] + [spec.trigger.new_state()], ctx),
-            "new_count": sum(int(c["new_count"][r]) for r in member_rows),
-            "hold": spec.timestamp_combiner.reduce(c["hold"][member_rows]),
-            "held": any(c["held"][r] for r in member_rows),
-            "pending": min(int(c["pending"][r]) for r in member_rows),
-            "pane_index": int(c["pane_index"][kept]) if kept is not None else 0,
-            "nonspec": int(c["nonspec"][kept]) if kept is not None else 0,
-            "had_nonearly": bool(c["had_nonearly"][kept]) if kept is not None else False,
-        }
+        trigger = spec.trigger.on_merge([c["trigger"][r] for r in member_rows] + [spec.trigger.new_state()], ctx)
+        for member in member_rows:
+            self._scheduled.pop((key, int(c["start"][member])), None)
         # The merged window takes over the first member's row; the others are released.
         row, *others = member_rows
-        for other in others:
-            self._release(other)
-        self._scheduled.pop((key, int(c["start"][row])), None)
-        self.table.reassign(row, merged_window)
-        for name, value in merged.items():
-            c[name][row] = value
+        self.table.merge_rows(
+            np.array([row]),
+            np.array([merged_window.start]),
+            np.array([merged_window.end]),
+            np.array(others, dtype=np.int64),
+            np.zeros(len(others), dtype=np.int64),
+        )
+        c["trigger"][row] = trigger
         return row
 
     def _feed(self, key, row: int, rows, row_ts, out_times, columns, payload, out: Emitted) -> None:
@@ -356,18 +354,7 @@ class WindowOperator:
 
     def window_view(self, key: Hashable, window: Window) -> WindowView | None:
         """What the operator holds for ``key``'s ``window`` (a session overlapping it stands in), or None."""
-        row, note = self.table.row_of(key, window.start), None
-        if row is not None and self.table.window(row) != window:
-            row = None
-        if row is None and self.spec.window.is_merging:
-            covering = [r for w, r in self.table.rows_of_key(key).items() if w.intersects(window)]
-            if len(covering) == 1:
-                row = covering[0]
-                session = self.table.window(row)
-                note = (
-                    f"the session [{format_instant(session.start)}, {format_instant(session.end)}) of this key "
-                    f"overlaps the window asked about: explained"
-                )
+        row, note = self.table.lookup(key, window, self.spec.window.is_merging)
         if row is None:
             return None
         book = self.table.book(row)

@@ -54,8 +54,12 @@ class WindowSpec:
 
     @cached_property
     def columnar_trigger(self) -> ColumnarTrigger | None:
-        """The trigger's columnar form, when the columnar operator can run this spec's windows (not merging)."""
-        return None if self.window.is_merging else self.trigger.columnar()
+        """The trigger's columnar form, when the columnar operator can run this spec's windows: every form,
+        except count firings with merging windows (sessions): a merged window's count is its members'."""
+        columnar = self.trigger.columnar()
+        if columnar is not None and self.window.is_merging and columnar.needs_records:
+            return None
+        return columnar
 
     @cached_property
     def columnar_layout(self) -> ColumnarLayout | None:
@@ -70,5 +74,8 @@ class WindowSpec:
     @property
     def combines_records(self) -> bool:
         """Can on-time records be aggregated before the shuffle (map-side partials)? Not when panes depend
-        on which records arrived in which order (early count firings)."""
-        return self.is_columnar and not self.columnar_trigger.needs_records  # type: ignore[union-attr]
+        on which records arrived in which order (early count firings), nor for merging windows (sessions):
+        whether records merge depends on the windows open in the operator's state."""
+        if self.window.is_merging or not self.is_columnar:
+            return False
+        return not self.columnar_trigger.needs_records  # type: ignore[union-attr]

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from floodmark.core.panes import AccumulationMode, Pane, Timing
+from floodmark.core.time import format_instant
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window, horizon, max_timestamp, window_reached
 
@@ -73,6 +74,9 @@ class Accumulators(Protocol):
 
     def reset(self, rows: np.ndarray) -> None:
         """Restart the accumulators of ``rows`` (empty)."""
+
+    def fold(self, targets: np.ndarray, others: np.ndarray) -> None:
+        """Merge the accumulators of ``others`` into ``targets`` (pairwise; ``targets`` distinct)."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,60 @@ class WindowTable:
             del self.key_windows[key][old]
             self.key_windows[key][window] = row
 
+    def reassign_many(self, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        """:meth:`reassign` for many rows (distinct keys' windows or disjoint ones): only rows whose start
+        changes touch the index (a session growing to the right keeps its start)."""
+        c = self.cols
+        moved = np.flatnonzero(c["start"][rows] != starts)
+        if self.key_windows is not None:
+            moved = np.arange(len(rows))
+        for i in moved.tolist():
+            del self.index[(self.keys[rows[i]], int(c["start"][rows[i]]))]
+        old = [self.window(int(r)) for r in rows[moved].tolist()] if self.key_windows is not None else []
+        c["start"][rows], c["end"][rows] = starts, ends
+        for i in moved.tolist():
+            row = int(rows[i])
+            self.index[(self.keys[row], int(starts[i]))] = row
+        if self.key_windows is not None:
+            for row, window in zip(rows[moved].tolist(), old, strict=True):
+                del self.key_windows[self.keys[row]][window]
+                self.key_windows[self.keys[row]][self.window(row)] = row
+
+    def merge_rows(
+        self, targets: np.ndarray, starts: np.ndarray, ends: np.ndarray, others: np.ndarray, into: np.ndarray
+    ) -> None:
+        """Windows of a key merge (sessions): ``targets[j]`` becomes the window ``[starts[j], ends[j])`` and
+        absorbs each row ``others[i]`` with ``into[i] == j`` (released here). Java Beam's merge, per column:
+
+        * records since the last pane add up, their holds combine (the combiner), the merged window holds
+          the output watermark if any member did, and its oldest pending record is the members' oldest;
+        * accumulators merge (:meth:`Accumulators.fold`);
+        * pane history starts over: the merged window is a new window, its first pane has index 0 (the
+          caller does not merge a window into itself: a record inside an open session just joins it).
+
+        Trigger state is the operator's (``Trigger.on_merge``, or the columnar trigger's columns).
+        """
+        c = self.cols
+        if len(others):
+            order = np.argsort(into, kind="stable")
+            others, into = others[order], into[order]
+            first = np.r_[True, into[1:] != into[:-1]]
+            rank = np.arange(len(into)) - np.flatnonzero(first)[np.cumsum(first) - 1]
+            for r in range(int(rank.max()) + 1):
+                pick = rank == r
+                t, o = targets[into[pick]], others[pick]
+                c["new_count"][t] += c["new_count"][o]
+                c["hold"][t] = self.combiner.fold(c["hold"][t], c["hold"][o])
+                c["held"][t] |= c["held"][o]
+                c["pending"][t] = np.minimum(c["pending"][t], c["pending"][o])
+                assert self.accumulators is not None, "the operator has not attached its accumulators"
+                self.accumulators.fold(t, o)
+            self.release(others)
+        self.reassign_many(targets, starts, ends)
+        c["pane_index"][targets] = 0
+        c["nonspec"][targets] = 0
+        c["had_nonearly"][targets] = False
+
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
         row_list, keys = rows.tolist(), self.keys
@@ -255,6 +313,24 @@ class WindowTable:
         if self.key_windows is not None:
             return set(self.key_windows.get(key, {}))
         return {self.window(r) for r in self.live_rows().tolist() if self.keys[r] == key}
+
+    def lookup(self, key: Hashable, window: Window, merging: bool) -> tuple[int | None, str | None]:
+        """The row of ``key``'s ``window`` for ``explain``, and a note when another window stands in for it:
+        with merging windows, the one open session of the key that overlaps ``window``."""
+        row = self.row_of(key, window.start)
+        if row is not None and self.window(row) == window:
+            return row, None
+        if not merging:
+            return None, None
+        covering = [w for w in self.windows_of(key) if w.intersects(window)]
+        if len(covering) != 1:
+            return None, None
+        (session,) = covering
+        note = (
+            f"the session [{format_instant(session.start)}, {format_instant(session.end)}) of this key "
+            f"overlaps the window asked about: explained"
+        )
+        return self.row_of(key, session.start), note
 
     def live_rows(self) -> np.ndarray:
         return np.flatnonzero(self.cols["live"])

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+import pandas as pd
 
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive_millis, to_millis
 
@@ -276,3 +277,24 @@ def merge_windows(windows: Sequence[Window]) -> list[tuple[Window, list[Window]]
         else:
             groups.append((window, [window]))
     return groups
+
+
+def merge_groups(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`merge_windows` for many keys at once, vectorised: which windows merge with which.
+
+    ``codes`` says whose window each one is (an int per key), ``[starts, ends)``
+    its bounds in ms. Returns ``(order, group)``: ``order`` sorts the windows by
+    (key, start), arrival order kept among equal starts; ``group[i]`` numbers the
+    merged window that the ``i``-th window in that order belongs to (0, 1, ...,
+    ascending). The rule is :func:`merge_windows`'s: a window joins its key's
+    current group when it starts strictly before the group's end (the running MAX
+    of the ends so far), so windows that only touch stay apart.
+    """
+    order = np.lexsort((np.arange(len(codes)), starts, codes))
+    codes, starts, ends = codes[order], starts[order], ends[order]
+    if len(order) == 0:
+        return order, np.zeros(0, dtype=np.int64)
+    reach = pd.Series(ends).groupby(codes, sort=False).cummax().to_numpy()
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = (codes[1:] != codes[:-1]) | (starts[1:] >= reach[:-1])
+    return order, np.cumsum(new_group) - 1
