@@ -542,7 +542,11 @@ class ColumnarWindowOperator:
 
     @classmethod
     def restore(cls, spec: WindowSpec, snapshot: bytes) -> ColumnarWindowOperator:
-        data = pickle.loads(snapshot)
+        return cls.from_data(spec, pickle.loads(snapshot))
+
+    @classmethod
+    def from_data(cls, spec: WindowSpec, data: dict) -> ColumnarWindowOperator:
+        """The operator a snapshot's unpickled ``data`` describes."""
         operator = cls(spec, data["watermark"], data["processing_time"])
         operator.table.restore(data)
         return operator

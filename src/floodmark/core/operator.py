@@ -369,7 +369,11 @@ class WindowOperator:
 
     @classmethod
     def restore(cls, spec: WindowSpec, snapshot: bytes) -> WindowOperator:
-        data = pickle.loads(snapshot)
+        return cls.from_data(spec, pickle.loads(snapshot))
+
+    @classmethod
+    def from_data(cls, spec: WindowSpec, data: dict) -> WindowOperator:
+        """The operator a snapshot's unpickled ``data`` describes."""
         operator = cls(spec, data["watermark"], data["processing_time"])
         operator.table.restore(data)
         for row in operator.table.live_rows().tolist():

@@ -10,6 +10,8 @@ columnar form (``WindowSpec.is_columnar``) and the general one
 
 from __future__ import annotations
 
+import pickle
+
 from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
@@ -39,8 +41,15 @@ def make_operator(spec: WindowSpec, watermark: int = MIN_TIMESTAMP, processing_t
 
 
 def restore_operator(spec: WindowSpec, snapshot: bytes) -> Operator:
-    """An operator from a snapshot taken by the one :func:`make_operator` picks for ``spec``."""
-    return operator_class(spec).restore(spec, snapshot)
+    """The operator that took ``snapshot``, restored.
+
+    A snapshot stays with the operator that took it: the general operator's (one accumulator object per
+    window, column ``acc``) resumes on the general operator even where :func:`make_operator` now picks the
+    columnar one, so state written before sessions ran on the columnar operator keeps its panes.
+    """
+    data = pickle.loads(snapshot)
+    kind = WindowOperator if "acc" in data["cols"] else operator_class(spec)
+    return kind.from_data(spec, data)
 
 
 def step(
