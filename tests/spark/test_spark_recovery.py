@@ -243,11 +243,18 @@ COLUMNAR_EARLY_SPEC = dict(  # the columnar operator with speculative panes: par
     accumulation=AccumulationMode.DISCARDING,
 )
 
+COLUMNAR_SESSIONS_SPEC = dict(  # sessions on the columnar operator: raw records, merged in the operator
+    window=windows.Sessions(1_500),
+    trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(400), late=triggers.AfterCount(1)),
+    allowed_lateness=6_000,
+    accumulation=AccumulationMode.ACCUMULATING,
+)
+
 
 @pytest.mark.parametrize(
     "spec_args",
-    [GENERAL_SPEC, COLUMNAR_COUNT_SPEC, COLUMNAR_EARLY_SPEC],
-    ids=["general", "columnar-count", "columnar-early"],
+    [GENERAL_SPEC, COLUMNAR_COUNT_SPEC, COLUMNAR_EARLY_SPEC, COLUMNAR_SESSIONS_SPEC],
+    ids=["general", "columnar-count", "columnar-early", "columnar-sessions"],
 )
 def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec_args):
     rng = np.random.default_rng(11)
@@ -324,6 +331,11 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
     assert got == expected
     assert len(got) > 10
     assert {"EARLY", "ON_TIME", "LATE"} <= {p[2] for p in got}, "speculative and late panes were compared too"
+    if spec_args is COLUMNAR_SESSIONS_SPEC:
+        lengths = spark_panes["window_end"] - spark_panes["window_start"]
+        assert (lengths > 1_500).any(), "sessions merged"
+        ends = sorted((p.key, p.window.start, p.window.end) for p in core_panes)
+        assert sorted(zip(spark_panes.k, spark_panes.window_start, spark_panes.window_end, strict=True)) == ends
     assert json.dumps([r.batch_id for r in handle.reports]) == json.dumps(list(range(len(handle.reports))))
 
 
