@@ -87,7 +87,8 @@ def main() -> None:
             WindowSpec(tumbling, count, triggers.AfterWatermark(late=triggers.AfterCount(2))),
             10_000,
         ),
-        ("sessions gap 1 min (general), 10k keys", WindowSpec(windows.Sessions(60_000), count), 10_000),
+        ("sessions gap 1 min, 10k keys", WindowSpec(windows.Sessions(60_000), count), 10_000),
+        ("sessions gap 1 min, 100k keys", WindowSpec(windows.Sessions(60_000), count), 100_000),
     ]
     table = Table(title=f"core.step, {BATCHES} batches of {BATCH_RECORDS:,} records, best of 3")
     for column in ("workload", "operator", "seconds", "records/s"):

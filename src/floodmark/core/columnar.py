@@ -355,7 +355,8 @@ class ColumnarWindowOperator:
                     members,
                 )
         fast = has_records & ~reached
-        # Open members of fast groups: several, or one that the records extend, merge into one row.
+        # Each fast group's row: its first open member (into which the others merge), else a new row.
+        group_row = np.full(groups, -1, dtype=np.int64)
         members = np.flatnonzero(fast[open_group])
         if len(members):
             member_group = open_group[members]
@@ -363,6 +364,8 @@ class ColumnarWindowOperator:
             by_group = np.lexsort((c["start"][member_rows], member_group))
             member_group, member_rows = member_group[by_group], member_rows[by_group]
             head = np.r_[True, member_group[1:] != member_group[:-1]]
+            group_row[member_group[head]] = member_rows[head]
+            # Several members, or one that the records extend: they merge into one row, a new window.
             target_group = member_group[head]
             targets = member_rows[head]
             changed = (c["start"][targets] != merged_start[target_group]) | (
@@ -382,17 +385,30 @@ class ColumnarWindowOperator:
             )
             c["fired"][targets] = False
         mine = np.flatnonzero(fast[record_group])
-        if len(mine):
-            g = record_group[mine]
-            partials = reduce_records(
-                self.spec,
-                record_keys[mine],
-                merged_start[g],
-                merged_end[g],
-                out_times[mine],
-                {f: v[mine] for f, v in values.items()},
-            )
-            self._merge(partials)
+        if not len(mine):
+            return
+        # The records' partial aggregate per group, added to the group's row (no firing: nothing is due).
+        order = mine[np.argsort(record_group[mine], kind="stable")]
+        sorted_group = record_group[order]
+        first = np.r_[True, sorted_group[1:] != sorted_group[:-1]]
+        bounds = np.flatnonzero(first)
+        segment = np.cumsum(first) - 1
+        heads = sorted_group[first]
+        new = np.flatnonzero(group_row[heads] < 0)
+        if len(new):
+            new_keys = np.empty(len(new), dtype=object)
+            new_keys[:] = list(record_keys[order[bounds[new]]])
+            group_row[heads[new]] = table.open_many(new_keys, merged_start[heads[new]], merged_end[heads[new]])
+        rows = group_row[heads]
+        partial = {}
+        for column in self.layout.columns:
+            reduction = column.reduction
+            v = np.asarray(values[column.field], dtype=np.float64)[order] if reduction.reads_values else None
+            partial[column.name] = reduction.of_groups(v, segment, bounds)
+        self.accumulators.merge(rows, partial)
+        holds = self.spec.timestamp_combiner.reduce_at(out_times[order], bounds)
+        counts = np.diff(np.r_[bounds, len(order)])
+        table.add_arrivals(rows, counts, self.watermark, self.processing_time, holds)
 
     def _session_records(self, out, keys, pos, starts, ends, ts, out_times, values, payload, members) -> None:
         """One merge group's records, one by one in arrival order: the general operator's rule in columns.

@@ -181,11 +181,23 @@ class WindowTable:
             dtypes[name], self.empty[name] = dtype, value
         self.cols: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in dtypes.items()}
         self.keys: list[Any] = []
-        self.index: dict[tuple[Any, int], int] = {}
+        self._index: dict[tuple[Any, int], int] | None = {}
         self.free: list[int] = []
         self.key_windows: dict[Any, dict[Window, int]] | None = {} if track_keys else None
 
     # ------------------------------------------------------------------ rows
+    @property
+    def index(self) -> dict[tuple[Any, int], int]:
+        """``{(key, window start): row}`` of the open rows; after :meth:`restore` it is built on first use
+        (merging windows find their rows without it, so a restored session table never pays for it)."""
+        if self._index is None:
+            live = self.live_rows()
+            keys = [self.keys[r] for r in live.tolist()]
+            self._index = dict(
+                zip(zip(keys, self.cols["start"][live].tolist(), strict=True), live.tolist(), strict=True)
+            )
+        return self._index
+
     def row_of(self, key: Hashable, start: int) -> int | None:
         """The row of ``key``'s window starting at ``start``, if open."""
         return self.index.get((key, start))
@@ -204,6 +216,14 @@ class WindowTable:
             self._register_many(new_rows.tolist(), [keys[i] for i in missing.tolist()], starts[missing].tolist())
         return rows, existed
 
+    def open_many(self, keys: Sequence[Any], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Open new rows for (key, window)s that are not open (unchecked: the caller knows) and return them."""
+        rows = self._allocate(len(keys))
+        self.cols["start"][rows] = starts
+        self.cols["end"][rows] = ends
+        self._register_many(rows.tolist(), list(keys), np.asarray(starts).tolist())
+        return rows
+
     def open(self, key: Hashable, window: Window) -> int:
         """Open one new row for ``key``'s ``window`` (which must not be open) and return it."""
         row = int(self._allocate(1)[0])
@@ -214,9 +234,10 @@ class WindowTable:
     def reassign(self, row: int, window: Window) -> None:
         """Give ``row`` another window of the same key (a merge); its other columns are the caller's."""
         key, old = self.keys[row], self.window(row)
-        del self.index[(key, old.start)]
         self.cols["start"][row], self.cols["end"][row] = window.start, window.end
-        self.index[(key, window.start)] = row
+        if self._index is not None:
+            del self._index[(key, old.start)]
+            self._index[(key, window.start)] = row
         if self.key_windows is not None:
             del self.key_windows[key][old]
             self.key_windows[key][window] = row
@@ -228,13 +249,15 @@ class WindowTable:
         moved = np.flatnonzero(c["start"][rows] != starts)
         if self.key_windows is not None:
             moved = np.arange(len(rows))
+        index = self._index if self._index is not None else {}
         for i in moved.tolist():
-            del self.index[(self.keys[rows[i]], int(c["start"][rows[i]]))]
+            index.pop((self.keys[rows[i]], int(c["start"][rows[i]])), None)
         old = [self.window(int(r)) for r in rows[moved].tolist()] if self.key_windows is not None else []
         c["start"][rows], c["end"][rows] = starts, ends
-        for i in moved.tolist():
-            row = int(rows[i])
-            self.index[(self.keys[row], int(starts[i]))] = row
+        if self._index is not None:
+            for i in moved.tolist():
+                row = int(rows[i])
+                self._index[(self.keys[row], int(starts[i]))] = row
         if self.key_windows is not None:
             for row, window in zip(rows[moved].tolist(), old, strict=True):
                 del self.key_windows[self.keys[row]][window]
@@ -278,17 +301,18 @@ class WindowTable:
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
         row_list, keys = rows.tolist(), self.keys
-        if len(row_list) == len(self.index):
+        if len(row_list) == self.window_count():
             # Every open window goes (the end of a bounded input, a watermark past everything): forget them all
             # at once instead of one dict entry at a time (~0.5 us per window).
-            self.index.clear()
+            self._index = {}
             if self.key_windows is not None:
                 self.key_windows.clear()
             self.keys = keys = [None] * len(keys)
         else:
-            index = self.index
-            for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
-                del index[(keys[row], start)]
+            if self._index is not None:
+                index = self._index
+                for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
+                    del index[(keys[row], start)]
             if self.key_windows is not None:
                 for row in row_list:
                     windows = self.key_windows[keys[row]]
@@ -343,7 +367,8 @@ class WindowTable:
 
     def _register(self, row: int, key: Any, start: int) -> None:
         self.keys[row] = key
-        self.index[(key, start)] = row
+        if self._index is not None:
+            self._index[(key, start)] = row
         if self.key_windows is not None:
             self.key_windows.setdefault(key, {})[self.window(row)] = row
 
@@ -351,7 +376,8 @@ class WindowTable:
         """:meth:`_register` for many rows (the hot path: one dict update, no call per row)."""
         for row, key in zip(rows, keys, strict=True):
             self.keys[row] = key
-        self.index.update(zip(zip(keys, starts, strict=True), rows, strict=True))
+        if self._index is not None:
+            self._index.update(zip(zip(keys, starts, strict=True), rows, strict=True))
         if self.key_windows is not None:
             for row, key in zip(rows, keys, strict=True):
                 self.key_windows.setdefault(key, {})[self.window(row)] = row
@@ -600,7 +626,7 @@ class WindowTable:
             )
         self.keys = list(data["keys"])
         self.free = []
-        self.index = {}
+        self._index = None
         if self.key_windows is not None:
             self.key_windows = {}
         self._register_many(list(range(size)), self.keys, self.cols["start"].tolist())

@@ -1,0 +1,400 @@
+"""Every workload against native Spark, in one run, one table (issue 12's benchmark).
+
+    .venv/bin/python bench/all.py                  # the full run (~40 min on 2 cores)
+    .venv/bin/python bench/all.py --quick          # smaller inputs, one run each (~10 min)
+    .venv/bin/python bench/all.py --only sessions idle
+
+Every row reads the same Parquet files with both engines in the same Spark session (local[2]): native Spark
+(``withWatermark(5 s)`` + the closest aggregation, append mode, ``noop`` sink, ``availableNow``) and floodmark
+(``EventTimeAggregation`` with 4 splits, bounded out-of-orderness 5 s, panes written to Parquet,
+``run_to_completion``, which adds the end-of-input batch that fires the last windows: native never fires
+them). The input is ``--files`` files of ``--rows`` rows in all, one file per batch, timestamps over 10
+minutes of event time (``bench/throughput.py``'s generator). Before measuring, each engine runs once on the
+first workload (a cold JVM makes the first native run 2-3x slower); then the engines alternate ``--repeat``
+times on fresh checkpoints and the table shows medians (shared machines are noisy).
+
+Columns: rows/s over the whole run and the ratio (floodmark / native); the first batch's seconds (Spark's
+``triggerExecution``: it pays for Python worker start-up); floodmark's end-of-input flush batch (it fires every
+window still open); pane latency in batches (from the batch after which the watermark passed a window's end
+to the batch that emitted its pane: 1 = the next trigger); the driver's state (the newest control entry:
+per split, not per key); the peak resident memory of the Python worker processes during floodmark's run.
+
+``two stages`` is seed 003's pipeline (``bench/stages_throughput.py``: per-user sessions, then a global mean
+per 2 minutes) against native chained aggregations. ``early firings`` is
+``AfterWatermark(early=AfterProcessingTime(1 s))`` (native has no early firings: its ratio is against native's
+tumbling count). ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger
+for ``--idle-seconds`` and reports the CPU used by this process, the JVM and its Python workers, as a % of
+one core, and the batches each ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import psutil
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from rich.console import Console
+from rich.table import Table
+from stages_throughput import floodmark_run as stages_floodmark_run
+from stages_throughput import generate as generate_games
+from stages_throughput import native_run as stages_native_run
+from throughput import SCHEMA, control_entry_bytes, generate, latency_in_batches
+
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, SourceTime, local_session
+
+SPLITS = ["0", "1", "2", "3"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One row of the table: a native aggregation and floodmark's spec for the same result."""
+
+    name: str
+    keys: int
+    native_window: Callable[[Column], Column]
+    spec: WindowSpec
+
+
+def workloads(quick: bool) -> dict[str, Workload]:
+    count = {"n": aggregates.count()}
+    big = 200_000 if quick else 1_000_000
+    return {
+        "tumbling-100": Workload(
+            "tumbling 1 min, 100 keys",
+            100,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
+        ),
+        "tumbling-100k": Workload(
+            "tumbling 1 min, 100k keys",
+            100_000,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
+        ),
+        "tumbling-1m": Workload(
+            f"tumbling 60 min, {big // 1000}k keys",
+            big,
+            lambda t: F.window(t, "60 minutes"),
+            WindowSpec(windows.Tumbling(3_600_000), count),
+        ),
+        "sliding": Workload(
+            "sliding 10 min / 1 min, 100k keys",
+            100_000,
+            lambda t: F.window(t, "10 minutes", "1 minute"),
+            WindowSpec(windows.Sliding(600_000, 60_000), count),
+        ),
+        "sessions": Workload(
+            "sessions gap 1 min, 100k users",
+            100_000,
+            lambda t: F.session_window(t, "1 minute"),
+            WindowSpec(windows.Sessions(60_000), count),
+        ),
+        "early": Workload(
+            "early firings every 1 s, 100k keys",
+            100_000,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(
+                windows.Tumbling(60_000),
+                count,
+                triggers.AfterWatermark(early=triggers.AfterProcessingTime(1_000)),
+            ),
+        ),
+    }
+
+
+@dataclass
+class Run:
+    seconds: float
+    rows: int
+    first_batch_s: float
+    flush_s: float | None = None
+    latency: str = ""
+    state_bytes: int | None = None
+    python_mb: float | None = None
+
+
+@dataclass
+class Row:
+    name: str
+    rows: int
+    native: list[Run] = field(default_factory=list)
+    floodmark: list[Run] = field(default_factory=list)
+
+
+class PythonMemory:
+    """Peak resident memory (MB) of the Python processes under the JVM (Spark's Python workers), sampled."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s = interval_s
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PythonMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for process in me.children(recursive=True):
+                try:
+                    if "python" in process.name().lower():
+                        total += process.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total / 1e6)
+            self._stop.wait(self.interval_s)
+
+
+def trigger_seconds(progress: list, batch_id: int) -> float:
+    for entry in progress:
+        if entry.batchId == batch_id:
+            return entry.durationMs.get("triggerExecution", 0) / 1000
+    return float("nan")
+
+
+def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
+    counts = (
+        stream.withColumn("t", F.timestamp_millis("ts"))
+        .withWatermark("t", "5 seconds")
+        .groupBy(workload.native_window(F.col("t")), "k")
+        .count()
+    )
+    started = time.perf_counter()
+    query = (
+        counts.writeStream.outputMode("append")
+        .format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    progress = query.recentProgress
+    return Run(elapsed, sum(p.numInputRows for p in progress), trigger_seconds(progress, 0))
+
+
+def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5_000)
+    return EventTimeAggregation(
+        stream,
+        event_time="ts",
+        key_by=["k"],
+        spec=workload.spec,
+        time=SourceTime(strategy, split="p", known_splits=SPLITS),
+    )
+
+
+def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
+    agg = aggregation(spark, workload, data)
+    with PythonMemory() as memory:
+        started = time.perf_counter()
+        handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
+        elapsed = time.perf_counter() - started
+    panes = spark.read.parquet(str(work / "out" / "panes")).select("window_end", "n", "batch_id").toPandas()
+    progress = handle.query.recentProgress
+    rows = sum(r.records for r in handle.reports)
+    return Run(
+        elapsed,
+        rows,
+        trigger_seconds(progress, 0),
+        flush_s=trigger_seconds(progress, handle.reports[-1].batch_id),
+        latency=latency_in_batches(handle.reports, panes),
+        state_bytes=control_entry_bytes(work),
+        python_mb=memory.peak,
+    )
+
+
+def stages_row(spark, work: Path, users: int, repeat: int) -> Row:
+    data = work / "games"
+    rows, _ = generate_games(data, users, 10)
+    row = Row(f"two stages: sessions -> mean, {2 * users:,} players", rows)
+    stages_native_run(spark, data, work / "games-native-warm-up")
+    stages_floodmark_run(spark, data, work / "games-fm-warm-up")
+    for run in range(repeat):
+        row.native.append(Run(stages_native_run(spark, data, work / f"games-native-{run}"), rows, float("nan")))
+        with PythonMemory() as memory:
+            seconds = stages_floodmark_run(spark, data, work / f"games-fm-{run}")
+        row.floodmark.append(Run(seconds, rows, float("nan"), python_mb=memory.peak))
+    return row
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and every process under it (the JVM, Python workers)."""
+    total = 0.0
+    for process in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            continue
+    return total
+
+
+def idle_cpu(spark, work: Path, seconds: float) -> dict[str, tuple[float, int]]:
+    """``{engine: (CPU % of one core, batches run)}`` for a tumbling query on an empty directory, 1-second trigger."""
+    empty = work / "empty"
+    empty.mkdir(parents=True, exist_ok=True)
+    workload = workloads(quick=True)["tumbling-100"]
+    results = {}
+    native_stream = spark.readStream.schema(SCHEMA).parquet(str(empty))
+    native = (
+        native_stream.withColumn("t", F.timestamp_millis("ts"))
+        .withWatermark("t", "5 seconds")
+        .groupBy(F.window("t", "1 minute"), "k")
+        .count()
+        .writeStream.outputMode("append")
+        .format("noop")
+        .option("checkpointLocation", str(work / "idle-native"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    time.sleep(5)  # start-up is not idleness
+    before, started = cpu_seconds(), time.perf_counter()
+    batches_before = len(native.recentProgress)
+    time.sleep(seconds)
+    used, wall = cpu_seconds() - before, time.perf_counter() - started
+    results["native"] = (100 * used / wall, len(native.recentProgress) - batches_before)
+    native.stop()
+    handle = aggregation(spark, workload, empty).start(
+        str(work / "idle-fm"), str(work / "idle-fm-out"), trigger_interval="1 second"
+    )
+    try:
+        time.sleep(5)
+        before, started = cpu_seconds(), time.perf_counter()
+        batches_before = len(handle.reports)
+        time.sleep(seconds)
+        used, wall = cpu_seconds() - before, time.perf_counter() - started
+        results["floodmark"] = (100 * used / wall, len(handle.reports) - batches_before)
+    finally:
+        handle.stop()
+    return results
+
+
+def median(runs: list[Run], attribute: str) -> float | None:
+    values = [getattr(r, attribute) for r in runs if getattr(r, attribute) is not None]
+    return statistics.median(values) if values else None
+
+
+def cell(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None or value != value else format(value, fmt)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows per workload (8 files)")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per engine (the table shows medians)")
+    parser.add_argument("--players", type=int, default=5_000, help="players per source in the two-stage row")
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--quick", action="store_true", help="400k rows, one run each, 20 s of idleness")
+    parser.add_argument("--only", nargs="+", default=None, help="rows to run: workload names, 'stages', 'idle'")
+    parser.add_argument("--work", type=Path, default=None)
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
+    chosen = workloads(args.quick)
+    wanted = args.only or [*chosen, "stages", "idle"]
+    unknown = set(wanted) - {*chosen, "stages", "idle"}
+    if unknown:
+        parser.error(f"unknown rows {sorted(unknown)}: choose from {[*chosen, 'stages', 'idle']}")
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="floodmark-bench-all-"))
+    spark = local_session("floodmark-bench-all", cores=2, shuffle_partitions=2)
+    console = Console(width=220)
+    rows: list[Row] = []
+    warmed = False
+    for name in (n for n in chosen if n in wanted):
+        workload = chosen[name]
+        data = work / f"data-{name}"
+        total = args.rows
+        shutil.rmtree(data, ignore_errors=True)
+        generate(data, total, workload.keys, 10, args.files)
+        if not warmed:  # JIT, codegen and Python workers: not measured
+            native_run(spark, workload, data, work / "native-warm-up")
+            floodmark_run(spark, workload, data, work / "fm-warm-up")
+            warmed = True
+        row = Row(workload.name, total)
+        for run in range(args.repeat):
+            row.native.append(native_run(spark, workload, data, work / f"native-{name}-{run}"))
+            row.floodmark.append(floodmark_run(spark, workload, data, work / f"fm-{name}-{run}"))
+        console.print(f"[dim]{workload.name}: done[/dim]")
+        rows.append(row)
+        shutil.rmtree(data, ignore_errors=True)
+    if "stages" in wanted:
+        rows.append(stages_row(spark, work, args.players, args.repeat))
+        console.print("[dim]two stages: done[/dim]")
+    early = next((r for r in rows if r.name.startswith("early")), None)
+    tumbling = next((r for r in rows if r.name == chosen["tumbling-100k"].name), None)
+
+    table = Table(
+        title=f"floodmark vs native Spark 4.3, local[2], {date.today().isoformat()}, median of {args.repeat} run(s)"
+    )
+    columns = (
+        "workload",
+        "rows",
+        "native rows/s",
+        "floodmark rows/s",
+        "ratio",
+        "native 1st batch s",
+        "floodmark 1st batch s",
+        "floodmark flush s",
+        "pane latency (batches)",
+        "driver state bytes",
+        "peak Python MB",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column == "workload" else "right")
+    for row in rows:
+        native_rate = statistics.median(r.rows / r.seconds for r in row.native)
+        if row is early and tumbling is not None:  # native has no early firings: compare with its tumbling count
+            native_rate = statistics.median(r.rows / r.seconds for r in tumbling.native)
+        fm_rate = statistics.median(r.rows / r.seconds for r in row.floodmark)
+        table.add_row(
+            row.name,
+            f"{row.rows:,}",
+            f"{native_rate:,.0f}",
+            f"{fm_rate:,.0f}",
+            f"{fm_rate / native_rate:.2f}x",
+            cell(median(row.native, "first_batch_s"), ".1f"),
+            cell(median(row.floodmark, "first_batch_s"), ".1f"),
+            cell(median(row.floodmark, "flush_s"), ".1f"),
+            row.floodmark[-1].latency or "n/a",
+            cell(median(row.floodmark, "state_bytes"), ",.0f"),
+            cell(median(row.floodmark, "python_mb"), ",.0f"),
+        )
+    if rows:
+        console.print(table)
+    if "idle" in wanted:
+        idle = idle_cpu(spark, work, args.idle_seconds)
+        idle_table = Table(title=f"idle query: empty input, 1-second trigger, {args.idle_seconds:.0f} s")
+        for column in ("engine", "CPU % of one core", "batches run"):
+            idle_table.add_column(column, justify="right")
+        for engine, (cpu, batches) in idle.items():
+            idle_table.add_row(engine, f"{cpu:.0f}%", str(batches))
+        console.print(idle_table)
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
