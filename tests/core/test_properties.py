@@ -377,8 +377,20 @@ def assert_same_panes_on_both_operators(spec, raw_ops):
     assert drive(ColumnarWindowOperator(spec, -10)) == drive(WindowOperator(spec, -10))
 
 
-def assert_same_gauges_on_both_operators(spec, raw_ops):
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(columnar_spec, session_spec), st.lists(op, min_size=1, max_size=25))
+def test_both_operators_announce_the_same_deadlines(spec, raw_ops):
+    """The next watermark and processing time at which something would fire (they decide when an idle query
+    needs its next batch) agree after every move."""
+    assert_same_gauges_on_both_operators(
+        spec, raw_ops, lambda o: (o.next_watermark_deadline(), o.next_processing_deadline())
+    )
+
+
+def assert_same_gauges_on_both_operators(spec, raw_ops, gauges_of=None):
     from floodmark.core.columnar import ColumnarWindowOperator
+
+    gauges_of = gauges_of or (lambda o: (o.output_hold(), o.oldest_pending_processing_time(), o.window_count()))
 
     operators = [ColumnarWindowOperator(spec, -10), WindowOperator(spec, -10)]
     watermark, now = -10, 0
@@ -392,7 +404,7 @@ def assert_same_gauges_on_both_operators(spec, raw_ops):
                 operator.advance_watermark(watermark)
             else:
                 operator.advance_processing_time(now)
-            gauges.append((operator.output_hold(), operator.oldest_pending_processing_time(), operator.window_count()))
+            gauges.append(gauges_of(operator))
         assert gauges[0] == gauges[1]
 
 

@@ -50,7 +50,7 @@ from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import LateFirings
 from floodmark.core.values import unwrap
 from floodmark.core.window_table import NO_TIME, WindowTable, WindowView
-from floodmark.core.windows import Window, merge_groups, window_reached
+from floodmark.core.windows import Window, max_timestamp, merge_groups, window_reached
 
 ENGINE = "columnar operator"
 
@@ -530,6 +530,27 @@ class ColumnarWindowOperator:
 
     def oldest_pending_processing_time(self) -> int | None:
         return self.table.oldest_pending()
+
+    def next_watermark_deadline(self) -> int | None:
+        """The lowest input watermark at which :meth:`advance_watermark` would change anything: a window's
+        ON_TIME pane (its max timestamp) or its garbage collection (its horizon); None without open windows."""
+        c = self.table.cols
+        live = c["live"]
+        deadlines = self.table.horizons(np.flatnonzero(live))
+        if self.trigger.on_time:
+            waiting = np.flatnonzero(live & ~c["closed"] & ~c["fired"])
+            deadlines = np.concatenate([deadlines, max_timestamp(c["end"][waiting])])
+        return int(deadlines.min()) if len(deadlines) else None
+
+    def next_processing_deadline(self) -> int | None:
+        """The lowest processing time at which :meth:`advance_processing_time` would fire an EARLY pane, or None."""
+        delay = self.trigger.early_delay
+        if delay is None:
+            return None
+        c = self.table.cols
+        waiting = c["live"] & ~c["closed"] & ~c["fired"] & ~window_reached(c["end"], self.watermark)
+        pending = c["pending"][waiting & (c["pending"] != NO_TIME)]
+        return int(pending.min()) + delay if len(pending) else None
 
     def window_count(self) -> int:
         return self.table.window_count()

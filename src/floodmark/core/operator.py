@@ -349,6 +349,25 @@ class WindowOperator:
         processing-time watermark), or ``None`` when nothing is pending."""
         return self.table.oldest_pending()
 
+    def next_watermark_deadline(self) -> int | None:
+        """The lowest input watermark at which :meth:`advance_watermark` would fire or collect a window, or None."""
+        return self._next_due(self._watermark_timers, 0)
+
+    def next_processing_deadline(self) -> int | None:
+        """The lowest processing time at which :meth:`advance_processing_time` would ask a trigger, or None."""
+        return self._next_due(self._processing_timers, 1)
+
+    def _next_due(self, heap: list, slot: int) -> int | None:
+        """The earliest live deadline of a timer heap; superseded entries on top are dropped (``_due`` would
+        skip them)."""
+        while heap:
+            deadline, _, key, start = heap[0]
+            scheduled = self._scheduled.get((key, start))
+            if scheduled is not None and scheduled[slot] == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
     def window_count(self) -> int:
         return self.table.window_count()
 
