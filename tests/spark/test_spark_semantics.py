@@ -105,7 +105,7 @@ def test_idle_split_blocks_windows_unless_idleness_is_configured(spark, tmp_path
             str(tmp_path / name / "ckpt"), str(tmp_path / name / "out"), trigger_interval="500 milliseconds"
         )
         try:
-            handle.await_batches(12, timeout_s=240)
+            handle.await_settled(timeout_s=240)
         finally:
             handle.stop()
         return read_output(spark, tmp_path / name / "out" / "panes")
@@ -157,6 +157,45 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
         assert spark.table("native_lone").count() == 0, "native Spark never emits the last window"
     finally:
         query.stop()
+
+
+def test_an_idle_query_runs_no_batch_until_something_can_fire(spark, tmp_path):
+    """Issue 12: with no input and nothing to fire the query runs no batch at all (it used to run one per
+    trigger); the driver asks for a batch when the watermark can reach a window, so the lone window of seed
+    000 still fires within wait + two triggers of its record's batch."""
+    write_batches(tmp_path / "in", [frame([(9 * SECOND, "a", 0, 1.0)])])
+    agg = EventTimeAggregation(
+        stream(spark, tmp_path / "in"),
+        event_time="ts",
+        key_by=["k"],
+        spec=WindowSpec(windows.Tumbling(10 * SECOND), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_idle_advancing(bound=0, wait=2 * SECOND, interval=200), split="p"),
+    )
+    interval_ms = 500
+    handle = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval=f"{interval_ms} milliseconds")
+    try:
+        handle.await_settled(timeout_s=120)
+        settled = len(handle.reports)
+        time.sleep(10 * interval_ms / 1000)
+        idle_batches = len(handle.reports) - settled
+        plan = handle.controller.next_batch
+    finally:
+        handle.stop()
+    ingested = next(r for r in handle.reports if r.records)
+    emitted = next(r for r in handle.reports if r.panes)
+    assert emitted.processing_time - ingested.processing_time <= 2_000 + 2 * interval_ms
+    # Between the record and its pane: the batch the watermark reached the window in, and the one that fired
+    # it (a trigger per 500 ms would have run about seven).
+    assert emitted.batch_id - ingested.batch_id <= 3
+    assert idle_batches == 0, f"{idle_batches} batches ran in 10 idle triggers"
+    assert plan is not None and plan.waits_for_input and plan.at - plan_time(handle) >= 50_000
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert panes[["window_start", "n", "timing"]].values.tolist() == [[0, 1, "ON_TIME"]]
+
+
+def plan_time(handle) -> int:
+    """Processing time of the newest control entry (when the driver made its last plan)."""
+    return handle.reports[-1].next_processing_time
 
 
 def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, tmp_path):

@@ -41,6 +41,8 @@ class ControlEntry:
     :ivar coordinator: the coordinator's snapshot after the previous batch.
     :ivar stage_watermarks: in a pipeline of several stages, each stage's input watermark for the batch
         (``watermark`` is then their MIN).
+    :ivar buckets: what each state bucket reported the last time it ran, after the previous batch
+        (:class:`~floodmark.driver.next_batch.BucketGauges`).
     """
 
     seq: int
@@ -50,6 +52,7 @@ class ControlEntry:
     coordinator: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     stage_watermarks: dict[str, int] = field(default_factory=dict)
+    buckets: dict[str, list[Any]] = field(default_factory=dict)
 
     def watermark_for(self, stage: str | None) -> int:
         """The input watermark of ``stage`` for this batch (``None``: the single stage of a query)."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from floodmark.core.clock import Clock, SystemClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -22,6 +22,14 @@ from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, Waterma
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes
 from floodmark.driver.control_log import ControlEntry, ControlLog
+from floodmark.driver.next_batch import BucketGauges, NextBatch, next_batch
+
+
+class TickRequests(Protocol):
+    """Where the driver asks for the next batch (``floodmark.spark.ticks.TickSchedule``)."""
+
+    def request(self, delay_ms: int) -> None: ...
+
 
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
@@ -138,6 +146,10 @@ class ControlledBatches:
         """The first batch this run of the query executes (set by ``start``); see :meth:`ends_input`."""
         self.next_entry: ControlEntry | None = None
         """The entry the latest ``on_batch`` wrote (or found) for the next batch."""
+        self.ticks: TickRequests | None = None
+        """Where the next batch without input is asked for (the tick source's schedule), once started."""
+        self.next_batch: NextBatch | None = None
+        """The latest decision of when the next batch runs without input."""
 
     def entry_for_batch(self, batch_id: int) -> ControlEntry:
         """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
@@ -169,6 +181,16 @@ class ControlledBatches:
         self.next_entry = written
         self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
         return written
+
+    def plan_next_batch(
+        self, now: int, written: ControlEntry, gauges: BucketGauges, sources: list[SourceWatermarks]
+    ) -> None:
+        """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`)."""
+        watermarks = written.stage_watermarks or {"": written.watermark}
+        bounded = self.end_when_exhausted is not None or self.end_of_input_requested or written.end_of_input
+        self.next_batch = next_batch(now, watermarks, written.processing_time, gauges, sources, bounded)
+        if self.ticks is not None:
+            self.ticks.request(self.next_batch.at - now)
 
     def record(self, report: BatchReport) -> BatchReport:
         self.reports.append(report)
@@ -245,9 +267,14 @@ class BatchController(ControlledBatches):
         end = self.ends_input(entry, batch_id, records, counts.get("BAD", 0))
         if end:
             watermark = MAX_TIMESTAMP
-        written = self.write_next(ControlEntry(seq + 1, watermark, now, end, source.snapshot()))
-        holds = [g["fm_hold"] for g in gauges if g.get("fm_hold") is not None]
-        pending = [g["fm_oldest_pending"] for g in gauges if g.get("fm_oldest_pending") is not None]
+        buckets = BucketGauges(entry.buckets)
+        buckets.update("", gauges)
+        written = self.write_next(
+            ControlEntry(seq + 1, watermark, now, end, source.snapshot(), buckets=buckets.snapshot())
+        )
+        self.plan_next_batch(now, written, buckets, [source])
+        holds = buckets.values("", "fm_hold")
+        pending = buckets.values("", "fm_oldest_pending")
         report = BatchReport(
             batch_id=batch_id,
             seq=seq,
@@ -261,7 +288,7 @@ class BatchController(ControlledBatches):
             bad=counts.get("BAD", 0),
             output_watermark=min([entry.watermark, *holds]),
             oldest_pending=min(pending) if pending else None,
-            open_windows=sum(int(g.get("fm_open_windows") or 0) for g in gauges),
+            open_windows=buckets.total("", "fm_open_windows"),
             next_processing_time=written.processing_time,
             split_records={split: c for split, (c, _, _) in merged.items()},
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
@@ -345,10 +372,10 @@ class PipelineController(ControlledBatches):
         bad_in = sum(counts.get(stage, {}).get("BAD", 0) for stage in graph.order if graph.levels[stage] == 1)
         end = self.ends_input(entry, batch_id, records, bad_in)
         watermarks = {name: (MAX_TIMESTAMP, False) if end else (s.watermark, s.idle) for name, s in sources.items()}
-        holds = {
-            stage: min((g["fm_hold"] for g in rows if g.get("fm_hold") is not None), default=None)
-            for stage, rows in gauges.items()
-        }
+        buckets = BucketGauges(entry.buckets)
+        for stage, rows in gauges.items():
+            buckets.update(stage, rows)
+        holds = {stage: buckets.lowest(stage, "fm_hold") for stage in graph.order}
         next_inputs = graph.advance(watermarks, holds)
         written = self.write_next(
             ControlEntry(
@@ -359,12 +386,14 @@ class PipelineController(ControlledBatches):
                 self._coordinator(sources, graph),
                 {},
                 next_inputs,
+                buckets.snapshot(),
             )
         )
+        self.plan_next_batch(now, written, buckets, list(sources.values()))
         stage_reports = {}
         for stage in graph.order:
             rows = gauges.get(stage, [])
-            pending = [g["fm_oldest_pending"] for g in rows if g.get("fm_oldest_pending") is not None]
+            pending = buckets.values(stage, "fm_oldest_pending")
             stage_counts = counts.get(stage, {})
             stage_reports[stage] = StageReport(
                 input_watermark=entry.stage_watermarks[stage],
@@ -374,7 +403,7 @@ class PipelineController(ControlledBatches):
                 late=stage_counts.get("LATE", 0),
                 bad=stage_counts.get("BAD", 0),
                 accepted=sum(int(g.get("fm_accepted") or 0) for g in rows),
-                open_windows=sum(int(g.get("fm_open_windows") or 0) for g in rows),
+                open_windows=buckets.total(stage, "fm_open_windows"),
                 oldest_pending=min(pending) if pending else None,
                 processing_time=entry.processing_time,
             )

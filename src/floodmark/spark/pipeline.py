@@ -77,6 +77,7 @@ from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
 from floodmark.spark.session import check_session
 from floodmark.spark.sinks import Outputs
+from floodmark.spark.ticks import TickSchedule, schedule_path, tick_rows
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,11 @@ class EventTimeAggregation:
             metrics_path=local_metrics,
         )
         controller.ensure_initial_entry()
-        # One tick row per bucket and batch: the query runs when the input is idle (seed 000's lone last window)
-        # and every bucket's processor runs.
-        ticks = tick_rows(self.spark, self.bucket_count).select(F.col("tick").alias(p.BUCKET))
+        # One tick row per bucket in the batches the driver asks for (spark/ticks.py): every bucket's processor
+        # runs when something can fire without input (seed 000's lone last window), and an idle query sleeps.
+        ticks = tick_rows(self.spark, schedule_path(checkpoint), self.bucket_count).select(
+            F.col("tick").alias(p.BUCKET)
+        )
         combined = combined_input(self.source, self.event_time, self.time.split, self.plan)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
         # applyInPandasWithState rather than transformWithStateInPandas: same RocksDB state, one value per
@@ -273,21 +276,6 @@ def combined_input(source: DataFrame, event_time: str | Column, split: str | Col
     return data.mapInArrow(MapSideCombiner(plan, combined_schema), blocks.SCHEMA)
 
 
-def tick_rows(spark: SparkSession, count: int) -> DataFrame:
-    """``count`` rows per micro-batch, column ``tick`` = 0..count-1, from Spark's ``rate-micro-batch`` source.
-
-    That source has a new offset at every trigger, so the query runs a batch even when the input is idle;
-    the values a batch needs come from its control entry, a job property (:mod:`floodmark.spark.batch_entry`).
-    """
-    return (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", count)
-        .option("numPartitions", 1)
-        .load()
-        .select((F.col("value") % count).cast("int").alias("tick"))
-    )
-
-
 def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
     """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
     files = hadoop_files.files_for(checkpoint, spark)
@@ -318,6 +306,8 @@ def start_query(
     # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
     first = first_batch_id(controller.log.files, spark_checkpoint)
     controller.first_batch_id = first
+    controller.ticks = TickSchedule(schedule_path(checkpoint))
+    controller.ticks.request(0)  # the first batch runs at once, input or not
     context = frame.sparkSession.sparkContext
     previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
     batch_entry.publish(context, controller.entry_for_batch(first))
@@ -381,6 +371,25 @@ class FloodmarkQuery:
             self._check()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
+            time.sleep(0.05)
+
+    def await_settled(self, timeout_s: float = 120.0) -> None:
+        """Wait until the query has read the input available so far and fired everything that can fire without
+        more input: the driver then only expects its heartbeat batch (``floodmark.driver.next_batch``)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._check()
+            status = self.query.status
+            planned = self.controller.next_batch
+            if (
+                planned is not None
+                and planned.waits_for_input
+                and not status.get("isDataAvailable")
+                and not status.get("isTriggerActive")
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the query did not settle in {timeout_s} s (last plan: {planned})")
             time.sleep(0.05)
 
     def finish_when_input_exhausted(

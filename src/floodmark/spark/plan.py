@@ -86,6 +86,8 @@ STATS_META = [
     StructField("fm_hold", LongType()),
     StructField("fm_oldest_pending", LongType()),
     StructField("fm_open_windows", LongType()),
+    StructField("fm_next_fire", LongType()),
+    StructField("fm_next_timer", LongType()),
     StructField("fm_pane_count", LongType()),
     StructField("fm_late_count", LongType()),
     StructField("fm_bad_count", LongType()),

@@ -110,6 +110,8 @@ class WindowBucketProcessor:
             "fm_hold": operator.output_hold(),
             "fm_oldest_pending": operator.oldest_pending_processing_time(),
             "fm_open_windows": operator.window_count(),
+            "fm_next_fire": operator.next_watermark_deadline(),
+            "fm_next_timer": operator.next_processing_deadline(),
             "fm_pane_count": emitted.pane_count(),
             "fm_late_count": len(emitted.late),
             "fm_bad_count": len(bad) + len(emitted.bad),

@@ -76,12 +76,12 @@ from floodmark.spark.pipeline import (
     combined_input,
     control_log,
     start_query,
-    tick_rows,
 )
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
 from floodmark.spark.rows import conform, pandas_dtype
 from floodmark.spark.session import check_session
 from floodmark.spark.sinks import Outputs
+from floodmark.spark.ticks import schedule_path, tick_rows
 
 STAGE = "fm_stage"
 KIND = "fm_kind"
@@ -229,7 +229,7 @@ class Pipeline:
         order = graph.order
         bucket_count = next(iter(plans.values())).buckets
         names = F.array(*[F.lit(n) for n in order])
-        ticks = tick_rows(spark, len(order) * bucket_count).select(
+        ticks = tick_rows(spark, schedule_path(checkpoint), len(order) * bucket_count).select(
             F.element_at(names, (F.col("tick") / bucket_count).cast("int") + 1).alias(STAGE),
             F.lit(TICK).alias(KIND),
             (F.col("tick") % bucket_count).cast("int").alias(p.BUCKET),

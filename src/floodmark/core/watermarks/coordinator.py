@@ -99,6 +99,25 @@ class SourceWatermarks:
         self.clock.advance_to(now)
         return self.multiplexer.update_combined()
 
+    def reaches(self, target: int, within: int) -> int | None:
+        """The earliest processing time (ms), at most ``within`` ms after now, at which the watermark reaches
+        ``target`` if no record arrives meanwhile (periodic emits and idleness run on processing time), or None.
+
+        Probes a copy one periodic interval at a time (Flink's auto-watermark ticks) after an empty batch (the
+        next batches read nothing: idleness counts from there); this coordinator is left as it is. An idle
+        query uses it to sleep until the watermark can fire something.
+        """
+        if self.watermark >= target:
+            return self.clock.now_ms()
+        twin = self.copy()
+        twin.on_batch([])
+        moment, limit = self.last_periodic, self.clock.now_ms() + within
+        while moment + self.periodic_interval <= limit:
+            moment += self.periodic_interval
+            if twin.advance_processing_time(moment) >= target:
+                return moment
+        return None
+
     def register_split(self, split: str) -> None:
         """Declare a split before its first record (it holds the watermark back from now on)."""
         self._generator(str(split))

@@ -1,0 +1,133 @@
+"""The tick source: a batch with no input runs only when the driver asks for one.
+
+Spark runs a micro-batch when one of the query's sources has new data. floodmark unions its input with
+tick rows, one per state bucket, so that every bucket runs in a batch that needs it even without input
+(:mod:`floodmark.driver.next_batch` says when). Until session 10 Spark's ``rate-micro-batch`` source gave
+ticks at every trigger: an idle query ran a whole batch per trigger and kept a core busy. This source gives
+them when the driver asked: after each batch the controller writes a request, ``{"seq": s, "due": t}``
+(:class:`TickSchedule`), into a small local file, and the source reads it at every trigger.
+
+Offsets are ``{"seq": s}``. ``latestOffset`` returns the request's ``seq`` once the wall clock has reached its
+``due`` time (ms) and ``seq`` is above the batch's start offset; otherwise the start offset (no new data: no
+batch unless the input has some). A batch whose tick offset moved reads ``rows`` rows, ``tick`` = 0 ..
+rows - 1; a replayed batch reads the same. ``seq`` is the wall-clock time of the request, kept increasing,
+so offsets never go back, after a restart either (when the file is gone, the new run's first request is
+newer than anything logged).
+
+``initialOffset``, ``latestOffset`` and ``partitions`` run in a Python process of the driver (SPARK_FACTS.md),
+so the file must be local to the driver: under a local checkpoint, or in the temporary directory for a
+checkpoint on another file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import StructType
+
+from floodmark.driver import checkpoint_files
+
+SOURCE_NAME = "floodmark_ticks"
+SCHEMA = "tick INT"
+
+
+def schedule_path(checkpoint: str) -> Path:
+    """Where the query with ``checkpoint`` keeps its tick requests (a file local to the driver)."""
+    if not checkpoint_files.has_scheme(checkpoint):
+        return Path(checkpoint, "floodmark", "ticks.json")
+    digest = hashlib.sha256(checkpoint.encode()).hexdigest()[:24]
+    return Path(tempfile.gettempdir(), "floodmark-ticks", f"{digest}.json")
+
+
+class TickSchedule:
+    """The driver's side: :meth:`request` the next tick batch ``delay_ms`` from now (0: at the next trigger).
+
+    A request replaces the previous one, granted or not. ``clock`` returns wall-clock seconds (the source
+    compares the due time with its own wall clock, whatever clock the driver's processing time follows).
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.clock = clock
+        self.last_seq = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def request(self, delay_ms: int) -> None:
+        now = int(self.clock() * 1000)
+        self.last_seq = max(now, self.last_seq + 1, read_request(self.path)[0] + 1)
+        scratch = self.path.with_name(self.path.name + ".tmp")
+        scratch.write_text(json.dumps({"seq": self.last_seq, "due": now + max(0, int(delay_ms))}))
+        os.replace(scratch, self.path)  # the source never reads half a request
+
+
+def read_request(path: Path) -> tuple[int, int]:
+    """``(seq, due)`` of the newest request, ``(0, 0)`` when there is none yet."""
+    try:
+        request = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return 0, 0
+    return int(request["seq"]), int(request["due"])
+
+
+class TickBatch(InputPartition):
+    def __init__(self, rows: int) -> None:
+        super().__init__(rows)
+        self.rows = rows
+
+
+class TickStreamReader(DataSourceStreamReader):
+    """Offsets ``{"seq": s}``: see the module docstring."""
+
+    def __init__(self, path: Path, rows: int, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.rows = rows
+        self.clock = clock
+
+    def initialOffset(self) -> dict:
+        return {"seq": 0}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        seq, due = read_request(self.path)
+        if seq > int(start["seq"]) and self.clock() * 1000 >= due:
+            return {"seq": seq}
+        return start
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return [TickBatch(self.rows)] if int(end["seq"]) > int(start["seq"]) else []
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
+        assert isinstance(partition, TickBatch)
+        for tick in range(partition.rows):
+            yield (tick,)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release."""
+
+
+class TickSource(DataSource):
+    """``spark.readStream.format("floodmark_ticks").option("path", ...).option("rows", n)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return TickStreamReader(Path(self.options["path"]), int(self.options["rows"]))
+
+
+def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
+    """``count`` rows, column ``tick`` = 0..count-1, in each batch the driver asked for (see the module)."""
+    spark.dataSource.register(TickSource)
+    return spark.readStream.format(SOURCE_NAME).option("path", str(path)).option("rows", str(count)).load()
