@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes
+from floodmark.driver.checkpoint_files import join
 from floodmark.driver.control_log import ControlEntry, ControlLog
 from floodmark.driver.next_batch import BucketGauges, NextBatch, next_batch
 
@@ -150,6 +151,9 @@ class ControlledBatches:
         """Where the next batch without input is asked for (the tick source's schedule), once started."""
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
+        self.spark_checkpoint: str | None = None
+        """Spark's checkpoint of the query (its offset log says when each batch was planned), once started."""
+        self.running_entry: ControlEntry | None = None
 
     def entry_for_batch(self, batch_id: int) -> ControlEntry:
         """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
@@ -160,6 +164,36 @@ class ControlledBatches:
                 f"floodmark/control directory was altered or belongs to another query"
             )
         return entry
+
+    def begin_batch(self, batch_id: int) -> ControlEntry:
+        """Control entry ``batch_id`` as that batch runs with it (its tasks and :meth:`on_batch`).
+
+        Its processing time becomes the time Spark planned the batch when that is later: the entry was
+        written when the previous batch ended, which is long before after an idle stretch (batches without
+        input run only when needed: :mod:`floodmark.driver.next_batch`). Spark logs that time with the
+        batch's offsets (``batchTimestampMs``), so a replayed batch gets the same value.
+        """
+        entry = self.entry_for_batch(batch_id)
+        planned = self.planned_at(batch_id)
+        if planned is not None and planned > entry.processing_time:
+            entry = replace(entry, processing_time=planned)
+        self.running_entry = entry
+        return entry
+
+    def planned_at(self, batch_id: int) -> int | None:
+        """When Spark planned batch ``batch_id`` (ms, from its offset log), or None without a Spark checkpoint."""
+        if self.spark_checkpoint is None:
+            return None
+        text = self.log.files.read_text(join(self.spark_checkpoint, "offsets", str(batch_id)))
+        lines = text.splitlines() if text else []
+        if len(lines) < 2:
+            return None
+        return int(json.loads(lines[1]).get("batchTimestampMs", 0)) or None
+
+    def running(self, batch_id: int) -> ControlEntry:
+        """The entry batch ``batch_id`` runs with (:meth:`begin_batch`'s, or the logged one)."""
+        entry = self.running_entry
+        return entry if entry is not None and entry.seq == batch_id else self.entry_for_batch(batch_id)
 
     def ends_input(self, entry: ControlEntry, batch_id: int, records: int, bad: int) -> bool:
         """Whether the next batch gets the end of input (watermark MAX), after batch ``batch_id`` read
@@ -256,7 +290,7 @@ class BatchController(ControlledBatches):
         self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
     ) -> BatchReport:
         seq = batch_id  # batch N runs with entry N (see batch_entry.py)
-        entry = self.entry_for_batch(seq)
+        entry = self.running(seq)
         source = self._source(entry.processing_time)
         source.restore(entry.coordinator)
         merged = merge_split_stats(stats)
@@ -357,7 +391,7 @@ class PipelineController(ControlledBatches):
         counts: dict[str, dict[str, int]],
     ) -> BatchReport:
         """Batch ``batch_id`` is done: ``stats`` rows, ``gauges`` and ``counts`` (PANE/LATE/BAD) per stage."""
-        entry = self.entry_for_batch(batch_id)
+        entry = self.running(batch_id)
         sources, graph = self._graph(entry)
         merged = merge_split_stats(stats)
         per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}

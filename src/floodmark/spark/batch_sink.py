@@ -82,6 +82,8 @@ class BatchSink:
             ) from None
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
+        # Before any job of the batch: its entry, with the processing time Spark planned it at.
+        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
             observation = Observation()  # a fresh, uniquely named observation per batch

@@ -306,6 +306,7 @@ def start_query(
     # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
     first = first_batch_id(controller.log.files, spark_checkpoint)
     controller.first_batch_id = first
+    controller.spark_checkpoint = spark_checkpoint
     controller.ticks = TickSchedule(schedule_path(checkpoint))
     controller.ticks.request(0)  # the first batch runs at once, input or not
     context = frame.sparkSession.sparkContext
@@ -373,23 +374,22 @@ class FloodmarkQuery:
                 raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
             time.sleep(0.05)
 
+    @property
+    def settled(self) -> bool:
+        """The query has read the input available so far and fired everything that can fire without more
+        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``)."""
+        planned = self.controller.next_batch
+        status = self.query.status
+        busy = status.get("isDataAvailable") or status.get("isTriggerActive")
+        return planned is not None and planned.waits_for_input and not busy
+
     def await_settled(self, timeout_s: float = 120.0) -> None:
-        """Wait until the query has read the input available so far and fired everything that can fire without
-        more input: the driver then only expects its heartbeat batch (``floodmark.driver.next_batch``)."""
+        """Wait until :attr:`settled`."""
         deadline = time.monotonic() + timeout_s
-        while True:
+        while not self.settled:
             self._check()
-            status = self.query.status
-            planned = self.controller.next_batch
-            if (
-                planned is not None
-                and planned.waits_for_input
-                and not status.get("isDataAvailable")
-                and not status.get("isTriggerActive")
-            ):
-                return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the query did not settle in {timeout_s} s (last plan: {planned})")
+                raise TimeoutError(f"the query did not settle in {timeout_s} s (plan: {self.controller.next_batch})")
             time.sleep(0.05)
 
     def finish_when_input_exhausted(

@@ -67,7 +67,7 @@ from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.controller import BatchReport, PipelineController, SourceSettings
-from floodmark.spark import blocks
+from floodmark.spark import batch_entry, blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import OUTPUT_KINDS, BatchSink
 from floodmark.spark.pipeline import (
@@ -461,6 +461,8 @@ class PipelineSink(BatchSink):
         self.pipeline_controller = controller
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
+        # Before any job of the batch: its entry, with the processing time Spark planned it at.
+        batch_entry.publish(frame.sparkSession.sparkContext, self.pipeline_controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
             self.doing = "computing the batch"
