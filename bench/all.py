@@ -290,6 +290,13 @@ def idle_cpu(spark, work: Path, seconds: float) -> dict[str, tuple[float, int]]:
     return results
 
 
+def progress_line(row: Row) -> str:
+    """The row's rates so far, printed as each workload ends (a long run shows where it is)."""
+    native = [round(r.rows / r.seconds) for r in row.native]
+    ours = [round(r.rows / r.seconds) for r in row.floodmark]
+    return f"native rows/s {native}, floodmark rows/s {ours}"
+
+
 def median(runs: list[Run], attribute: str) -> float | None:
     values = [getattr(r, attribute) for r in runs if getattr(r, attribute) is not None]
     return statistics.median(values) if values else None
@@ -337,12 +344,12 @@ def main() -> None:
         for run in range(args.repeat):
             row.native.append(native_run(spark, workload, data, work / f"native-{name}-{run}"))
             row.floodmark.append(floodmark_run(spark, workload, data, work / f"fm-{name}-{run}"))
-        console.print(f"[dim]{workload.name}: done[/dim]")
+        console.print(f"[dim]{workload.name}: {progress_line(row)}[/dim]")
         rows.append(row)
         shutil.rmtree(data, ignore_errors=True)
     if "stages" in wanted:
         rows.append(stages_row(spark, work, args.players, args.repeat))
-        console.print("[dim]two stages: done[/dim]")
+        console.print(f"[dim]two stages: {progress_line(rows[-1])}[/dim]")
     early = next((r for r in rows if r.name.startswith("early")), None)
     tumbling = next((r for r in rows if r.name == chosen["tumbling-100k"].name), None)
 
