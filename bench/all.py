@@ -217,7 +217,9 @@ def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
         elapsed,
         rows,
         trigger_seconds(progress, 0),
-        flush_s=trigger_seconds(progress, handle.reports[-1].batch_id),
+        # The end-of-input batch, from its control entry's processing time to its sink's end (Spark's own
+        # progress event for it may not arrive before the bounded run stops the query).
+        flush_s=(handle.reports[-1].next_processing_time - handle.reports[-1].processing_time) / 1000,
         latency=latency_in_batches(handle.reports, panes),
         state_bytes=control_entry_bytes(work),
         python_mb=memory.peak,
@@ -273,7 +275,8 @@ def idle_cpu(spark, work: Path, seconds: float) -> dict[str, tuple[float, int]]:
     batches_before = len(native.recentProgress)
     time.sleep(seconds)
     used, wall = cpu_seconds() - before, time.perf_counter() - started
-    results["native"] = (100 * used / wall, len(native.recentProgress) - batches_before)
+    # A Python worker that exits during the window takes its CPU time with it: never below 0.
+    results["native"] = (max(0.0, 100 * used / wall), len(native.recentProgress) - batches_before)
     native.stop()
     handle = aggregation(spark, workload, empty).start(
         str(work / "idle-fm"), str(work / "idle-fm-out"), trigger_interval="1 second"
@@ -284,7 +287,7 @@ def idle_cpu(spark, work: Path, seconds: float) -> dict[str, tuple[float, int]]:
         batches_before = len(handle.reports)
         time.sleep(seconds)
         used, wall = cpu_seconds() - before, time.perf_counter() - started
-        results["floodmark"] = (100 * used / wall, len(handle.reports) - batches_before)
+        results["floodmark"] = (max(0.0, 100 * used / wall), len(handle.reports) - batches_before)
     finally:
         handle.stop()
     return results
