@@ -117,15 +117,20 @@ def test_idle_split_blocks_windows_unless_idleness_is_configured(spark, tmp_path
     assert panes.loc[panes.window_start == 0, "n"].item() == 3
 
 
-def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, tmp_path):
+def lone_window_aggregation(spark, tmp_path):
+    """Seed 000's lone record (9 s, one split) into 10 s windows with its idle-advancing generator (wait 2 s)."""
     write_batches(tmp_path / "in", [frame([(9 * SECOND, "a", 0, 1.0)])])
-    agg = EventTimeAggregation(
+    return EventTimeAggregation(
         stream(spark, tmp_path / "in"),
         event_time="ts",
         key_by=["k"],
         spec=WindowSpec(windows.Tumbling(10 * SECOND), {"n": aggregates.count()}),
         time=SourceTime(WatermarkStrategy.for_idle_advancing(bound=0, wait=2 * SECOND, interval=200), split="p"),
     )
+
+
+def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, tmp_path):
+    agg = lone_window_aggregation(spark, tmp_path)
     interval_ms = 1_000
     handle = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval="1 second")
     try:
@@ -163,14 +168,7 @@ def test_an_idle_query_runs_no_batch_until_something_can_fire(spark, tmp_path):
     """Issue 12: with no input and nothing to fire the query runs no batch at all (it used to run one per
     trigger); the driver asks for a batch when the watermark can reach a window, so the lone window of seed
     000 still fires within wait + two triggers of its record's batch."""
-    write_batches(tmp_path / "in", [frame([(9 * SECOND, "a", 0, 1.0)])])
-    agg = EventTimeAggregation(
-        stream(spark, tmp_path / "in"),
-        event_time="ts",
-        key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(10 * SECOND), {"n": aggregates.count()}),
-        time=SourceTime(WatermarkStrategy.for_idle_advancing(bound=0, wait=2 * SECOND, interval=200), split="p"),
-    )
+    agg = lone_window_aggregation(spark, tmp_path)
     interval_ms = 500
     handle = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval=f"{interval_ms} milliseconds")
     try:

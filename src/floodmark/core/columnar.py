@@ -435,13 +435,7 @@ class ColumnarWindowOperator:
                 row = windows[merged]
             else:
                 row, *others = [windows[w] for w in touching]
-                table.merge_rows(
-                    np.array([row]),
-                    np.array([merged.start]),
-                    np.array([merged.end]),
-                    np.array(others, dtype=np.int64),
-                    np.zeros(len(others), dtype=np.int64),
-                )
+                table.merge_into(row, merged, others)
                 c["fired"][row] = False
                 for window in touching:
                     del windows[window]

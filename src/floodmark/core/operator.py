@@ -227,13 +227,7 @@ class WindowOperator:
             self._scheduled.pop((key, int(c["start"][member])), None)
         # The merged window takes over the first member's row; the others are released.
         row, *others = member_rows
-        self.table.merge_rows(
-            np.array([row]),
-            np.array([merged_window.start]),
-            np.array([merged_window.end]),
-            np.array(others, dtype=np.int64),
-            np.zeros(len(others), dtype=np.int64),
-        )
+        self.table.merge_into(row, merged_window, others)
         c["trigger"][row] = trigger
         return row
 

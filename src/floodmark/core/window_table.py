@@ -298,6 +298,16 @@ class WindowTable:
         c["nonspec"][targets] = 0
         c["had_nonearly"][targets] = False
 
+    def merge_into(self, row: int, window: Window, others: Sequence[int]) -> None:
+        """:meth:`merge_rows` for one merge: ``row`` becomes ``window`` and absorbs the rows ``others``."""
+        self.merge_rows(
+            np.array([row]),
+            np.array([window.start]),
+            np.array([window.end]),
+            np.array(others, dtype=np.int64),
+            np.zeros(len(others), dtype=np.int64),
+        )
+
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
         row_list, keys = rows.tolist(), self.keys
