@@ -94,18 +94,17 @@ def _stack(pieces: list[pd.Series | None], sizes: list[int], dtype: Any) -> Any:
         )
     if all(piece is None for piece in pieces):
         return _all_null(sum(sizes))
-    values = np.concatenate(
+    return np.concatenate(
         [np.zeros(0, dtype=object)]
         + [
             np.full(size, None, dtype=object) if piece is None else piece.to_numpy(dtype=object)
             for piece, size in zip(pieces, sizes, strict=True)
         ]
     )
-    return _all_null(len(values)) if len(values) and values[0] is None and pd.isna(values).all() else values
 
 
 def _all_null(size: int) -> pd.api.extensions.ExtensionArray:
-    """A column of ``size`` nulls of no type (Arrow's null type, which Spark's conversion casts to the field's).
+    """A column no part has: ``size`` nulls of no type (Arrow's null type, which Spark casts to the field's).
 
     Not an object array of None: Spark's worker concatenates every returned frame with an empty one
     (``construct_record_batch``), and pandas then checks an all-null object column value by value in Python
