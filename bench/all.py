@@ -24,14 +24,19 @@ per 2 minutes) against native chained aggregations. ``early firings`` is
 ``AfterWatermark(early=AfterProcessingTime(1 s))`` (native has no early firings: its ratio is against native's
 tumbling count). ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger
 for ``--idle-seconds`` and reports the CPU used by this process, the JVM and its Python workers, as a % of
-one core, and the batches each ran.
+one core, and the batches each ran. ``cold`` runs the tumbling 100k-key workload on 2 files in a fresh
+process per run (a new JVM and new Python workers: what a job's first batch pays), the engines alternating,
+and reports the session's start-up and the first batch's ``triggerExecution``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -293,6 +298,33 @@ def idle_cpu(spark, work: Path, seconds: float) -> dict[str, tuple[float, int]]:
     return results
 
 
+def cold_run(engine: str, data: Path, work: Path) -> None:
+    """One engine's run in this fresh process (``--cold-engine``): prints its start-up and first batch as JSON."""
+    started = time.perf_counter()
+    spark = local_session("floodmark-bench-cold", cores=2, shuffle_partitions=2)
+    session_s = time.perf_counter() - started
+    workload = workloads(quick=True)["tumbling-100k"]
+    run = (
+        native_run(spark, workload, data, work / "ckpt")
+        if engine == "native"
+        else floodmark_run(spark, workload, data, work)
+    )
+    print(json.dumps({"session_s": session_s, "first_batch_s": run.first_batch_s}))
+    spark.stop()
+
+
+def cold_first_batches(data: Path, work: Path, repeat: int) -> dict[str, list[dict[str, float]]]:
+    """``{engine: [{session_s, first_batch_s}, ...]}``, each run in a new process, the engines alternating."""
+    results: dict[str, list[dict[str, float]]] = {"native": [], "floodmark": []}
+    for run in range(repeat):
+        for engine in results:
+            command = [sys.executable, __file__, "--cold-engine", engine, "--cold-data", str(data)]
+            command += ["--work", str(work / f"cold-{engine}-{run}")]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            results[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return results
+
+
 def progress_line(row: Row) -> str:
     """The row's rates so far, printed as each workload ends (a long run shows where it is)."""
     native = [round(r.rows / r.seconds) for r in row.native]
@@ -319,14 +351,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="400k rows, one run each, 20 s of idleness")
     parser.add_argument("--only", nargs="+", default=None, help="rows to run: workload names, 'stages', 'idle'")
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--cold-engine", choices=["native", "floodmark"], help=argparse.SUPPRESS)
+    parser.add_argument("--cold-data", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_engine:
+        cold_run(args.cold_engine, args.cold_data, args.work)
+        return
     if args.quick:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
     chosen = workloads(args.quick)
-    wanted = args.only or [*chosen, "stages", "idle"]
-    unknown = set(wanted) - {*chosen, "stages", "idle"}
+    extra = ["stages", "idle", "cold"]
+    wanted = args.only or [*chosen, *extra]
+    unknown = set(wanted) - {*chosen, *extra}
     if unknown:
-        parser.error(f"unknown rows {sorted(unknown)}: choose from {[*chosen, 'stages', 'idle']}")
+        parser.error(f"unknown rows {sorted(unknown)}: choose from {[*chosen, *extra]}")
 
     work = args.work or Path(tempfile.mkdtemp(prefix="floodmark-bench-all-"))
     spark = local_session("floodmark-bench-all", cores=2, shuffle_partitions=2)
@@ -403,6 +441,21 @@ def main() -> None:
             idle_table.add_row(engine, f"{cpu:.0f}%", str(batches))
         console.print(idle_table)
     spark.stop()
+    if "cold" in wanted:
+        data = work / "data-cold"
+        generate(data, args.rows // 4, chosen["tumbling-100k"].keys, 10, 2)
+        cold = cold_first_batches(data, work, args.repeat)
+        cold_table = Table(title=f"cold session (a new process per run), tumbling 100k keys, median of {args.repeat}")
+        for column in ("engine", "session start s", "first batch s"):
+            cold_table.add_column(column, justify="right")
+        for engine, runs in cold.items():
+            cold_table.add_row(
+                engine,
+                f"{statistics.median(r['session_s'] for r in runs):.1f}",
+                f"{statistics.median(r['first_batch_s'] for r in runs):.1f}",
+            )
+        console.print(cold_table)
+        console.print(f"[dim]cold runs: {json.dumps(cold)}[/dim]")
     shutil.rmtree(work, ignore_errors=True)
 
 

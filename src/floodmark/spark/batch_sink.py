@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from floodmark.driver.controller import BatchReport, ControlledBatches
-from floodmark.spark import batch_entry
+from floodmark.spark import batch_entry, pane_blocks
 from floodmark.spark import plan as p
 from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
 
@@ -30,10 +30,17 @@ OUTPUT_KINDS = {p.PANE: PANES, p.LATE: LATE, p.BAD: DEAD_LETTER}
 
 
 class BatchSink:
-    """The function given to ``foreachBatch``."""
+    """The function given to ``foreachBatch``.
 
-    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, controller: ControlledBatches) -> None:
+    :arg panes_in_blocks: the batch's PANE rows carry many panes each (:mod:`floodmark.spark.pane_blocks`,
+        a single-stage query); otherwise one pane per row (a pipeline's stage output).
+    """
+
+    def __init__(
+        self, plan: p.RuntimePlan, outputs: Outputs, controller: ControlledBatches, panes_in_blocks: bool = True
+    ) -> None:
         self.plan = plan
+        self.panes_in_blocks = panes_in_blocks
         self.outputs = outputs
         self.controller = controller
         self.listeners: list[Callable[[BatchReport], None]] = []
@@ -57,7 +64,10 @@ class BatchSink:
 
     def _batch(self, row_kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``row_kind`` in ``frame``, in their output columns."""
-        rows = frame.filter(F.col("fm_kind") == row_kind).select(*self.columns(row_kind))
+        rows = frame.filter(F.col("fm_kind") == row_kind)
+        if row_kind == p.PANE and self.panes_in_blocks:
+            rows = pane_blocks.unpack(rows, self.plan)
+        rows = rows.select(*self.columns(row_kind))
         values = tuple(self.plan.result_names) if row_kind == p.PANE else ()
         return OutputBatch(OUTPUT_KINDS[row_kind], rows, batch_id, tuple(self.plan.key_columns), values)
 

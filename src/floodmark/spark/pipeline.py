@@ -70,7 +70,7 @@ from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport, ControlledBatches
 from floodmark.driver.reconciliation import Reconciliation
-from floodmark.spark import batch_entry, blocks, hadoop_files
+from floodmark.spark import batch_entry, blocks, hadoop_files, pane_blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.combiner import MapSideCombiner
@@ -181,7 +181,7 @@ class EventTimeAggregation:
         # start (~0.7 s) and ~15 ms per batch (bench/batch_floor.py; docs/architecture.md).
         output = unioned.groupBy(p.BUCKET).applyInPandasWithState(
             WindowBucketProcessor(self.plan),
-            outputStructType=self.plan.output_schema(),
+            outputStructType=pane_blocks.schema(self.plan),
             stateStructType=STATE_SCHEMA,
             outputMode="append",
             timeoutConf="NoTimeout",

@@ -12,9 +12,9 @@ operator from its RocksDB value state (compressed: :mod:`floodmark.spark.state_c
 runs the core's pure ``step`` (processing time, then watermark, then partials and records), writes
 the new snapshot back and returns one frame of tagged rows:
 
-* PANE - fired panes; LATE - records beyond allowed lateness or for a closed
-  window, with window and lateness; BAD - the combiner's rejected records,
-  with the reason;
+* PANE - fired panes (to Spark, many per row: :mod:`floodmark.spark.pane_blocks`);
+  LATE - records beyond allowed lateness or for a closed window, with window
+  and lateness; BAD - the combiner's rejected records, with the reason;
 * STATS - per split and input partition: count, min and max timestamp of the
   good records (what the driver's generators need); GAUGE - per bucket:
   control seq, output hold, oldest pending processing time, open windows, and
@@ -40,7 +40,7 @@ from floodmark.core.pipeline import frame_records, key_array
 from floodmark.core.step import step
 from floodmark.core.values import plain
 from floodmark.driver.control_log import ControlEntry
-from floodmark.spark import blocks, state_codec
+from floodmark.spark import blocks, pane_blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import conform, records_json, result_value
@@ -64,12 +64,15 @@ class WindowBucketProcessor:
     """Hosts the core window operator for one bucket of keys (see the module docstring).
 
     The function given to ``applyInPandasWithState`` (state schema :data:`STATE_SCHEMA`, no timeout): the
-    bucket's operator snapshot is the group state, one compressed blob.
+    bucket's operator snapshot is the group state, one compressed blob. :meth:`process` gives one row per
+    pane (:meth:`RuntimePlan.output_schema`, what a pipeline's stages carry); a single-stage query gets the
+    panes packed many per row (:mod:`floodmark.spark.pane_blocks`).
     """
 
     def __init__(self, plan: p.RuntimePlan) -> None:
         self.plan = plan
         self.schema = plan.output_schema()
+        self.spark_schema = pane_blocks.schema(plan)
         self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
 
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -79,7 +82,7 @@ class WindowBucketProcessor:
         out, new_state = self.process(bucket, frame[blocks.BLOCK].tolist(), None if stored is None else stored[0])
         if new_state is not None:
             state.update((new_state,))
-        yield out
+        yield pane_blocks.pack(out, self.plan, self.spark_schema)
 
     def process(self, bucket: int, block_values: list[Any], stored: bytes | None) -> tuple[pd.DataFrame, bytes | None]:
         """One bucket's batch: its blocks (ticks carry None) and stored state -> output rows, new state.

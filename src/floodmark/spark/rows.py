@@ -16,7 +16,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    AtomicType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+)
 
 from floodmark.core.values import plain
 
@@ -66,7 +75,11 @@ def conform(parts: Sequence[pd.DataFrame], schema: StructType) -> pd.DataFrame:
     columns: dict[str, Any] = {}
     for field in schema.fields:
         dtype = pandas_dtype(field.dataType)
-        columns[field.name] = _stack([part.get(field.name) for part in present], sizes, dtype)
+        pieces = [part.get(field.name) for part in present]
+        if all(piece is None for piece in pieces) and isinstance(field.dataType, AtomicType):
+            columns[field.name] = _all_null(sum(sizes))
+        else:
+            columns[field.name] = _stack(pieces, sizes, dtype)
     return pd.DataFrame(columns, copy=False)
 
 
@@ -92,8 +105,6 @@ def _stack(pieces: list[pd.Series | None], sizes: list[int], dtype: Any) -> Any:
                 for piece, size in zip(pieces, sizes, strict=True)
             ]
         )
-    if all(piece is None for piece in pieces):
-        return _all_null(sum(sizes))
     return np.concatenate(
         [np.zeros(0, dtype=object)]
         + [
@@ -108,7 +119,9 @@ def _all_null(size: int) -> pd.api.extensions.ExtensionArray:
 
     Not an object array of None: Spark's worker concatenates every returned frame with an empty one
     (``construct_record_batch``), and pandas then checks an all-null object column value by value in Python
-    (``JoinUnit._is_valid_na_for``): ~1 us per row and column, 0.3 s of a 100k-pane flush's 0.5 s.
+    (``JoinUnit._is_valid_na_for``): ~1 us per row and column, 0.3 s of a 100k-pane flush's 0.5 s. Only for
+    atomic types: that concatenation turns the nulls into NaN, which Spark's conversion of an array, map or
+    struct column does not take for null.
     """
     return pd.arrays.ArrowExtensionArray(pa.nulls(size))
 
@@ -117,7 +130,9 @@ def _masked(piece: pd.Series | None, size: int, dtype: Any, np_type: Any) -> tup
     """``(values, null mask)`` of one part's column for a masked (nullable) pandas dtype."""
     if piece is None:
         return np.zeros(size, np_type), np.ones(size, bool)
-    array = piece.to_numpy() if piece.dtype.kind in "iufb" else None
+    # A nullable pandas column (pd.Int64...) would become float64 through to_numpy(): the typed path keeps it exact.
+    numpy_typed = piece.dtype.kind in "iufb" and not isinstance(piece.dtype, pd.api.extensions.ExtensionDtype)
+    array = piece.to_numpy() if numpy_typed else None
     if array is not None and array.dtype.kind == "f":
         mask = np.isnan(array)
         # An integral column with nulls arrives as float64 (Spark's pandas conversion): a long near 2**63 rounds

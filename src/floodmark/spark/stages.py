@@ -457,7 +457,10 @@ class PipelineSink(BatchSink):
     def __init__(self, plans: dict[str, p.RuntimePlan], outputs: dict[str, Outputs], controller: PipelineController):
         first = next(iter(plans))
         super().__init__(plans[first], outputs[first], controller)  # type: ignore[arg-type]
-        self.routes = {name: BatchSink(plan, outputs[name], controller) for name, plan in plans.items()}  # type: ignore[arg-type]
+        self.routes = {
+            name: BatchSink(plan, outputs[name], controller, panes_in_blocks=False)  # type: ignore[arg-type]
+            for name, plan in plans.items()
+        }
         self.pipeline_controller = controller
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:

@@ -1,0 +1,83 @@
+"""How a bucket's panes cross from its Python worker to the JVM: many panes per row, as arrays.
+
+Spark 4.3's ``applyInPandasWithState`` worker pays in Python for every row a
+group returns (pyspark/worker.py, ``construct_record_batch``): a count column
+built from Python lists, four state columns padded to the row count with
+object NaN that pandas then checks value by value, and the conversion of every
+column to Arrow. On a flush of 1M panes that was ~2 s of Python per 125k panes,
+~8x what the core takes to fire them; and every row then crossed the JVM's row
+machinery with all of the output's columns (most of them null for a pane).
+
+So a single-stage bucket returns its panes as blocks: one PANE row per up to
+:data:`PANES_PER_ROW` panes, with one array column per pane column
+(``fm_panes_<column>``, element i of every array is pane i), and the sink turns
+them back into one row per pane with Spark's own ``inline(arrays_zip(...))``,
+in JVM code. Late records, dead letters, STATS and GAUGE rows stay one row each
+(rare, or one per split and bucket); pane-only scalar columns are not in the
+output at all. :func:`pack` (the worker) and :func:`unpack` (the sink) are
+the two halves of this format; :func:`schema` is what Spark is told.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StructField, StructType
+
+from floodmark.spark import plan as p
+from floodmark.spark.rows import conform
+
+PREFIX = "fm_panes_"
+"""Array column of pane column ``c``: ``fm_panes_c``."""
+
+PANES_PER_ROW = 65_536
+"""Panes per block row: keeps a row's arrays far below the JVM's array limits whatever a bucket fires."""
+
+
+def schema(plan: p.RuntimePlan) -> StructType:
+    """The rows a single-stage bucket returns to Spark: the row form (:meth:`RuntimePlan.output_schema`)
+    without its pane-only columns, plus one array column per pane column."""
+    pane_only = set(plan.pane_columns()) - set(plan.record_columns())
+    fields = [f for f in plan.output_schema().fields if f.name not in pane_only]
+    by_name = {f.name: f for f in plan.output_schema().fields}
+    fields += [StructField(PREFIX + c, ArrayType(by_name[c].dataType)) for c in plan.pane_columns()]
+    return StructType(fields)
+
+
+def pack(rows: pd.DataFrame, plan: p.RuntimePlan, spark_schema: StructType) -> pd.DataFrame:
+    """A bucket's output in the row form (one row per pane) -> ``spark_schema`` (:func:`schema`) with blocks."""
+    kinds = rows["fm_kind"].to_numpy(dtype=object)
+    is_pane = kinds == p.PANE
+    count = int(is_pane.sum())
+    if not count:
+        return conform([rows], spark_schema)
+    starts = range(0, count, PANES_PER_ROW)
+    block: dict[str, Any] = {"fm_kind": np.full(len(starts), p.PANE, dtype=object)}
+    for column in plan.pane_columns():
+        values = _element_values(rows[column].array[is_pane])
+        cells = np.empty(len(starts), dtype=object)
+        for i, start in enumerate(starts):
+            cells[i] = values[start : start + PANES_PER_ROW]
+        block[PREFIX + column] = cells
+    return conform([rows.loc[~is_pane], pd.DataFrame(block, copy=False)], spark_schema)
+
+
+def _element_values(column: Any) -> np.ndarray:
+    """A pane column's values (a pandas array) as the elements of its arrays: numpy's own type when it has no
+    nulls, else objects with None (a float's NaN is a null too, as in Spark's conversion of a scalar column)."""
+    if isinstance(column.dtype, pd.api.extensions.ExtensionDtype) and column.dtype.kind in "iub":
+        if not column.isna().any():
+            return column.to_numpy(dtype=column.dtype.numpy_dtype)
+        return column.to_numpy(dtype=object, na_value=None)
+    return np.asarray(column)
+
+
+def unpack(rows: DataFrame, plan: p.RuntimePlan) -> DataFrame:
+    """PANE block rows -> one row per pane, in :meth:`RuntimePlan.pane_columns` (the JVM explodes them)."""
+    names = plan.pane_columns()
+    zipped = F.arrays_zip(*(F.col(PREFIX + name) for name in names))
+    return rows.select(F.inline(zipped)).toDF(*names)

@@ -1,0 +1,98 @@
+"""Panes packed many per row (``spark/pane_blocks.py``) come back as the row form, nulls included, through the
+conversion Spark's worker applies (no Spark session: the JVM's ``inline(arrays_zip(...))`` is covered by every
+Spark test that reads panes)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from pyspark.sql.conversion import PandasToArrowConversion
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from floodmark import aggregates, windows
+from floodmark.core.spec import WindowSpec
+from floodmark.spark import pane_blocks
+from floodmark.spark import plan as p
+from floodmark.spark.rows import conform
+
+PLAN = p.RuntimePlan(
+    spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
+    key_columns=("k", "id"),
+    key_types=(StringType(), LongType()),
+    result_types=(("n", LongType()), ("lo", DoubleType())),
+    numeric_fields=("v",),
+    user_columns=("ts", "k", "id", "v"),
+    max_future_skew_ms=None,
+)
+
+
+def row_form(panes: int) -> pd.DataFrame:
+    """``panes`` pane rows (None keys, null ids and NaN minimums among them), a late record and a gauge."""
+    ids = [None if i % 7 == 3 else i for i in range(panes)]
+    pane_rows = pd.DataFrame(
+        {
+            "fm_kind": p.PANE,
+            "k": [None if i % 5 == 1 else f"key{i}" for i in range(panes)],
+            "id": pd.array(ids, dtype="Int64"),
+            "window_start": np.arange(panes, dtype=np.int64) * 10,
+            "window_end": np.arange(panes, dtype=np.int64) * 10 + 10,
+            "pane_timestamp": np.arange(panes, dtype=np.int64) * 10 + 9,
+            "timing": "ON_TIME",
+            "pane_index": np.zeros(panes, dtype=np.int64),
+            "nonspeculative_index": np.zeros(panes, dtype=np.int64),
+            "is_last": np.arange(panes) % 2 == 0,
+            "n": np.arange(panes, dtype=np.int64) + 1,
+            "lo": [np.nan if i % 4 == 0 else i / 2 for i in range(panes)],
+        }
+    )
+    late = pd.DataFrame(
+        [{"fm_kind": p.LATE, "k": "x", "id": 2**63 - 1, "window_start": 0, "window_end": 10, "event_time": 2**63 - 1}]
+    )
+    gauge = pd.DataFrame([{"fm_kind": p.GAUGE, "fm_bucket": 0, "fm_pane_count": panes}])
+    return conform([late, pane_rows, gauge], PLAN.output_schema())
+
+
+def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.RecordBatch:
+    """``frame`` as Spark 4.3's ``applyInPandasWithState`` worker turns it into Arrow (``construct_record_batch``)."""
+    with warnings.catch_warnings():  # pandas' notice about that empty padding frame (see spark/processor.py)
+        warnings.simplefilter("ignore", FutureWarning)
+        padded = pd.concat([frame, pd.DataFrame(dict.fromkeys(schema.names), index=[])], ignore_index=True)
+    batch = PandasToArrowConversion.convert(
+        [padded],
+        StructType([StructField("_1", schema)]),
+        timezone="UTC",
+        safecheck=True,
+        arrow_cast=True,
+        assign_cols_by_name=True,
+        int_to_decimal_coercion_enabled=False,
+    )
+    return pa.RecordBatch.from_struct_array(batch.column(0))
+
+
+@pytest.mark.parametrize("panes, per_row", [(0, 4), (1, 4), (9, 4), (8, 4), (50, 65_536)])
+def test_packed_panes_come_back_as_the_row_form(monkeypatch, panes, per_row):
+    monkeypatch.setattr(pane_blocks, "PANES_PER_ROW", per_row)
+    rows = row_form(panes)
+    schema = pane_blocks.schema(PLAN)
+    packed = pane_blocks.pack(rows, PLAN, schema)
+    assert list(packed.columns) == schema.names
+    assert (packed["fm_kind"] == p.PANE).sum() == -(-panes // per_row), "one PANE row per PANES_PER_ROW panes"
+    assert not set(PLAN.pane_columns()) - set(PLAN.record_columns()) & set(schema.names), "no pane-only scalars"
+
+    batch = through_spark_conversion(packed, schema)
+    blocks = batch.filter(pc.equal(batch.column("fm_kind"), p.PANE))
+    exploded = {c: pc.list_flatten(blocks.column(pane_blocks.PREFIX + c)).to_pylist() for c in PLAN.pane_columns()}
+    expected = rows[rows["fm_kind"] == p.PANE]
+    for column in PLAN.pane_columns():
+        want = [None if pd.isna(v) else v for v in expected[column].tolist()]
+        assert exploded[column] == want, column
+
+    others = batch.filter(pc.not_equal(batch.column("fm_kind"), p.PANE)).to_pylist()
+    assert [r["fm_kind"] for r in others] == [p.LATE, p.GAUGE]
+    assert others[0]["event_time"] == 2**63 - 1 and others[0]["id"] == 2**63 - 1, "longs stay exact"
+    assert all(r[pane_blocks.PREFIX + "n"] is None for r in others)
