@@ -8,13 +8,18 @@ The user-facing names::
     from floodmark.spark import EventTimeAggregation, SourceTime, local_session   # needs pyspark
 """
 
-from floodmark.core import aggregates, triggers, windows
-from floodmark.core.panes import AccumulationMode, Pane, Timing
-from floodmark.core.records import BadRecord, LateReason, LateRecord
-from floodmark.core.spec import WindowSpec
-from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.watermarks import WatermarkGenerator, WatermarkStrategy
+from typing import TYPE_CHECKING
+
+from floodmark.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from floodmark.core import aggregates, triggers, windows
+    from floodmark.core.panes import AccumulationMode, Pane, Timing
+    from floodmark.core.records import BadRecord, LateReason, LateRecord
+    from floodmark.core.spec import WindowSpec
+    from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+    from floodmark.core.timestamps import TimestampCombiner
+    from floodmark.core.watermarks import WatermarkGenerator, WatermarkStrategy
 
 __version__ = "0.1.0"
 
@@ -35,3 +40,25 @@ __all__ = [
     "triggers",
     "windows",
 ]
+
+# Imported on first use (floodmark.lazy: Spark's Python processes that only need floodmark.spark.ticks).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "aggregates": "floodmark.core",
+        "triggers": "floodmark.core",
+        "windows": "floodmark.core",
+        "AccumulationMode": "floodmark.core.panes",
+        "Pane": "floodmark.core.panes",
+        "Timing": "floodmark.core.panes",
+        "BadRecord": "floodmark.core.records",
+        "LateReason": "floodmark.core.records",
+        "LateRecord": "floodmark.core.records",
+        "WindowSpec": "floodmark.core.spec",
+        "MAX_TIMESTAMP": "floodmark.core.time",
+        "MIN_TIMESTAMP": "floodmark.core.time",
+        "TimestampCombiner": "floodmark.core.timestamps",
+        "WatermarkGenerator": "floodmark.core.watermarks",
+        "WatermarkStrategy": "floodmark.core.watermarks",
+    },
+)

@@ -72,3 +72,24 @@ def test_floodmark_explain_reads_a_run_without_pyspark(tmp_path):
     assert result.returncode == 0, result.stderr + result.stdout
     assert "WAITING_FOR_WATERMARK" in result.stdout
     assert "'1'" in result.stdout and "never seen a record" in result.stdout
+
+
+def test_the_tick_source_imports_without_the_engine():
+    """Spark unpickles the tick source in its data-source planner processes, on the first batch's critical path:
+    importing its module must not load pandas, pyarrow or the engine (the packages export names lazily)."""
+    code = """
+        import sys
+        import floodmark.spark.ticks
+        heavy = ("pandas", "pyarrow", "numpy", "floodmark.core", "floodmark.spark.pipeline")
+        heavy = [m for m in heavy if m in sys.modules]
+        assert not heavy, heavy
+        from floodmark import *
+        from floodmark.spark import EventTimeAggregation, local_session
+        import floodmark, floodmark.spark
+        assert set(floodmark.__all__) <= set(dir(floodmark)) and WindowSpec is floodmark.WindowSpec
+        assert all(getattr(floodmark.spark, name) is not None for name in floodmark.spark.__all__)
+        print("ok")
+    """
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -12,11 +12,16 @@ Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`
 stages (seed 003) run as one query through :class:`Pipeline` (:mod:`.stages`).
 """
 
-from floodmark.spark.kafka import read_kafka, topic_partitions
-from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
-from floodmark.spark.session import cluster_session, kafka_connector_jars, local_session
-from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
-from floodmark.spark.stages import Pipeline, PipelineQuery
+from typing import TYPE_CHECKING
+
+from floodmark.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from floodmark.spark.kafka import read_kafka, topic_partitions
+    from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
+    from floodmark.spark.session import cluster_session, kafka_connector_jars, local_session
+    from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
+    from floodmark.spark.stages import Pipeline, PipelineQuery
 
 __all__ = [
     "EventTimeAggregation",
@@ -35,3 +40,26 @@ __all__ = [
     "read_kafka",
     "topic_partitions",
 ]
+
+# Imported on first use: the tick source's module is unpickled in Spark's data-source planner processes
+# (floodmark.lazy), which must not load the whole runtime for it.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "read_kafka": "floodmark.spark.kafka",
+        "topic_partitions": "floodmark.spark.kafka",
+        "EventTimeAggregation": "floodmark.spark.pipeline",
+        "FloodmarkQuery": "floodmark.spark.pipeline",
+        "SourceTime": "floodmark.spark.pipeline",
+        "cluster_session": "floodmark.spark.session",
+        "kafka_connector_jars": "floodmark.spark.session",
+        "local_session": "floodmark.spark.session",
+        "FileSink": "floodmark.spark.sinks",
+        "FunctionSink": "floodmark.spark.sinks",
+        "KafkaSink": "floodmark.spark.sinks",
+        "Outputs": "floodmark.spark.sinks",
+        "TableSink": "floodmark.spark.sinks",
+        "Pipeline": "floodmark.spark.stages",
+        "PipelineQuery": "floodmark.spark.stages",
+    },
+)
