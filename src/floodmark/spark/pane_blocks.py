@@ -41,10 +41,10 @@ PANES_PER_ROW = 65_536
 def schema(plan: p.RuntimePlan) -> StructType:
     """The rows a single-stage bucket returns to Spark: the row form (:meth:`RuntimePlan.output_schema`)
     without its pane-only columns, plus one array column per pane column."""
+    row_form = plan.output_schema()
     pane_only = set(plan.pane_columns()) - set(plan.record_columns())
-    fields = [f for f in plan.output_schema().fields if f.name not in pane_only]
-    by_name = {f.name: f for f in plan.output_schema().fields}
-    fields += [StructField(PREFIX + c, ArrayType(by_name[c].dataType)) for c in plan.pane_columns()]
+    fields = [f for f in row_form.fields if f.name not in pane_only]
+    fields += [StructField(PREFIX + c, ArrayType(row_form[c].dataType)) for c in plan.pane_columns()]
     return StructType(fields)
 
 
