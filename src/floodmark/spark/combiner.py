@@ -188,7 +188,7 @@ class MapSideCombiner:
             p.MIN_TS: lows,
             p.MAX_TS: highs,
             # Statistics of one partition go to one bucket (any will do: the driver merges them).
-            p.BUCKET: partition % max(self.plan.buckets, 1),
+            p.BUCKET: self.plan.bucket_values[partition % max(self.plan.buckets, 1)],
         }
 
     # --------------------------------------------------------------- partials

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport, ControlledBatches
 from floodmark.driver.reconciliation import Reconciliation
-from floodmark.spark import batch_entry, blocks, hadoop_files, pane_blocks
+from floodmark.spark import batch_entry, blocks, bucket_layout, hadoop_files, pane_blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.combiner import MapSideCombiner
@@ -142,7 +142,8 @@ class EventTimeAggregation:
         self.spark: SparkSession = source.sparkSession
         # Several buckets per partition keep each bucket's state blob small: the blob travels between the
         # JVM and Python every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
-        self.bucket_count = buckets or max(8, int(self.spark.conf.get("spark.sql.shuffle.partitions") or "2"))
+        self.requested_buckets = buckets
+        self.bucket_count = buckets or max(8, shuffle_partitions(self.spark))
         skew = None if max_future_skew is None else non_negative_millis(max_future_skew, "max_future_skew")
         self.plan = p.RuntimePlan.for_input(
             spec,
@@ -160,6 +161,9 @@ class EventTimeAggregation:
     def build(self, checkpoint: str) -> tuple[DataFrame, BatchController]:
         """The transformed streaming DataFrame (before the sink) and its controller."""
         log, local_metrics = control_log(checkpoint, self.spark)
+        layout = fixed_bucket_layout(checkpoint, self.spark, log, self.requested_buckets, self.bucket_count)
+        self.bucket_count = layout.count
+        self.plan = replace(self.plan, buckets=layout.count, bucket_labels=layout.of())
         controller = BatchController(
             log,
             self.time.watermarks,
@@ -172,7 +176,7 @@ class EventTimeAggregation:
         # One tick row per bucket in the batches the driver asks for (spark/ticks.py): every bucket's processor
         # runs when something can fire without input (seed 000's lone last window), and an idle query sleeps.
         ticks = tick_rows(self.spark, schedule_path(checkpoint), self.bucket_count).select(
-            F.col("tick").alias(p.BUCKET)
+            bucket_layout.label_column(self.plan.bucket_values, F.col("tick")).alias(p.BUCKET)
         )
         combined = combined_input(self.source, self.event_time, self.time.split, self.plan)
         unioned = combined.unionByName(ticks, allowMissingColumns=True)
@@ -259,9 +263,11 @@ def combined_input(source: DataFrame, event_time: str | Column, split: str | Col
     split_value = [split.alias(p.SPLIT_VALUE)] if isinstance(split, Column) else []
     ts = [] if plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
     bucket = (
-        F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets)).cast("int")
+        bucket_layout.label_column(
+            plan.bucket_values, F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets))
+        )
         if plan.key_columns
-        else F.lit(0)  # one global key
+        else F.lit(plan.bucket_values[0])  # one global key
     )
     data = source.select(
         "*",
@@ -283,6 +289,31 @@ def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path 
     remote = checkpoint_files.has_scheme(checkpoint)
     metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
     return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` of the session (what a new checkpoint's stateful operators get)."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
+
+
+def fixed_bucket_layout(
+    checkpoint: str,
+    spark: SparkSession,
+    log: ControlLog,
+    requested: int | None,
+    default: int,
+    stages: Sequence[str | None] = (None,),
+) -> bucket_layout.BucketLayout:
+    """The bucket layout of the query at ``checkpoint``: new, or as stored (:func:`bucket_layout.fixed`)."""
+    return bucket_layout.fixed(
+        log.files,
+        checkpoint,
+        requested,
+        default,
+        shuffle_partitions(spark),
+        stages,
+        existing=log.latest_seq() is not None,
+    )
 
 
 def start_query(

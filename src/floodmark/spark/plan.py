@@ -134,7 +134,10 @@ class RuntimePlan:
     ts_column: str = TS
     """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
     buckets: int = 1
-    """Number of state buckets (``fm_bucket`` values)."""
+    """Number of state buckets."""
+    bucket_labels: tuple[int, ...] = ()
+    """The ``fm_bucket`` value of bucket 0..buckets-1, fixed with the checkpoint so that the buckets spread
+    evenly over Spark's partitions (:mod:`floodmark.spark.bucket_layout`); empty: 0..buckets-1."""
     split_column: str | None = None
     """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
     ``None``: the whole input is split ``"0"``."""
@@ -222,6 +225,11 @@ class RuntimePlan:
             corrupt_column=corrupt,
             stage=stage,
         )
+
+    @property
+    def bucket_values(self) -> tuple[int, ...]:
+        """The ``fm_bucket`` value of bucket 0..buckets-1."""
+        return self.bucket_labels or tuple(range(self.buckets))
 
     @property
     def combines(self) -> bool:

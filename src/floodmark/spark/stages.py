@@ -67,7 +67,7 @@ from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.controller import BatchReport, PipelineController, SourceSettings
-from floodmark.spark import batch_entry, blocks
+from floodmark.spark import batch_entry, blocks, bucket_layout
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import OUTPUT_KINDS, BatchSink
 from floodmark.spark.pipeline import (
@@ -75,6 +75,8 @@ from floodmark.spark.pipeline import (
     SourceTime,
     combined_input,
     control_log,
+    fixed_bucket_layout,
+    shuffle_partitions,
     start_query,
 )
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
@@ -171,7 +173,7 @@ class Pipeline:
         if not self.stages:
             raise ValueError("a pipeline needs at least one stage")
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
-        buckets = self.buckets or max(8, int(spark.conf.get("spark.sql.shuffle.partitions") or "2"))
+        buckets = self.buckets or max(8, shuffle_partitions(spark))
         corrupt = p.corrupt_record_column(spark)
         plans: dict[str, p.RuntimePlan] = {}
         for name in graph.order:
@@ -214,6 +216,10 @@ class Pipeline:
         plans = self.plans(spark)
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
+        layout = fixed_bucket_layout(
+            checkpoint, spark, log, self.buckets, next(iter(plans.values())).buckets, graph.order
+        )
+        plans = {n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n)) for n, plan in plans.items()}
         controller = PipelineController(
             log,
             {
@@ -227,12 +233,13 @@ class Pipeline:
         )
         controller.ensure_initial_entry()
         order = graph.order
-        bucket_count = next(iter(plans.values())).buckets
+        bucket_count = layout.count
         names = F.array(*[F.lit(n) for n in order])
+        # Tick i is bucket i % B of stage i // B.
         ticks = tick_rows(spark, schedule_path(checkpoint), len(order) * bucket_count).select(
             F.element_at(names, (F.col("tick") / bucket_count).cast("int") + 1).alias(STAGE),
             F.lit(TICK).alias(KIND),
-            (F.col("tick") % bucket_count).cast("int").alias(p.BUCKET),
+            bucket_layout.label_column([v for n in order for v in layout.of(n)], F.col("tick")).alias(p.BUCKET),
         )
         inputs = [ticks]
         reporting: set[str] = set()  # a source read by several stages reports its statistics once
@@ -389,12 +396,12 @@ class StageLevel:
         rows = stage_input_rows(panes, target)
         if target.key_by:
             hashes = pd.util.hash_pandas_object(rows[list(target.key_by)], index=False).to_numpy()
-            buckets = (hashes % np.uint64(plan.buckets)).astype(np.int32)
+            buckets = np.asarray(plan.bucket_values, dtype=np.int32)[hashes % np.uint64(plan.buckets)]
         else:
-            buckets = np.zeros(len(rows), dtype=np.int32)
+            buckets = np.full(len(rows), plan.bucket_values[0], dtype=np.int32)
         rows = rows.assign(**{p.ROW: p.RAW, p.BUCKET: buckets})
         # The block's partition orders a target bucket's blocks the same way on every replay.
-        partition = self.order.index(stage) * plan.buckets + bucket
+        partition = self.order.index(stage) * plan.buckets + self.processors[stage].plan.bucket_values.index(bucket)
         packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition)
         return pd.DataFrame(
             {

@@ -1,0 +1,182 @@
+"""Which ``fm_bucket`` value stands for each state bucket, so that every Spark partition gets its share.
+
+A stateful operator's rows are hash-partitioned on its grouping columns: group
+``(bucket)`` (or ``(stage, bucket)`` in a pipeline) runs in partition
+``pmod(murmur3(columns, seed 42), N)``, N being ``spark.sql.shuffle.partitions``
+when the checkpoint was created. Buckets numbered 0..B-1 split by luck: 8 buckets
+land 5:3 on 2 partitions and 0:1:3:4 on 4, so one task does 5/8 of every batch
+(and of the final flush) while the other core waits, or a core gets nothing.
+
+So bucket i (0-based) is labelled with the smallest integer not yet used whose
+partition is ``i mod N`` (in a pipeline, counting the buckets of all stages in
+order): each partition gets ``floor(B/N)`` or ``ceil(B/N)`` buckets. The
+label depends on N; state is keyed by it. The layout is therefore fixed when a
+checkpoint is created and read back from it on restart (:func:`fixed`), whatever
+the session's settings then: a layout that changed would orphan every bucket's
+state. A checkpoint created before layouts were stored keeps labels 0..B-1.
+
+The hash is Spark's ``Murmur3Hash`` (``functions.hash``), restated here for
+integer and string columns; ``tests/spark/test_bucket_layout.py`` checks it
+against Spark's own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from floodmark.driver.checkpoint_files import CheckpointFiles, join
+
+SEED = 42
+"""Spark's seed for ``Murmur3Hash`` (``functions.hash`` and hash partitioning)."""
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def _mix_k1(k1: int) -> int:
+    k1 = (k1 * 0xCC9E2D51) & _MASK
+    return (_rotl(k1, 15) * 0x1B873593) & _MASK
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    h1 = _rotl(h1 ^ k1, 13)
+    return (h1 * 5 + 0xE6546B64) & _MASK
+
+
+def _fmix(h1: int, length: int) -> int:
+    h1 ^= length
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    return h1 ^ (h1 >> 16)
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def murmur3_int(value: int, seed: int = SEED) -> int:
+    """Spark's hash of an ``int`` column value (``Murmur3_x86_32.hashInt``), as a signed 32-bit int."""
+    return _signed(_fmix(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), 4))
+
+
+def murmur3_string(text: str, seed: int = SEED) -> int:
+    """Spark's hash of a ``string`` column value (``Murmur3_x86_32.hashUnsafeBytes`` over its UTF-8 bytes:
+    little-endian 4-byte words, then each remaining byte alone, sign-extended), as a signed 32-bit int."""
+    data = text.encode("utf-8")
+    h1 = seed & _MASK
+    aligned = len(data) - len(data) % 4
+    for i in range(0, aligned, 4):
+        h1 = _mix_h1(h1, _mix_k1(int.from_bytes(data[i : i + 4], "little")))
+    for byte in data[aligned:]:
+        h1 = _mix_h1(h1, _mix_k1((byte - 256 if byte > 127 else byte) & _MASK))
+    return _signed(_fmix(h1, len(data)))
+
+
+def partition_of(label: int, partitions: int, stage: str | None = None) -> int:
+    """The partition Spark's hash partitioning puts group ``(label)`` (or ``(stage, label)``) in."""
+    seed = SEED if stage is None else murmur3_string(stage)
+    return murmur3_int(label, seed) % partitions
+
+
+@dataclass(frozen=True)
+class BucketLayout:
+    """The ``fm_bucket`` value of each bucket, per stage (``""``: a single-stage query).
+
+    :ivar partitions: the partition count the labels were balanced for (0: labels 0..B-1, not balanced).
+    :ivar labels: stage -> label of bucket 0..B-1 (every stage has B buckets).
+    """
+
+    partitions: int
+    labels: dict[str, tuple[int, ...]]
+
+    @property
+    def count(self) -> int:
+        """B, the number of buckets per stage."""
+        return len(next(iter(self.labels.values())))
+
+    def of(self, stage: str | None = None) -> tuple[int, ...]:
+        return self.labels["" if stage is None else stage]
+
+    @classmethod
+    def balanced(cls, count: int, partitions: int, stages: Sequence[str | None] = (None,)) -> BucketLayout:
+        """``count`` buckets per stage, the buckets of all ``stages`` (in order) dealt round-robin over
+        ``partitions``."""
+        labels: dict[str, tuple[int, ...]] = {}
+        dealt = 0
+        for stage in stages:
+            chosen: list[int] = []
+            for _ in range(count):
+                fits = (v for v in itertools.count() if partition_of(v, partitions, stage) == dealt % partitions)
+                chosen.append(next(v for v in fits if v not in chosen))
+                dealt += 1
+            labels["" if stage is None else stage] = tuple(chosen)
+        return cls(partitions, labels)
+
+    @classmethod
+    def numbered(cls, count: int, stages: Sequence[str | None] = (None,)) -> BucketLayout:
+        """Labels 0..count-1 for every stage (what checkpoints created before layouts were stored use)."""
+        return cls(0, {"" if s is None else s: tuple(range(count)) for s in stages})
+
+    def to_json(self) -> str:
+        return json.dumps({"partitions": self.partitions, "labels": {s: list(v) for s, v in self.labels.items()}})
+
+    @classmethod
+    def from_json(cls, text: str) -> BucketLayout:
+        data = json.loads(text)
+        return cls(int(data["partitions"]), {s: tuple(int(x) for x in v) for s, v in data["labels"].items()})
+
+
+def label_column(labels: Sequence[int], index: Column) -> Column:
+    """Spark column: the label of bucket ``index`` (an int column, 0-based)."""
+    return F.element_at(F.array(*[F.lit(v) for v in labels]), index + 1).cast("int")
+
+
+def fixed(
+    files: CheckpointFiles,
+    checkpoint: str,
+    requested: int | None,
+    default: int,
+    partitions: int,
+    stages: Sequence[str | None] = (None,),
+    existing: bool = False,
+) -> BucketLayout:
+    """The checkpoint's layout: stored at its creation, read back on every restart.
+
+    :arg requested: the bucket count the user asked for (``None``: ``default`` for a new checkpoint, the stored
+        count on restart).
+    :arg partitions: ``spark.sql.shuffle.partitions`` now (used only for a new checkpoint: Spark itself keeps
+        the partition count a stateful checkpoint was created with).
+    :arg existing: the checkpoint already holds a query's state (restart of a checkpoint that has no stored
+        layout: its buckets were labelled 0..B-1).
+    :raises ValueError: ``requested`` differs from the checkpoint's count, or a stage has no buckets in it
+        (its state is keyed by its buckets; it cannot be re-split).
+    """
+    path = join(checkpoint, "floodmark", "buckets.json")
+    text = files.read_text(path)
+    if text is None:
+        count = requested or default
+        layout = BucketLayout.numbered(count, stages) if existing else BucketLayout.balanced(count, partitions, stages)
+        if not files.write_once(path, layout.to_json()):  # another start wrote it first: theirs holds
+            text = files.read_text(path)
+    if text is not None:
+        layout = BucketLayout.from_json(text)
+    if requested is not None and requested != layout.count:
+        raise ValueError(
+            f"the checkpoint {checkpoint} keeps its state in {layout.count} buckets; buckets={requested} cannot "
+            f"resume it (start with buckets={layout.count}, or from a new checkpoint)"
+        )
+    missing = [s for s in stages if ("" if s is None else s) not in layout.labels]
+    if missing:
+        raise ValueError(f"the checkpoint {checkpoint} has no state buckets for stage(s) {missing}")
+    return layout

@@ -1,0 +1,88 @@
+"""Bucket labels: Spark's hash restated exactly, buckets dealt evenly, the layout fixed per checkpoint."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from floodmark.driver.checkpoint_files import LocalFiles
+from floodmark.spark import bucket_layout
+from floodmark.spark.bucket_layout import BucketLayout, murmur3_int, murmur3_string, partition_of
+
+INTS = [0, 1, 2, 7, 8, 42, -1, -42, 2**31 - 1, -(2**31), 123_456_789]
+TEXTS = ["", "a", "ab", "abc", "abcd", "abcde", "sessions", "means-per-user", "é", "stage ü 名前", "😀x"]
+
+
+def test_the_hash_is_sparks_own(spark):
+    rows = spark.createDataFrame(
+        [(v, t) for v in INTS for t in TEXTS],
+        StructType([StructField("v", IntegerType()), StructField("t", StringType())]),
+    )
+    got = rows.select("v", "t", F.hash("v").alias("hv"), F.hash("t").alias("ht"), F.hash("t", "v").alias("htv"))
+    for row in got.collect():
+        assert row.hv == murmur3_int(row.v), row
+        assert row.ht == murmur3_string(row.t), row
+        assert row.htv == murmur3_int(row.v, murmur3_string(row.t)), row
+
+
+@pytest.mark.parametrize("partitions", [2, 3])
+def test_spark_puts_each_group_in_the_partition_the_layout_says(spark, partitions):
+    layout = BucketLayout.balanced(8, partitions, ["a", "b"])
+    single = BucketLayout.balanced(8, partitions)
+    rows = [("a", v) for v in layout.of("a")] + [("b", v) for v in layout.of("b")]
+    frame = spark.createDataFrame(rows, "stage string, fm_bucket int")
+    placed = frame.repartition(partitions, "stage", "fm_bucket").select("*", F.spark_partition_id().alias("part"))
+    for row in placed.collect():
+        assert row.part == partition_of(row.fm_bucket, partitions, row.stage)
+    alone = spark.createDataFrame([(v,) for v in single.of()], "fm_bucket int").repartition(partitions, "fm_bucket")
+    for row in alone.select("*", F.spark_partition_id().alias("part")).collect():
+        assert row.part == partition_of(row.fm_bucket, partitions)
+
+
+@pytest.mark.parametrize(
+    ("count", "partitions", "stages", "per_partition"),
+    [
+        (8, 2, [None], [4, 4]),  # labels 0..7 would land 3:5
+        (8, 4, [None], [2, 2, 2, 2]),  # labels 0..7 would land 0:1:3:4
+        (5, 2, [None], [3, 2]),
+        (8, 1, [None], [8]),
+        (3, 2, ["a", "b"], [3, 3]),  # dealt across stages: a gets 2:1, b 1:2
+        (200, 200, [None], [1] * 200),
+    ],
+)
+def test_buckets_are_dealt_evenly(count, partitions, stages, per_partition):
+    layout = BucketLayout.balanced(count, partitions, stages)
+    placed = Counter(partition_of(v, partitions, s) for s in stages for v in layout.of(s))
+    assert [placed[i] for i in range(partitions)] == per_partition
+    for stage in stages:
+        assert len(set(layout.of(stage))) == count  # distinct labels
+
+
+def test_numbered_buckets_land_unevenly_which_is_why_labels_exist():
+    assert Counter(partition_of(v, 2) for v in range(8)) == {1: 5, 0: 3}
+    assert Counter(partition_of(v, 4) for v in range(8)) == {3: 4, 2: 3, 1: 1}
+
+
+def test_a_checkpoint_keeps_its_layout_across_restarts(tmp_path):
+    files, checkpoint = LocalFiles(), str(tmp_path)
+    first = bucket_layout.fixed(files, checkpoint, None, 8, 2)
+    assert first == BucketLayout.balanced(8, 2)
+    # Restarted with other settings: Spark keeps the checkpoint's partitions, floodmark its labels.
+    assert bucket_layout.fixed(files, checkpoint, None, 16, 4) == first
+    assert bucket_layout.fixed(files, checkpoint, 8, 16, 4) == first
+    with pytest.raises(ValueError, match=r"keeps its state in 8 buckets; buckets=12 cannot resume it"):
+        bucket_layout.fixed(files, checkpoint, 12, 16, 4)
+    with pytest.raises(ValueError, match=r"no state buckets for stage\(s\) \['extra'\]"):
+        bucket_layout.fixed(files, checkpoint, None, 8, 2, [None, "extra"])
+    stored = json.loads((tmp_path / "floodmark" / "buckets.json").read_text())
+    assert stored == {"partitions": 2, "labels": {"": list(first.of())}}
+
+
+def test_a_checkpoint_from_before_layouts_keeps_buckets_0_to_b(tmp_path):
+    layout = bucket_layout.fixed(LocalFiles(), str(tmp_path), None, 8, 2, ["a", "b"], existing=True)
+    assert layout == BucketLayout.numbered(8, ["a", "b"])
+    assert bucket_layout.fixed(LocalFiles(), str(tmp_path), None, 8, 2, ["a", "b"]) == layout
