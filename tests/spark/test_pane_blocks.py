@@ -1,6 +1,6 @@
 """Panes packed many per row (``spark/pane_blocks.py``) come back as the row form, nulls included, through the
-conversion Spark's worker applies (no Spark session: the JVM's ``inline(arrays_zip(...))`` is covered by every
-Spark test that reads panes)."""
+conversion Spark's worker applies (no Spark session here: the JVM's explode is covered by every Spark test that
+reads panes, and by the last test against Spark's own)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from pyspark.sql.conversion import PandasToArrowConversion
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+from spark_helpers import explode_pane_blocks
 
 from floodmark import aggregates, windows
 from floodmark.core.spec import WindowSpec
@@ -86,13 +87,36 @@ def test_packed_panes_come_back_as_the_row_form(monkeypatch, panes, per_row):
 
     batch = through_spark_conversion(packed, schema)
     blocks = batch.filter(pc.equal(batch.column("fm_kind"), p.PANE))
-    exploded = {c: pc.list_flatten(blocks.column(pane_blocks.PREFIX + c)).to_pylist() for c in PLAN.pane_columns()}
+    exploded = explode_pane_blocks(blocks, PLAN.pane_columns()).to_pydict()
     expected = rows[rows["fm_kind"] == p.PANE]
     for column in PLAN.pane_columns():
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert exploded[column] == want, column
 
+    if panes:
+        first = blocks.column(pane_blocks.PREFIX + "timing").to_pylist()[0]
+        assert first == ["ON_TIME"], "a value the whole block shares crosses once"
+        assert len(blocks.column(pane_blocks.PREFIX + "k").to_pylist()[0]) == min(panes, per_row)
+
     others = batch.filter(pc.not_equal(batch.column("fm_kind"), p.PANE)).to_pylist()
     assert [r["fm_kind"] for r in others] == [p.LATE, p.GAUGE]
     assert others[0]["event_time"] == 2**63 - 1 and others[0]["id"] == 2**63 - 1, "longs stay exact"
     assert all(r[pane_blocks.PREFIX + "n"] is None for r in others)
+
+
+def test_a_block_of_shared_values_nulls_included_comes_back_through_sparks_own_explode(spark):
+    rows = row_form(6)
+    is_pane = rows["fm_kind"] == p.PANE
+    rows.loc[is_pane, "id"] = pd.NA  # a null every pane shares
+    rows.loc[is_pane, "lo"] = 1.5
+    schema = pane_blocks.schema(PLAN)
+    packed = pane_blocks.pack(rows, PLAN, schema)
+    blocks = packed[packed["fm_kind"] == p.PANE]
+    assert [len(blocks[pane_blocks.PREFIX + c].iloc[0]) for c in ("k", "id", "lo", "window_start")] == [6, 1, 1, 6]
+    frame = spark.createDataFrame(packed, schema)
+    got = pane_blocks.unpack(frame.filter(frame.fm_kind == p.PANE), PLAN).toPandas()
+    expected = rows[rows["fm_kind"] == p.PANE][PLAN.pane_columns()].reset_index(drop=True)
+    assert got.columns.tolist() == PLAN.pane_columns()
+    for column in PLAN.pane_columns():
+        want = [None if pd.isna(v) else v for v in expected[column].tolist()]
+        assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column

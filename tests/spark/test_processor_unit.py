@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from spark_helpers import explode_pane_blocks
 
 from floodmark import aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
@@ -18,7 +19,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.driver.control_log import ControlEntry
-from floodmark.spark import blocks, pane_blocks, state_codec
+from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.processor import WindowBucketProcessor
@@ -102,15 +103,11 @@ def call(processor, rows, seq, watermark, ptime, v_type=TEXT):
 
 def unpacked(processor, out):
     """What a bucket returns to Spark, through Arrow, with its pane blocks exploded as the sink explodes them
-    (``inline(arrays_zip(...))``: element i of every ``fm_panes_*`` array is pane i): the row form, one row
-    per pane (``RuntimePlan.output_schema``)."""
+    (``pane_blocks.unpack``): the row form, one row per pane (``RuntimePlan.output_schema``)."""
     assert list(out.columns) == [f.name for f in processor.spark_schema.fields]
     table = pa.Table.from_pandas(out, schema=to_arrow_schema(processor.spark_schema), preserve_index=False)
     block_rows = table.filter(pc.equal(table["fm_kind"], p.PANE))
-    columns = processor.plan.pane_columns()
-    panes = pa.table({c: pc.list_flatten(block_rows[pane_blocks.PREFIX + c]) for c in columns})
-    lengths = {len(pc.list_flatten(block_rows[pane_blocks.PREFIX + c])) for c in columns}
-    assert len(lengths) <= 1, "every pane column's arrays have one element per pane"
+    panes = explode_pane_blocks(block_rows, processor.plan.pane_columns())
     panes = panes.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).assign(fm_kind=p.PANE)
     return conform([out[out.fm_kind != p.PANE], panes], processor.plan.output_schema())
 

@@ -9,13 +9,18 @@ column to Arrow. On a flush of 1M panes that was ~2 s of Python per 125k panes,
 machinery with all of the output's columns (most of them null for a pane).
 
 So a single-stage bucket returns its panes as blocks: one PANE row per up to
-:data:`PANES_PER_ROW` panes, with one array column per pane column
-(``fm_panes_<column>``, element i of every array is pane i), and the sink turns
-them back into one row per pane with Spark's own ``inline(arrays_zip(...))``,
-in JVM code. Late records, dead letters, STATS and GAUGE rows stay one row each
-(rare, or one per split and bucket); pane-only scalar columns are not in the
-output at all. :func:`pack` (the worker) and :func:`unpack` (the sink) are
-the two halves of this format; :func:`schema` is what Spark is told.
+:data:`PANES_PER_ROW` panes, carrying its pane count in ``fm_pane_count`` and
+one array column per pane column (``fm_panes_<column>``): element i is pane i's
+value, or the array has a single element, the value of every pane of the block.
+Spark's worker turns every array into a Python list before Arrow sees it
+(``convert_array``), so a column that is the same for the whole block (the
+window bounds, timing and indexes of a flush, often) crosses as one value. The
+sink turns blocks back into one row per pane in JVM code (an index exploded
+from ``sequence(0, count - 1)``, then each array's element i or its only one).
+Late records, dead letters, STATS and GAUGE rows stay one row each (rare, or one
+per split and bucket); pane-only scalar columns are not in the output at all.
+:func:`pack` (the worker) and :func:`unpack` (the sink) are the two halves of
+this format; :func:`schema` is what Spark is told.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructField, StructType
 
@@ -33,6 +38,12 @@ from floodmark.spark.rows import conform
 
 PREFIX = "fm_panes_"
 """Array column of pane column ``c``: ``fm_panes_c``."""
+
+COUNT = "fm_pane_count"
+"""On a PANE row: the number of panes it carries (on a GAUGE row: the panes the bucket emitted)."""
+
+INDEX = "fm_pane_index"
+"""The sink's index of a pane in its block (never output)."""
 
 PANES_PER_ROW = 65_536
 """Panes per block row: keeps a row's arrays far below the JVM's array limits whatever a bucket fires."""
@@ -56,12 +67,16 @@ def pack(rows: pd.DataFrame, plan: p.RuntimePlan, spark_schema: StructType) -> p
     if not count:
         return conform([rows], spark_schema)
     starts = range(0, count, PANES_PER_ROW)
-    block: dict[str, Any] = {"fm_kind": np.full(len(starts), p.PANE, dtype=object)}
+    block: dict[str, Any] = {
+        "fm_kind": np.full(len(starts), p.PANE, dtype=object),
+        COUNT: [min(PANES_PER_ROW, count - start) for start in starts],
+    }
     for column in plan.pane_columns():
         values = _element_values(rows[column].array[is_pane])
         cells = np.empty(len(starts), dtype=object)
         for i, start in enumerate(starts):
-            cells[i] = values[start : start + PANES_PER_ROW]
+            values_of_block = values[start : start + PANES_PER_ROW]
+            cells[i] = values_of_block[:1] if _all_equal(values_of_block) else values_of_block
         block[PREFIX + column] = cells
     return conform([rows.loc[~is_pane], pd.DataFrame(block, copy=False)], spark_schema)
 
@@ -76,8 +91,27 @@ def _element_values(column: Any) -> np.ndarray:
     return np.asarray(column)
 
 
+def _all_equal(values: np.ndarray) -> bool:
+    """Whether every value equals the first (None equals None; NaN equals nothing, so it stays per pane)."""
+    if len(values) < 2:
+        return True
+    first = values[0]
+    try:
+        return bool(values[-1] == first) and bool((values == first).all())
+    except (TypeError, ValueError):  # e.g. pandas' NA, whose comparisons have no truth value: keep every value
+        return False
+
+
 def unpack(rows: DataFrame, plan: p.RuntimePlan) -> DataFrame:
     """PANE block rows -> one row per pane, in :meth:`RuntimePlan.pane_columns` (the JVM explodes them)."""
     names = plan.pane_columns()
-    zipped = F.arrays_zip(*(F.col(PREFIX + name) for name in names))
-    return rows.select(F.inline(zipped)).toDF(*names)
+    index = F.col(INDEX)
+    indexed = rows.select(
+        *(PREFIX + name for name in names), F.explode(F.sequence(F.lit(0), F.col(COUNT).cast("int") - 1)).alias(INDEX)
+    )
+
+    def element(name: str) -> Column:
+        values = F.col(PREFIX + name)
+        return F.when(F.size(values) == 1, values[0]).otherwise(values[index]).alias(name)
+
+    return indexed.select(*(element(name) for name in names))
