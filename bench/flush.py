@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/flush.py                    # 1M keys, 2M rows in 8 files, 4 files per batch
     .venv/bin/python bench/flush.py --event-log DIR    # also Spark's event log (task metrics per stage)
+    .venv/bin/python bench/flush.py --runs 3           # 3 runs in one session: the later ones are warm
 
 One-hour tumbling windows over 10 minutes of event time, so no window fires before the end of input: the
 last batch fires every window (865k panes for 1M keys) and writes them to Parquet. Prints each batch's
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--event-log", type=Path, default=None, help="write Spark's event log there")
+    parser.add_argument("--runs", type=int, default=1, help="runs in one session, each on a fresh checkpoint")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="floodmark-bench-flush-"))
     generate(work / "data", args.rows, args.keys, 10, 8)
@@ -41,21 +43,25 @@ def main() -> None:
         spark = cluster_session("local[2]", "floodmark-bench-flush", shuffle_partitions=2, conf=conf)
     else:
         spark = local_session("floodmark-bench-flush", cores=2, shuffle_partitions=2)
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 4).parquet(str(work / "data"))
-    aggregation = EventTimeAggregation(
-        stream,
-        event_time="ts",
-        key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()}),
-        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=list("0123")),
-    )
-    started = time.perf_counter()
-    handle = aggregation.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
-    print(f"run {time.perf_counter() - started:.1f} s")
-    progress = {p.batchId: p.durationMs for p in handle.query.recentProgress}
-    for report in handle.reports:
-        seconds = (report.next_processing_time - report.processing_time) / 1000
-        print(f"batch {report.batch_id}: {report.records:,} records, {seconds:.1f} s, {progress.get(report.batch_id)}")
+    for run in range(args.runs):
+        stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 4).parquet(str(work / "data"))
+        aggregation = EventTimeAggregation(
+            stream,
+            event_time="ts",
+            key_by=["k"],
+            spec=WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()}),
+            time=SourceTime(
+                WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=list("0123")
+            ),
+        )
+        started = time.perf_counter()
+        handle = aggregation.run_to_completion(str(work / f"ckpt{run}"), str(work / f"out{run}"), timeout_s=3_600)
+        print(f"run {run}: {time.perf_counter() - started:.1f} s")
+        progress = {p.batchId: p.durationMs for p in handle.query.recentProgress}
+        for report in handle.reports:
+            seconds = (report.next_processing_time - report.processing_time) / 1000
+            took = progress.get(report.batch_id)
+            print(f"  batch {report.batch_id}: {report.records:,} records, {seconds:.1f} s, {took}")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 
