@@ -2,9 +2,10 @@
 
 ``scripts/setup.sh`` runs Maven on the pinned poms under ``jvm/`` and copies the jars to one folder per group
 under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's classpath) and
-``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks). The root is ``$FLOODMARK_JARS``
-when set, else the ``jars/`` folder of the source tree floodmark is installed from (an editable install).
-:func:`ensure_java` finds the Java that runs them (and Spark).
+``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks); it also compiles floodmark's own
+JVM code, ``jvm/ticks`` (the tick source, :mod:`floodmark.spark.ticks`), into ``floodmark-ticks/``. The root
+is ``$FLOODMARK_JARS`` when set, else the ``jars/`` folder of the source tree floodmark is installed from (an
+editable install). :func:`ensure_java` finds the Java that runs them (and Spark).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 JARS_ENV = "FLOODMARK_JARS"
 SPARK_KAFKA = "spark-kafka"
 KAFKA_BROKER = "kafka-broker"
+FLOODMARK_TICKS = "floodmark-ticks"
 
 
 def jars_root() -> Path:
@@ -27,7 +29,8 @@ def jars_root() -> Path:
 
 
 def jars(group: str) -> list[Path]:
-    """The jars of ``group`` (``spark-kafka`` or ``kafka-broker``), sorted; empty when not installed."""
+    """The jars of ``group`` (``spark-kafka``, ``kafka-broker`` or ``floodmark-ticks``), sorted; empty when not
+    installed."""
     folder = jars_root() / group
     return sorted(folder.glob("*.jar")) if folder.is_dir() else []
 

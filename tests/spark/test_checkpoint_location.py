@@ -83,8 +83,10 @@ def test_first_batch_is_the_one_after_the_last_commit(tmp_path):
     assert first_batch_id(LocalFiles(), str(tmp_path / "spark")) == 3
 
 
-def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path):
-    """A file:// checkpoint goes through Hadoop's FileSystem, like hdfs:// or s3a:// on a cluster."""
+def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path, monkeypatch):
+    """A file:// checkpoint goes through Hadoop's FileSystem, like hdfs:// or s3a:// on a cluster. The first run
+    has the Python tick source and the restart the JVM one (spark/ticks.py): a checkpoint made before the JVM
+    source existed resumes with it."""
 
     def batch(*stamps):
         return pd.DataFrame({"ts": list(stamps), "k": ["a"] * len(stamps), "p": [0] * len(stamps)}).astype(
@@ -103,9 +105,11 @@ def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path):
             time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
         )
 
+    monkeypatch.setenv("FLOODMARK_PYTHON_TICKS", "1")
     first = aggregation().start(checkpoint, output, trigger_interval="0 seconds")
     first.await_batches(3, timeout_s=300)
     first.stop()
+    monkeypatch.delenv("FLOODMARK_PYTHON_TICKS")
     stopped_after = first.reports[-1].batch_id
     batch(3_500, 3_600, 900).to_parquet(tmp_path / "in" / "part-00002.parquet", index=False)  # newest file
     second = aggregation().run_to_completion(checkpoint, output, timeout_s=300)

@@ -164,10 +164,13 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
         query.stop()
 
 
-def test_an_idle_query_runs_no_batch_until_something_can_fire(spark, tmp_path):
+@pytest.mark.parametrize("tick_source", ["jvm", "python"])
+def test_an_idle_query_runs_no_batch_until_something_can_fire(spark, tmp_path, monkeypatch, tick_source):
     """Issue 12: with no input and nothing to fire the query runs no batch at all (it used to run one per
     trigger); the driver asks for a batch when the watermark can reach a window, so the lone window of seed
-    000 still fires within wait + two triggers of its record's batch."""
+    000 still fires within wait + two triggers of its record's batch. With either tick source (spark/ticks.py)."""
+    if tick_source == "python":
+        monkeypatch.setenv("FLOODMARK_PYTHON_TICKS", "1")
     agg = lone_window_aggregation(spark, tmp_path)
     interval_ms = 500
     handle = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval=f"{interval_ms} milliseconds")

@@ -14,9 +14,15 @@ rows - 1; a replayed batch reads the same. ``seq`` is the wall-clock time of the
 so offsets never go back, after a restart either (when the file is gone, the new run's first request is
 newer than anything logged).
 
-``initialOffset``, ``latestOffset`` and ``partitions`` run in a Python process of the driver (SPARK_FACTS.md),
-so the file must be local to the driver: under a local checkpoint, or in the temporary directory for a
-checkpoint on another file system.
+Two implementations of this one source: :data:`JVM_SOURCE` (``jvm/ticks``, built by ``scripts/setup.sh``,
+on the classpath of floodmark's sessions) and the Python data source below, used when the session cannot load
+the former (a session of your own without ``floodmark_jars()``). Spark runs a Python data source's planning
+in Python processes of the driver: in a cold session they cost ~4 s before the query starts and ~3 s in its
+first batch (docs/PERFORMANCE.md), which the JVM source does not. Both read the same request file and log
+the same offsets, so a checkpoint resumes with either.
+
+``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver, so the file must be local to the
+driver: under a local checkpoint, or in the temporary directory for a checkpoint on another file system.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ from pyspark.sql.types import StructType
 from floodmark.driver import checkpoint_files
 
 SOURCE_NAME = "floodmark_ticks"
+"""The Python source's name."""
+JVM_SOURCE = "floodmark.ticks.TickSourceProvider"
+"""The JVM source's class (``jvm/ticks``)."""
 SCHEMA = "tick INT"
 
 
@@ -129,5 +138,19 @@ class TickSource(DataSource):
 
 def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
     """``count`` rows, column ``tick`` = 0..count-1, in each batch the driver asked for (see the module)."""
-    spark.dataSource.register(TickSource)
-    return spark.readStream.format(SOURCE_NAME).option("path", str(path)).option("rows", str(count)).load()
+    if jvm_source_loadable(spark):
+        reader = spark.readStream.format(JVM_SOURCE)
+    else:
+        spark.dataSource.register(TickSource)
+        reader = spark.readStream.format(SOURCE_NAME)
+    return reader.option("path", str(path)).option("rows", str(count)).load()
+
+
+def jvm_source_loadable(spark: SparkSession) -> bool:
+    """Whether the session's driver can load :data:`JVM_SOURCE` (``FLOODMARK_PYTHON_TICKS=1`` says no: the
+    Python source then runs, e.g. to test it)."""
+    if os.environ.get("FLOODMARK_PYTHON_TICKS") == "1":
+        return False
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_SOURCE))
