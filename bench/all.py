@@ -26,7 +26,8 @@ tumbling count). ``idle`` runs each engine's tumbling query on an empty director
 for ``--idle-seconds`` and reports the CPU used by this process, the JVM and its Python workers, as a % of
 one core, and the batches each ran. ``cold`` runs the tumbling 100k-key workload on 2 files in a fresh
 process per run (a new JVM and new Python workers: what a job's first batch pays), the engines alternating,
-and reports the session's start-up and the first batch's ``triggerExecution``.
+and reports the session's start-up, the first batch's ``triggerExecution`` and the wall time from the call
+that starts the query to the first batch's end (floodmark builds its query then: its tick source's start-up).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import psutil
@@ -124,6 +125,8 @@ class Run:
     rows: int
     first_batch_s: float
     flush_s: float | None = None
+    to_first_batch_s: float | None = None
+    """From the call that starts the query (floodmark: its build, tick source included) to the first batch's end."""
     latency: str = ""
     state_bytes: int | None = None
     python_mb: float | None = None
@@ -175,6 +178,15 @@ def trigger_seconds(progress: list, batch_id: int) -> float:
     return float("nan")
 
 
+def first_batch_end_s(progress: list, started_wall: float) -> float:
+    """Seconds from ``started_wall`` (``time.time()``) to the end of batch 0 (its progress event: start + duration)."""
+    for entry in progress:
+        if entry.batchId == 0:
+            begun = datetime.fromisoformat(entry.timestamp.replace("Z", "+00:00")).timestamp()
+            return begun + entry.durationMs.get("triggerExecution", 0) / 1000 - started_wall
+    return float("nan")
+
+
 def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     counts = (
@@ -183,7 +195,7 @@ def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
         .groupBy(workload.native_window(F.col("t")), "k")
         .count()
     )
-    started = time.perf_counter()
+    started, started_wall = time.perf_counter(), time.time()
     query = (
         counts.writeStream.outputMode("append")
         .format("noop")
@@ -194,7 +206,12 @@ def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
     query.awaitTermination()
     elapsed = time.perf_counter() - started
     progress = query.recentProgress
-    return Run(elapsed, sum(p.numInputRows for p in progress), trigger_seconds(progress, 0))
+    return Run(
+        elapsed,
+        sum(p.numInputRows for p in progress),
+        trigger_seconds(progress, 0),
+        to_first_batch_s=first_batch_end_s(progress, started_wall),
+    )
 
 
 def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
@@ -212,7 +229,7 @@ def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
 def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
     agg = aggregation(spark, workload, data)
     with PythonMemory() as memory:
-        started = time.perf_counter()
+        started, started_wall = time.perf_counter(), time.time()
         handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
         elapsed = time.perf_counter() - started
     panes = spark.read.parquet(str(work / "out" / "panes")).select("window_end", "n", "batch_id").toPandas()
@@ -225,6 +242,7 @@ def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
         # The end-of-input batch, from its control entry's processing time to its sink's end (Spark's own
         # progress event for it may not arrive before the bounded run stops the query).
         flush_s=(handle.reports[-1].next_processing_time - handle.reports[-1].processing_time) / 1000,
+        to_first_batch_s=first_batch_end_s(progress, started_wall),
         latency=latency_in_batches(handle.reports, panes),
         state_bytes=control_entry_bytes(work),
         python_mb=memory.peak,
@@ -309,7 +327,7 @@ def cold_run(engine: str, data: Path, work: Path) -> None:
         if engine == "native"
         else floodmark_run(spark, workload, data, work)
     )
-    print(json.dumps({"session_s": session_s, "first_batch_s": run.first_batch_s}))
+    print(json.dumps({"session_s": session_s, "first_batch_s": run.first_batch_s, "to_first_s": run.to_first_batch_s}))
     spark.stop()
 
 
@@ -446,13 +464,14 @@ def main() -> None:
         generate(data, args.rows // 4, chosen["tumbling-100k"].keys, 10, 2)
         cold = cold_first_batches(data, work, args.repeat)
         cold_table = Table(title=f"cold session (a new process per run), tumbling 100k keys, median of {args.repeat}")
-        for column in ("engine", "session start s", "first batch s"):
+        for column in ("engine", "session start s", "first batch s", "query start to first batch end s"):
             cold_table.add_column(column, justify="right")
         for engine, runs in cold.items():
             cold_table.add_row(
                 engine,
                 f"{statistics.median(r['session_s'] for r in runs):.1f}",
                 f"{statistics.median(r['first_batch_s'] for r in runs):.1f}",
+                f"{statistics.median(r['to_first_s'] for r in runs):.1f}",
             )
         console.print(cold_table)
         console.print(f"[dim]cold runs: {json.dumps(cold)}[/dim]")

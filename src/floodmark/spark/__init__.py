@@ -19,7 +19,7 @@ from floodmark.lazy import lazy_exports
 if TYPE_CHECKING:
     from floodmark.spark.kafka import read_kafka, topic_partitions
     from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
-    from floodmark.spark.session import cluster_session, kafka_connector_jars, local_session
+    from floodmark.spark.session import cluster_session, floodmark_jars, kafka_connector_jars, local_session
     from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
     from floodmark.spark.stages import Pipeline, PipelineQuery
 
@@ -35,6 +35,7 @@ __all__ = [
     "SourceTime",
     "TableSink",
     "cluster_session",
+    "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
     "read_kafka",
@@ -52,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(
         "FloodmarkQuery": "floodmark.spark.pipeline",
         "SourceTime": "floodmark.spark.pipeline",
         "cluster_session": "floodmark.spark.session",
+        "floodmark_jars": "floodmark.spark.session",
         "kafka_connector_jars": "floodmark.spark.session",
         "local_session": "floodmark.spark.session",
         "FileSink": "floodmark.spark.sinks",
