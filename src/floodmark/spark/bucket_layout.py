@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -115,12 +116,19 @@ class BucketLayout:
         labels: dict[str, tuple[int, ...]] = {}
         dealt = 0
         for stage in stages:
-            chosen: list[int] = []
-            for _ in range(count):
-                fits = (v for v in itertools.count() if partition_of(v, partitions, stage) == dealt % partitions)
-                chosen.append(next(v for v in fits if v not in chosen))
-                dealt += 1
-            labels["" if stage is None else stage] = tuple(chosen)
+            targets = [(dealt + i) % partitions for i in range(count)]
+            wanted = Counter(targets)
+            found: dict[int, list[int]] = {part: [] for part in wanted}
+            # One pass over 0, 1, 2, ...: each value's partition is hashed once (~N log N values for N
+            # partitions), and each partition keeps its smallest values.
+            for value in itertools.count():
+                part = partition_of(value, partitions, stage)
+                if part in found and len(found[part]) < wanted[part]:
+                    found[part].append(value)
+                    if all(len(found[p]) == n for p, n in wanted.items()):
+                        break
+            labels["" if stage is None else stage] = tuple(found[part].pop(0) for part in targets)
+            dealt += count
         return cls(partitions, labels)
 
     @classmethod
