@@ -143,8 +143,11 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
     ingested = next(r for r in handle.reports if r.records)
     emitted = next(r for r in handle.reports if r.panes)
     # Panes leave at the end of the batch that fired them: that batch's processing time + one interval.
-    elapsed = emitted.processing_time - ingested.processing_time
-    assert elapsed <= 2_000 + 2 * interval_ms, f"fired {elapsed} ms after the event's batch"
+    # Counted from the end of the batch that read the record, as in the idle test below: that batch's own
+    # length is Spark's (11 s when it starts the Python workers, when this test runs first; 4 s on a loaded
+    # machine), not floodmark's wait.
+    elapsed = emitted.processing_time - ingested.next_processing_time
+    assert elapsed <= 2_000 + 2 * interval_ms, f"fired {elapsed} ms after the end of the event's batch"
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert panes[["window_start", "n", "timing"]].values.tolist() == [[0, 1, "ON_TIME"]]
 
