@@ -1,6 +1,7 @@
 """The stateful processor: one core window operator per bucket of keys, inside Spark.
 
-Spark groups rows by ``fm_bucket`` (``pmod(hash(keys), B)``) and, through
+Spark groups rows by ``fm_bucket`` (the label of bucket ``pmod(hash(keys), B)``:
+:mod:`floodmark.spark.bucket_layout`) and, through
 ``applyInPandasWithState``, calls :class:`WindowBucketProcessor` once per bucket and batch with
 the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
 RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
