@@ -102,16 +102,35 @@ def _all_equal(values: np.ndarray) -> bool:
         return False
 
 
+class Unpacking:
+    """:func:`unpack` in two ``select`` calls for ``plan``, their Column expressions built once.
+
+    A query's sink builds one and applies it to every batch: building the expressions is what costs (each
+    PySpark Column operation is several py4j round trips), and every ``select`` on a batch's DataFrame
+    analyses the whole micro-batch plan again (~10-30 ms), hence two selects and no separate filter.
+
+    :arg only: the rows to unpack (e.g. ``fm_kind = 'PANE'``); other rows yield no pane (default: every row).
+    """
+
+    def __init__(self, plan: p.RuntimePlan, only: Column | None = None) -> None:
+        self.names = plan.pane_columns()
+        indexes = F.sequence(F.lit(0), F.col(COUNT).cast("int") - 1)
+        self.indexing = [
+            *(F.col(PREFIX + name) for name in self.names),
+            F.explode(indexes if only is None else F.when(only, indexes)).alias(INDEX),
+        ]
+        """First select: the block arrays, one row per pane index (no row for a row ``only`` leaves out)."""
+
+    def element(self, name: str) -> Column:
+        """Second select's expression of pane column ``name``: its array's element at the pane's index, or the
+        array's only element (a value every pane of the block shares)."""
+        values = F.col(PREFIX + name)
+        return F.when(F.size(values) == 1, values[0]).otherwise(values[F.col(INDEX)])
+
+    def __call__(self, rows: DataFrame) -> DataFrame:
+        return rows.select(*self.indexing).select(*(self.element(name).alias(name) for name in self.names))
+
+
 def unpack(rows: DataFrame, plan: p.RuntimePlan) -> DataFrame:
     """PANE block rows -> one row per pane, in :meth:`RuntimePlan.pane_columns` (the JVM explodes them)."""
-    names = plan.pane_columns()
-    index = F.col(INDEX)
-    indexed = rows.select(
-        *(PREFIX + name for name in names), F.explode(F.sequence(F.lit(0), F.col(COUNT).cast("int") - 1)).alias(INDEX)
-    )
-
-    def element(name: str) -> Column:
-        values = F.col(PREFIX + name)
-        return F.when(F.size(values) == 1, values[0]).otherwise(values[index]).alias(name)
-
-    return indexed.select(*(element(name) for name in names))
+    return Unpacking(plan)(rows)

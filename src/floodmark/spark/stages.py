@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -470,17 +471,25 @@ class PipelineSink(BatchSink):
         }
         self.pipeline_controller = controller
 
+    # Built once per query, as the routes' projections (batch_sink.OutputProjection says why).
+    @cached_property
+    def _small_rows_filter(self) -> tuple[Column, list[Column]]:
+        """The STATS and GAUGE rows and their columns."""
+        return F.col(KIND).isin(p.STATS, p.GAUGE), [F.col(c) for c in (STAGE, KIND, *(f.name for f in p.STATS_META))]
+
+    @cached_property
+    def _stage_output(self) -> dict[str, Column]:
+        """Each stage's OUTPUT rows."""
+        return {name: (F.col(STAGE) == name) & (F.col(KIND) == OUTPUT) for name in self.routes}
+
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
         batch_entry.publish(frame.sparkSession.sparkContext, self.pipeline_controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
             self.doing = "computing the batch"
-            small_columns = [STAGE, KIND, *(f.name for f in p.STATS_META)]
-            small = [
-                row.asDict()
-                for row in frame.filter(F.col(KIND).isin(p.STATS, p.GAUGE)).select(*small_columns).collect()
-            ]
+            is_small, small_columns = self._small_rows_filter
+            small = [row.asDict() for row in frame.filter(is_small).select(*small_columns).collect()]
             stats = [r for r in small if r[KIND] == p.STATS]
             gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
             for row in small:
@@ -497,7 +506,7 @@ class PipelineSink(BatchSink):
                 if not any(counts[name].values()):
                     continue
                 stage_rows = (
-                    frame.filter((F.col(STAGE) == name) & (F.col(KIND) == OUTPUT))
+                    frame.filter(self._stage_output[name])
                     .select(blocks.BLOCK)
                     .mapInArrow(UnpackOutput(route.plan.output_schema()), route.plan.output_schema())
                 )
