@@ -133,7 +133,9 @@ class ColumnarWindowOperator:
             firing[:] = False
         gone = self.table.expired(watermark)
         final = gone[self.table.needs_final_pane(gone) & ~firing[gone]]
-        rows = np.union1d(np.flatnonzero(firing), final)
+        rows = np.flatnonzero(firing)  # sorted and distinct, as union1d's result
+        if len(final):
+            rows = np.union1d(rows, final)
         if len(rows):
             collected = np.isin(rows, gone)
             finished = firing[rows] & self.trigger.finishes_on_time

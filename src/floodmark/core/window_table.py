@@ -42,6 +42,7 @@ values come from them and how they restart.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -526,7 +527,7 @@ class WindowTable:
         keep = firing.emitted
         rows = firing.rows[keep]
         keys = np.empty(len(rows), dtype=object)
-        keys[:] = [self.keys[r] for r in rows.tolist()]
+        keys[:] = operator.itemgetter(*rows.tolist())(self.keys) if len(rows) > 1 else [self.keys[r] for r in rows]
         columns = {
             "key": keys,
             "window_start": self.cols["start"][rows],
@@ -636,10 +637,11 @@ class WindowTable:
             )
         self.keys = list(data["keys"])
         self.free = []
-        self._index = None
+        self._index = None  # built on the first lookup: a batch that only fires (a flush) never needs it
         if self.key_windows is not None:
             self.key_windows = {}
-        self._register_many(list(range(size)), self.keys, self.cols["start"].tolist())
+            for row, key in enumerate(self.keys):
+                self.key_windows.setdefault(key, {})[self.window(row)] = row
 
 
 def _before_in_run(flags: np.ndarray, first: np.ndarray, run: np.ndarray) -> np.ndarray:
