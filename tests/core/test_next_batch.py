@@ -120,3 +120,26 @@ def test_buckets_that_did_not_run_keep_what_they_reported():
     assert restored.total("", "fm_open_windows") == 2
     assert restored.lowest("", "fm_next_fire") == 59_999
     assert restored.lowest("other", "fm_hold") is None
+
+
+BUCKETS = gauges(single=[(0, 1, 0, 1, 59_999, None), (1, 1, 0, 1, 119_999, 90_000), (2, None, None, 0, None, None)])
+
+DUE_CASES = [
+    # (name, bucket (None: any of the stage's), watermark, processing time, due)
+    ("below every deadline", None, 59_998, 89_999, False),
+    ("the lowest watermark deadline", None, 59_999, 0, True),
+    ("bucket 0's own deadline", 0, 59_999, 0, True),
+    ("not bucket 1's", 1, 59_999, 0, False),
+    ("bucket 1's processing-time deadline", 1, 0, 90_000, True),
+    ("bucket 0 has no timer", 0, 0, 10**12, False),
+    ("a bucket without windows never is", 2, 2**63 - 1, 10**12, False),
+    ("a bucket that never reported has no deadline", 7, 2**63 - 1, 10**12, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("bucket", "watermark", "pt", "due"), [c[1:] for c in DUE_CASES], ids=[c[0] for c in DUE_CASES]
+)
+def test_a_batch_is_due_for_a_bucket_from_its_last_report(bucket, watermark, pt, due):
+    assert (BUCKETS.due("", watermark, pt, bucket) is not None) == due
+    assert bucket is None or BUCKETS.reported("", bucket) == (bucket in (0, 1, 2))

@@ -34,6 +34,11 @@ PLAN = p.RuntimePlan(
 
 def row_form(panes: int) -> pd.DataFrame:
     """``panes`` pane rows (None keys, null ids and NaN minimums among them), a late record and a gauge."""
+    return conform(list(row_form_parts(panes)), PLAN.output_schema())
+
+
+def row_form_parts(panes: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`row_form`'s late record, panes and gauge, each a frame with only its own columns."""
     ids = [None if i % 7 == 3 else i for i in range(panes)]
     pane_rows = pd.DataFrame(
         {
@@ -55,7 +60,7 @@ def row_form(panes: int) -> pd.DataFrame:
         [{"fm_kind": p.LATE, "k": "x", "id": 2**63 - 1, "window_start": 0, "window_end": 10, "event_time": 2**63 - 1}]
     )
     gauge = pd.DataFrame([{"fm_kind": p.GAUGE, "fm_bucket": 0, "fm_pane_count": panes}])
-    return conform([late, pane_rows, gauge], PLAN.output_schema())
+    return late, pane_rows, gauge
 
 
 def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.RecordBatch:
@@ -75,12 +80,23 @@ def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.Reco
     return pa.RecordBatch.from_struct_array(batch.column(0))
 
 
-@pytest.mark.parametrize("panes, per_row", [(0, 4), (1, 4), (9, 4), (8, 4), (50, 65_536)])
-def test_packed_panes_come_back_as_the_row_form(monkeypatch, panes, per_row):
+def packed_parts(panes: int, pane_frames: int) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+    """:func:`pack`'s two inputs for :func:`row_form_parts`: its last ``pane_frames`` panes as a pane frame (the
+    columnar operator's panes), the others as rows among the late record and the gauge."""
+    late, pane_rows, gauge = row_form_parts(panes)
+    split = panes - pane_frames
+    return [late, pane_rows[:split], gauge], [pane_rows[split:]]
+
+
+@pytest.mark.parametrize(
+    "panes, per_row, pane_frames",
+    [(0, 4, 0), (1, 4, 0), (1, 4, 1), (9, 4, 0), (9, 4, 6), (9, 4, 9), (8, 4, 3), (50, 65_536, 50)],
+)
+def test_packed_panes_come_back_as_the_row_form(monkeypatch, panes, per_row, pane_frames):
     monkeypatch.setattr(pane_blocks, "PANES_PER_ROW", per_row)
     rows = row_form(panes)
     schema = pane_blocks.schema(PLAN)
-    packed = pane_blocks.pack(rows, PLAN, schema)
+    packed = pane_blocks.pack(*packed_parts(panes, pane_frames), PLAN, schema)
     assert list(packed.columns) == schema.names
     assert (packed["fm_kind"] == p.PANE).sum() == -(-panes // per_row), "one PANE row per PANES_PER_ROW panes"
     assert not set(PLAN.pane_columns()) - set(PLAN.record_columns()) & set(schema.names), "no pane-only scalars"
@@ -110,7 +126,7 @@ def test_a_block_of_shared_values_nulls_included_comes_back_through_sparks_own_e
     rows.loc[is_pane, "id"] = pd.NA  # a null every pane shares
     rows.loc[is_pane, "lo"] = 1.5
     schema = pane_blocks.schema(PLAN)
-    packed = pane_blocks.pack(rows, PLAN, schema)
+    packed = pane_blocks.pack([rows], [], PLAN, schema)
     blocks = packed[packed["fm_kind"] == p.PANE]
     assert [len(blocks[pane_blocks.PREFIX + c].iloc[0]) for c in ("k", "id", "lo", "window_start")] == [6, 1, 1, 6]
     frame = spark.createDataFrame(packed, schema)

@@ -308,3 +308,25 @@ def test_blocks_carry_each_buckets_rows_in_order_and_convert_as_spark_does():
     earlier = blocks.pack(table.slice(2, 1), partition=2).column(blocks.BLOCK).to_pylist()[0]
     assert blocks.unpack([later, earlier])["id"].tolist() == [3, 1]
     assert blocks.pack(table.slice(0, 0)).num_rows == 0 and blocks.unpack([]).empty
+
+
+def test_a_bucket_without_input_and_nothing_due_returns_at_once_and_keeps_its_state():
+    """Its last report travels in the entry (``ControlEntry.buckets``); the driver keeps it (``BucketGauges``)."""
+    processor = make_processor()
+    call(processor, [(1, "a", 1.0, 0), (12, "b", 2.0, 0)], seq=0, watermark=-(2**63), ptime=100)
+    gauge = call(processor, [], seq=1, watermark=0, ptime=200).query("fm_kind == @p.GAUGE").iloc[0]
+    assert gauge["fm_next_fire"] == 9, "a bucket whose report the entry lacks runs"
+    stored = processor.state.value
+    report = [gauge[name] for name in ("fm_hold", "fm_oldest_pending", "fm_open_windows", "fm_next_fire")]
+    buckets = {"/0": [*(None if pd.isna(v) else int(v) for v in report), None]}
+
+    def tick(watermark):
+        processor.current_entry = lambda: ControlEntry(2, watermark, 300, buckets=buckets)
+        tick_row = pd.DataFrame({p.BUCKET: [0], blocks.BLOCK: [None]})
+        (out,) = list(processor((0,), iter([tick_row]), processor.state))
+        return unpacked(processor, out)
+
+    assert tick(8).empty and processor.state.value == stored, "nothing due below the bucket's deadline: no rows"
+    fired = tick(9)
+    assert fired.query("fm_kind == @p.PANE")[["k", "window_end"]].values.tolist() == [["a", 10]]
+    assert processor.state.value != stored

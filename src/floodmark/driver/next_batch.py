@@ -16,8 +16,10 @@ decides when, after every batch, from what the driver knows:
 
 With nothing to fire and no idleness to detect, an idle query runs one batch per heartbeat instead of one
 per trigger. Input arriving meanwhile runs a batch anyway (its buckets only): nothing else can fire in it,
-since its entry reached no deadline. Buckets that did not run keep what they last reported
-(:class:`BucketGauges`), which is what the stage's output watermark and the next decision read.
+since its entry reached no deadline. A batch that runs for one bucket runs every bucket of the query (the ticks
+go to all): a bucket without input that has nothing due itself returns at once (:meth:`BucketGauges.due`).
+Buckets that did not run, or returned at once, keep what they last reported (:class:`BucketGauges`), which is
+what the stage's output watermark and the next decision read.
 """
 
 from __future__ import annotations
@@ -53,14 +55,40 @@ class BucketGauges:
         for row in rows:
             self.buckets[f"{stage}/{row['fm_bucket']}"] = [row.get(name) for name in GAUGES]
 
-    def values(self, stage: str, gauge: str) -> list[int]:
-        """The non-null values of ``gauge`` over ``stage``'s buckets."""
-        i, prefix = GAUGES.index(gauge), f"{stage}/"
-        return [int(v[i]) for label, v in self.buckets.items() if label.startswith(prefix) and v[i] is not None]
+    def reported(self, stage: str, bucket: Any) -> bool:
+        """Whether ``stage``'s bucket ``bucket`` (its label, ``fm_bucket``) has reported."""
+        return f"{stage}/{bucket}" in self.buckets
 
-    def lowest(self, stage: str, gauge: str) -> int | None:
-        values = self.values(stage, gauge)
+    def values(self, stage: str, gauge: str, bucket: Any = None) -> list[int]:
+        """The non-null values of ``gauge`` over ``stage``'s buckets (or only ``bucket``'s)."""
+        i = GAUGES.index(gauge)
+        if bucket is not None:
+            reports = [self.buckets.get(f"{stage}/{bucket}") or [None] * len(GAUGES)]
+        else:
+            prefix = f"{stage}/"
+            reports = [v for label, v in self.buckets.items() if label.startswith(prefix)]
+        return [int(v[i]) for v in reports if v[i] is not None]
+
+    def lowest(self, stage: str, gauge: str, bucket: Any = None) -> int | None:
+        values = self.values(stage, gauge, bucket)
         return min(values) if values else None
+
+    def due(self, stage: str, watermark: int, processing_time: int, bucket: Any = None) -> str | None:
+        """Why a batch whose control entry has ``watermark`` (``stage``'s input watermark) and
+        ``processing_time`` lets ``stage``'s buckets (or only ``bucket``) fire or collect a window without new
+        input; None if it does not.
+
+        The operators' contract: below its ``next_watermark_deadline`` (``fm_next_fire``) and
+        ``next_processing_deadline`` (``fm_next_timer``) a bucket without input changes nothing. So the driver
+        asks for no batch then, and a bucket that runs anyway (with another's ticks) skips it.
+        """
+        deadline = self.lowest(stage, "fm_next_fire", bucket)
+        if deadline is not None and watermark >= deadline:
+            return f"{stage or 'the stage'}'s watermark reached a window"
+        timer = self.lowest(stage, "fm_next_timer", bucket)
+        if timer is not None and processing_time >= timer:
+            return f"{stage or 'the stage'}'s processing-time trigger is due"
+        return None
 
     def total(self, stage: str, gauge: str) -> int:
         return sum(self.values(stage, gauge))
@@ -100,14 +128,12 @@ def next_batch(
         return NextBatch(now, "bounded input: every trigger runs")
     fire_at: list[int] = []
     for stage, watermark in input_watermarks.items():
+        due = gauges.due(stage, watermark, processing_time)
+        if due is not None:
+            return NextBatch(now, due)
         deadline = gauges.lowest(stage, "fm_next_fire")
-        if deadline is not None and watermark >= deadline:
-            return NextBatch(now, f"{stage or 'the stage'}'s watermark reached a window")
         if deadline is not None:
             fire_at.append(deadline)
-        timer = gauges.lowest(stage, "fm_next_timer")
-        if timer is not None and processing_time >= timer:
-            return NextBatch(now, f"{stage or 'the stage'}'s processing-time trigger is due")
     candidates = [(now + heartbeat, HEARTBEAT)]
     timers = [t for stage in input_watermarks if (t := gauges.lowest(stage, "fm_next_timer")) is not None]
     if timers:

@@ -49,40 +49,42 @@ class BatchSink:
         self.doing = "computing the batch"
         """What the batch was doing, for the error message if it fails."""
 
-    def columns(self, kind: str, column: Callable[[str], Column] = F.col) -> list[Column]:
-        """``kind``'s output columns, each computed from ``column(name)``: the batch's own column by default."""
+    def columns(self, kind: str, column: Callable[[str], str] = pane_blocks.sql_name) -> list[Column]:
+        """``kind``'s output columns, each computed from ``column(name)`` (SQL): the batch's own column by
+        default. Parsed from SQL text: one py4j call per column (see :class:`OutputProjection`)."""
         if kind == p.PANE:
             names = self.plan.pane_columns()
         elif kind == p.LATE:
             names = self.plan.record_columns()
         else:
             names = [*self.plan.key_columns, "event_time", "reason", "record"]
-        columns = [column(name).alias(name) for name in names]
+        columns = [f"{column(name)} AS {pane_blocks.sql_name(name)}" for name in names]
         if "window_start" in names:
             columns += [
-                F.timestamp_millis(column("window_start")).alias("window_start_time"),
-                F.timestamp_millis(column("window_end")).alias("window_end_time"),
+                f"timestamp_millis({column('window_start')}) AS window_start_time",
+                f"timestamp_millis({column('window_end')}) AS window_end_time",
             ]
-        return columns
+        return [F.expr(c) for c in columns]
 
     @cached_property
     def _projections(self) -> dict[str, OutputProjection]:
         projections = {}
         for kind in OUTPUT_KINDS:
-            is_kind = F.col("fm_kind") == kind
+            is_kind = f"fm_kind = '{kind}'"
             if kind == p.PANE and self.panes_in_blocks:
                 unpacking = pane_blocks.Unpacking(self.plan, only=is_kind)
                 projections[kind] = OutputProjection(None, (unpacking.indexing, self.columns(kind, unpacking.element)))
             else:
-                projections[kind] = OutputProjection(is_kind, (self.columns(kind),))
+                projections[kind] = OutputProjection(F.expr(is_kind), (self.columns(kind),))
         return projections
 
     @cached_property
     def _small_rows(self) -> Column:
         """The STATS and GAUGE rows, collected by the batch's observation."""
-        kind = F.col("fm_kind")
-        small_columns = [F.col(f.name) for f in p.STATS_META]
-        return F.collect_list(F.when(kind.isin(p.STATS, p.GAUGE), F.struct(kind, *small_columns))).alias("small")
+        fields = ", ".join(["fm_kind", *(f.name for f in p.STATS_META)])
+        return F.expr(
+            f"collect_list(CASE WHEN fm_kind IN ('{p.STATS}', '{p.GAUGE}') THEN struct({fields}) END) AS small"
+        )
 
     def _batch(self, row_kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``row_kind`` in ``frame``, in their output columns."""
@@ -157,10 +159,11 @@ class BatchSink:
 class OutputProjection:
     """How a batch's rows of one kind become that kind's output rows: Column expressions built once per query.
 
-    Why once: each PySpark Column operation costs several py4j round trips (the call, a lookup of Spark's
-    ``functions``, the call site set and cleared for error messages), ~1,000 per batch for the ~150
-    expressions of a sink: 0.1-0.2 s of every micro-batch's driver time on a busy machine. Column expressions
-    are unresolved and immutable, so one set serves every batch (each batch's plan resolves them anew). Each
+    Why once, and from SQL text: each PySpark Column operation costs several py4j round trips (the call, a
+    lookup of Spark's ``functions``, the call site set and cleared for error messages). Built with Column
+    operations for every batch, a sink's ~150 expressions took ~1,000 round trips, 0.1-0.3 s of every
+    micro-batch's driver time on a busy machine; parsed from SQL, a column is one call. Column expressions are
+    unresolved and immutable, so one set serves every batch (each batch's plan resolves them anew). Each
     ``filter`` or ``select`` on the batch analyses its whole plan again, hence as few as possible.
     """
 

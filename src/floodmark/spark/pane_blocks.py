@@ -25,11 +25,12 @@ this format; :func:`schema` is what Spark is told.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructField, StructType
 
@@ -59,26 +60,38 @@ def schema(plan: p.RuntimePlan) -> StructType:
     return StructType(fields)
 
 
-def pack(rows: pd.DataFrame, plan: p.RuntimePlan, spark_schema: StructType) -> pd.DataFrame:
-    """A bucket's output in the row form (one row per pane) -> ``spark_schema`` (:func:`schema`) with blocks."""
-    kinds = rows["fm_kind"].to_numpy(dtype=object)
-    is_pane = kinds == p.PANE
-    count = int(is_pane.sum())
+def pack(
+    parts: Sequence[pd.DataFrame], pane_frames: Sequence[pd.DataFrame], plan: p.RuntimePlan, spark_schema: StructType
+) -> pd.DataFrame:
+    """A bucket's output -> ``spark_schema`` (:func:`schema`), its panes in blocks.
+
+    :arg parts: rows of any kind in the row form's columns (:meth:`RuntimePlan.output_schema`; some columns may
+        be missing: null), PANE rows included. :arg pane_frames: more panes, in the row form's pane columns.
+    """
+    rows = conform(parts, plan.output_schema())
+    is_pane = rows["fm_kind"].to_numpy(dtype=object) == p.PANE
+    count = int(is_pane.sum()) + sum(len(frame) for frame in pane_frames)
     if not count:
         return conform([rows], spark_schema)
+    panes = conform([rows.loc[is_pane], *pane_frames], _pane_schema(plan))
     starts = range(0, count, PANES_PER_ROW)
     block: dict[str, Any] = {
         "fm_kind": np.full(len(starts), p.PANE, dtype=object),
         COUNT: [min(PANES_PER_ROW, count - start) for start in starts],
     }
     for column in plan.pane_columns():
-        values = _element_values(rows[column].array[is_pane])
+        values = _element_values(panes[column].array)
         cells = np.empty(len(starts), dtype=object)
         for i, start in enumerate(starts):
             values_of_block = values[start : start + PANES_PER_ROW]
             cells[i] = values_of_block[:1] if _all_equal(values_of_block) else values_of_block
         block[PREFIX + column] = cells
     return conform([rows.loc[~is_pane], pd.DataFrame(block, copy=False)], spark_schema)
+
+
+def _pane_schema(plan: p.RuntimePlan) -> StructType:
+    row_form = plan.output_schema()
+    return StructType([row_form[c] for c in plan.pane_columns()])
 
 
 def _element_values(column: Any) -> np.ndarray:
@@ -103,32 +116,43 @@ def _all_equal(values: np.ndarray) -> bool:
 
 
 class Unpacking:
-    """:func:`unpack` in two ``select`` calls for ``plan``, their Column expressions built once.
+    """:func:`unpack` in two ``select`` calls for ``plan``, their expressions built once.
 
-    A query's sink builds one and applies it to every batch: building the expressions is what costs (each
-    PySpark Column operation is several py4j round trips), and every ``select`` on a batch's DataFrame
-    analyses the whole micro-batch plan again (~10-30 ms), hence two selects and no separate filter.
+    A query's sink builds one and applies it to every batch: building PySpark Column expressions is what
+    costs (several py4j round trips per operation, so they are parsed from SQL text: one call per column),
+    and every ``select`` on a batch's DataFrame analyses the whole micro-batch plan again (~10-30 ms), hence
+    two selects and no separate filter.
 
-    :arg only: the rows to unpack (e.g. ``fm_kind = 'PANE'``); other rows yield no pane (default: every row).
+    :arg only: a SQL condition on the rows to unpack (e.g. ``fm_kind = 'PANE'``); other rows yield no pane
+        (default: every row).
     """
 
-    def __init__(self, plan: p.RuntimePlan, only: Column | None = None) -> None:
+    def __init__(self, plan: p.RuntimePlan, only: str | None = None) -> None:
         self.names = plan.pane_columns()
-        indexes = F.sequence(F.lit(0), F.col(COUNT).cast("int") - 1)
+        indexes = f"sequence(0, CAST({COUNT} AS INT) - 1)"
+        if only is not None:
+            indexes = f"CASE WHEN {only} THEN {indexes} END"
         self.indexing = [
-            *(F.col(PREFIX + name) for name in self.names),
-            F.explode(indexes if only is None else F.when(only, indexes)).alias(INDEX),
+            *(F.expr(sql_name(PREFIX + name)) for name in self.names),
+            F.expr(f"explode({indexes}) AS {INDEX}"),
         ]
         """First select: the block arrays, one row per pane index (no row for a row ``only`` leaves out)."""
 
-    def element(self, name: str) -> Column:
-        """Second select's expression of pane column ``name``: its array's element at the pane's index, or the
-        array's only element (a value every pane of the block shares)."""
-        values = F.col(PREFIX + name)
-        return F.when(F.size(values) == 1, values[0]).otherwise(values[F.col(INDEX)])
+    @staticmethod
+    def element(name: str) -> str:
+        """Second select's expression (SQL) of pane column ``name``: its array's element at the pane's index, or
+        the array's only element (a value every pane of the block shares)."""
+        values = sql_name(PREFIX + name)
+        return f"CASE WHEN size({values}) = 1 THEN {values}[0] ELSE {values}[{INDEX}] END"
 
     def __call__(self, rows: DataFrame) -> DataFrame:
-        return rows.select(*self.indexing).select(*(self.element(name).alias(name) for name in self.names))
+        elements = [F.expr(f"{self.element(name)} AS {sql_name(name)}") for name in self.names]
+        return rows.select(*self.indexing).select(*elements)
+
+
+def sql_name(name: str) -> str:
+    """``name`` as a SQL identifier (back-quoted: any column name)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def unpack(rows: DataFrame, plan: p.RuntimePlan) -> DataFrame:

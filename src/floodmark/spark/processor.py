@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -41,12 +41,28 @@ from floodmark.core.pipeline import frame_records, key_array
 from floodmark.core.step import step
 from floodmark.core.values import plain
 from floodmark.driver.control_log import ControlEntry
+from floodmark.driver.next_batch import BucketGauges
 from floodmark.spark import blocks, pane_blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import conform, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
+
+
+class BucketOutput(NamedTuple):
+    """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
+    not yet in one frame: the columnar panes, most of a flush, go to the pane blocks without the row form's
+    other ~20 (null) columns."""
+
+    rows: list[pd.DataFrame]
+    """Dead letters, STATS rows, what the operator emitted as objects (late records, the general operator's
+    panes), the GAUGE row."""
+    pane_frames: list[pd.DataFrame]
+    """The columnar operator's panes, in the row form's pane columns."""
+    state: bytes | None
+    """The bucket's new state; None when there is nothing to store (a bucket that never had a window)."""
+
 
 # Spark 4.3's applyInPandasWithState pads the frames a task returns with an empty, untyped frame before it
 # converts them to Arrow (pyspark/worker.py, construct_record_batch), and pandas 2.x warns about the dtypes
@@ -80,20 +96,25 @@ class WindowBucketProcessor:
         frame = pd.concat(list(rows), ignore_index=True)
         bucket = int(key[0]) if isinstance(key, tuple) else int(key)
         stored = state.getOption  # a property: None when the bucket has no state yet
-        out, new_state = self.process(bucket, frame[blocks.BLOCK].tolist(), None if stored is None else stored[0])
-        if new_state is not None:
-            state.update((new_state,))
-        yield pane_blocks.pack(out, self.plan, self.spark_schema)
+        out = self.run(bucket, frame[blocks.BLOCK].tolist(), None if stored is None else stored[0])
+        if out.state is not None:
+            state.update((out.state,))
+        yield pane_blocks.pack(out.rows, out.pane_frames, self.plan, self.spark_schema)
 
     def process(self, bucket: int, block_values: list[Any], stored: bytes | None) -> tuple[pd.DataFrame, bytes | None]:
-        """One bucket's batch: its blocks (ticks carry None) and stored state -> output rows, new state.
+        """:meth:`run` with its output in the row form (one row per pane), and the new state."""
+        out = self.run(bucket, block_values, stored)
+        return conform([*out.rows, *out.pane_frames], self.schema), out.state
 
-        The new state is None when there is nothing to store (a bucket that never had a window).
-        """
-        snapshot = state_codec.decode(stored) if stored is not None else None
+    def run(self, bucket: int, block_values: list[Any], stored: bytes | None) -> BucketOutput:
+        """One bucket's batch: its blocks (ticks carry None) and stored state -> its output and new state."""
         entry = self.current_entry()
         # The tick rows (one per bucket) carry no block.
-        data = blocks.unpack([block for block in block_values if isinstance(block, bytes | bytearray)])
+        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
+        if not data_blocks and stored is not None and not self._due(entry, bucket):
+            return BucketOutput([], [], None)  # the state and the bucket's last report stand
+        snapshot = state_codec.decode(stored) if stored is not None else None
+        data = blocks.unpack(data_blocks)
         kinds = data[p.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         raw = data[kinds == p.RAW].reset_index(drop=True)
         bad = data[kinds == p.BAD_INPUT]
@@ -106,7 +127,6 @@ class WindowBucketProcessor:
         )
         new_state = state_codec.encode(new_snapshot) if operator.window_count() or snapshot is not None else None
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
-        out += [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
         gauge = {
             "fm_kind": p.GAUGE,
             "fm_seq": entry.seq,
@@ -122,7 +142,16 @@ class WindowBucketProcessor:
             "fm_accepted": emitted.accepted,
         }
         out.append(pd.DataFrame([gauge]))
-        return conform(out, self.schema), new_state
+        pane_frames = [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
+        return BucketOutput(out, pane_frames, new_state)
+
+    def _due(self, entry: ControlEntry, bucket: int) -> bool:
+        """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported
+        (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
+        gauges, stage = BucketGauges(entry.buckets), self.plan.stage or ""
+        if not gauges.reported(stage, bucket):
+            return True
+        return gauges.due(stage, entry.watermark_for(self.plan.stage), entry.processing_time, bucket) is not None
 
     # ------------------------------------------------------------------ input
     def _bad(self, rows: pd.DataFrame) -> pd.DataFrame:
