@@ -63,7 +63,8 @@ class BucketGauges:
         """The non-null values of ``gauge`` over ``stage``'s buckets (or only ``bucket``'s)."""
         i = GAUGES.index(gauge)
         if bucket is not None:
-            reports = [self.buckets.get(f"{stage}/{bucket}") or [None] * len(GAUGES)]
+            report = self.buckets.get(f"{stage}/{bucket}")
+            reports = [] if report is None else [report]
         else:
             prefix = f"{stage}/"
             reports = [v for label, v in self.buckets.items() if label.startswith(prefix)]

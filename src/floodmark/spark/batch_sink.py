@@ -49,7 +49,7 @@ class BatchSink:
         self.doing = "computing the batch"
         """What the batch was doing, for the error message if it fails."""
 
-    def columns(self, kind: str, column: Callable[[str], str] = pane_blocks.sql_name) -> list[Column]:
+    def columns(self, kind: str, column: Callable[[str], str] = p.sql_name) -> list[Column]:
         """``kind``'s output columns, each computed from ``column(name)`` (SQL): the batch's own column by
         default. Parsed from SQL text: one py4j call per column (see :class:`OutputProjection`)."""
         if kind == p.PANE:
@@ -58,7 +58,7 @@ class BatchSink:
             names = self.plan.record_columns()
         else:
             names = [*self.plan.key_columns, "event_time", "reason", "record"]
-        columns = [f"{column(name)} AS {pane_blocks.sql_name(name)}" for name in names]
+        columns = [f"{column(name)} AS {p.sql_name(name)}" for name in names]
         if "window_start" in names:
             columns += [
                 f"timestamp_millis({column('window_start')}) AS window_start_time",

@@ -133,7 +133,7 @@ class Unpacking:
         if only is not None:
             indexes = f"CASE WHEN {only} THEN {indexes} END"
         self.indexing = [
-            *(F.expr(sql_name(PREFIX + name)) for name in self.names),
+            *(F.expr(p.sql_name(PREFIX + name)) for name in self.names),
             F.expr(f"explode({indexes}) AS {INDEX}"),
         ]
         """First select: the block arrays, one row per pane index (no row for a row ``only`` leaves out)."""
@@ -142,17 +142,12 @@ class Unpacking:
     def element(name: str) -> str:
         """Second select's expression (SQL) of pane column ``name``: its array's element at the pane's index, or
         the array's only element (a value every pane of the block shares)."""
-        values = sql_name(PREFIX + name)
+        values = p.sql_name(PREFIX + name)
         return f"CASE WHEN size({values}) = 1 THEN {values}[0] ELSE {values}[{INDEX}] END"
 
     def __call__(self, rows: DataFrame) -> DataFrame:
-        elements = [F.expr(f"{self.element(name)} AS {sql_name(name)}") for name in self.names]
+        elements = [F.expr(f"{self.element(name)} AS {p.sql_name(name)}") for name in self.names]
         return rows.select(*self.indexing).select(*elements)
-
-
-def sql_name(name: str) -> str:
-    """``name`` as a SQL identifier (back-quoted: any column name)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def unpack(rows: DataFrame, plan: p.RuntimePlan) -> DataFrame:

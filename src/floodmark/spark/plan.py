@@ -38,6 +38,12 @@ from floodmark.core import aggregates
 from floodmark.core.combine import accumulator_layout
 from floodmark.core.spec import WindowSpec
 
+
+def sql_name(name: str) -> str:
+    """Column ``name`` as a SQL identifier (back-quoted, so any name works in SQL text)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 # Internal columns (prefixed so that they never clash with user columns).
 BUCKET = "fm_bucket"
 TS = "fm_ts"

@@ -31,6 +31,7 @@ from pyspark.sql.types import DoubleType, FloatType
 
 from floodmark.driver import checkpoint_files
 from floodmark.spark.hadoop_files import HadoopFiles
+from floodmark.spark.plan import sql_name
 
 PANES, LATE, DEAD_LETTER = "panes", "late", "dead_letter"
 KINDS = (PANES, LATE, DEAD_LETTER)
@@ -149,7 +150,7 @@ class TableSink(Sink):
         view = f"floodmark_{batch.kind}_{batch.batch_id}"
         batch.rows.createOrReplaceTempView(view)
         try:
-            selected = ", ".join(f"`{c}`" for c in columns)
+            selected = ", ".join(sql_name(c) for c in columns)
             spark.sql(
                 f"INSERT OVERWRITE TABLE {self.table} PARTITION (batch_id = {batch.batch_id}) "
                 f"SELECT {selected} FROM {view}"
