@@ -70,7 +70,7 @@ from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchController, BatchReport, ControlledBatches
 from floodmark.driver.reconciliation import Reconciliation
-from floodmark.spark import batch_entry, blocks, bucket_layout, hadoop_files, pane_blocks
+from floodmark.spark import batch_entry, blocks, bucket_layout, hadoop_files, pane_blocks, python_workers
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.combiner import MapSideCombiner
@@ -207,6 +207,7 @@ class EventTimeAggregation:
             ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.sinks.Outputs`
             (files in any format, tables, Kafka topics, your function; each sink states its guarantee).
         """
+        python_workers.prestart(self.spark)  # while the query plans (python_workers.py)
         outputs = Outputs.of(output)
         frame, controller = self.build(checkpoint)
         sink = BatchSink(self.plan, outputs, controller)

@@ -68,7 +68,7 @@ from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.controller import BatchReport, PipelineController, SourceSettings
-from floodmark.spark import batch_entry, blocks, bucket_layout
+from floodmark.spark import batch_entry, blocks, bucket_layout, python_workers
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import OUTPUT_KINDS, BatchSink
 from floodmark.spark.pipeline import (
@@ -290,6 +290,7 @@ class Pipeline:
             ``{stage: root path or Outputs}`` for every stage.
         """
         spark = next(iter(self.sources.values())).frame.sparkSession
+        python_workers.prestart(spark)  # while the query plans (python_workers.py)
         frame, controller, plans = self.build(checkpoint, spark)
         if isinstance(output, str):
             outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in plans}
