@@ -11,7 +11,7 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.live import Totals, render
 from floodmark.apps.outputs import read_output, text_lines
 from floodmark.core import windows
-from floodmark.core.time import MIN_TIMESTAMP, parse_duration
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_duration
 from floodmark.driver.controller import BatchReport
 
 
@@ -114,3 +114,32 @@ def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one()
     assert "IDLE" in line_of["2"]
     assert "event-time lag" in text and "80.0 s" in text  # event time seen but not yet final
     assert "processing-time lag" in text and "30.0 s" in text
+
+
+def test_live_view_at_the_end_of_input_names_no_holder_and_no_distance_to_the_max_watermark():
+    report = BatchReport(
+        batch_id=9,
+        seq=9,
+        watermark=50_000,
+        next_watermark=MAX_TIMESTAMP,
+        processing_time=95_000,
+        splits={"0": (80_000, False), "1": (50_000, False)},
+        records=0,
+        panes=3,
+        late=0,
+        bad=0,
+        oldest_pending=None,
+        open_windows=0,
+        split_records={},
+        max_event_time=130_000,
+    )
+    totals = Totals()
+    totals.add(report)
+    console = Console(width=160, record=True)
+    console.print(render(report, totals))
+    text = console.export_text()
+    assert "holding the watermark back" not in text
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if "│" in line]
+    ahead = {row[0]: row[3] for row in cells if row[0].isdigit()}
+    assert ahead == {"0": "-", "1": "-"}
+    assert "MAX (end)" in text

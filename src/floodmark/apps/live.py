@@ -53,8 +53,10 @@ class Totals:
 def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Group:
     """One frame of the view for the latest report (pure: used by the live view and its test)."""
     combined = report.next_watermark
+    # At the end of input the combined watermark is MAX: no split holds it back, none is "ahead" of it.
+    measured = MIN_TIMESTAMP < combined < MAX_TIMESTAMP
     live = {s: wm for s, (wm, idle) in report.splits.items() if not idle}
-    holder = min(live, key=lambda s: live[s]) if live else None
+    holder = min(live, key=lambda s: live[s]) if live and measured else None
     table = Table(title=f"{title} - batch {report.batch_id}", expand=False)
     for column in ("split", "watermark", "state", "ahead of combined", "records"):
         table.add_column(column, justify="right" if column in ("ahead of combined", "records") else "left")
@@ -63,7 +65,7 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
         state = Text("IDLE (ignored)", style="yellow") if idle else Text("active")
         if split == holder and len(live) > 1:
             state = Text("holding the watermark back", style="bold red")
-        behind = None if watermark <= MIN_TIMESTAMP or combined <= MIN_TIMESTAMP else watermark - combined
+        behind = watermark - combined if measured and watermark > MIN_TIMESTAMP else None
         table.add_row(
             split,
             format_watermark(watermark),
@@ -71,11 +73,7 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
             format_seconds(behind),
             f"{totals.split_records.get(split, 0):,}",
         )
-    event_lag = (
-        totals.max_event_time - combined
-        if MIN_TIMESTAMP < combined < MAX_TIMESTAMP and totals.max_event_time > MIN_TIMESTAMP
-        else None
-    )
+    event_lag = totals.max_event_time - combined if measured and totals.max_event_time > MIN_TIMESTAMP else None
     pending_lag = None if report.oldest_pending is None else max(0, report.processing_time - report.oldest_pending)
     summary = Table.grid(padding=(0, 2))
     summary.add_row("combined watermark", format_watermark(combined), "open windows", f"{report.open_windows:,}")
