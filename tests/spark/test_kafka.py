@@ -19,7 +19,7 @@ from floodmark.spark import (
     topic_partitions,
 )
 from floodmark.spark.combiner import UNPARSABLE
-from floodmark.spark.sinks import PANE_ID_HEADER, OutputBatch
+from floodmark.spark.sinks import BATCH_ID_HEADER, PANE_ID_HEADER, KafkaSink, OutputBatch
 
 pytestmark = pytest.mark.spark
 
@@ -107,6 +107,37 @@ def test_kafka_in_kafka_out_accounts_for_every_produced_record(spark, kafka_brok
     pane_ids = [dict(r.headers)[PANE_ID_HEADER] for r in panes]
     assert len(set(pane_ids)) == len(panes) == 3 * 10 + 1
     assert {json.loads(r.key)["channel"] for r in panes} == {"ch0", "ch1", "ch2"}
+
+
+def test_kafka_sink_messages_keys_and_headers_batch_after_batch(spark, kafka_broker):
+    panes = spark.createDataFrame(
+        [("app", 0, 60_000, 0, 3.0, 1.5), ("web", 60_000, 120_000, 1, None, 2.0)],
+        "channel STRING, window_start LONG, window_end LONG, pane_index INT, total DOUBLE, mean DOUBLE",
+    )
+    late = spark.createDataFrame([("app", 5, None)], "channel STRING, event_time LONG, note STRING")
+    for topic in ("sink-text", "sink-json"):
+        kafka_broker.create_topic(topic)
+    text, json_sink = (
+        KafkaSink(kafka_broker.bootstrap_servers, "sink-text", "text"),
+        KafkaSink(kafka_broker.bootstrap_servers, "sink-json"),
+    )
+    for batch_id in (4, 5):  # the same sink twice: its columns are built once, the batch id header is not
+        text.write(OutputBatch("panes", panes, batch_id, ("channel",), ("total", "mean")))
+        json_sink.write(OutputBatch("late", late, batch_id, ("channel",)))
+    lines = kafka_broker.consume("sink-text")
+    # Seed 001's line: windows in UTC, integral doubles as integers, a null value left out.
+    assert sorted(r.text() for r in lines) == 2 * [
+        "19700101000000 19700101000100 app 3 1.5",
+        "19700101000100 19700101000200 web 2",
+    ]
+    assert sorted(json.loads(r.key)["channel"] for r in lines) == ["app", "app", "web", "web"]
+    assert sorted(dict(r.headers)[BATCH_ID_HEADER] for r in lines) == [b"4", b"4", b"5", b"5"]
+    first_window = {"channel": "app", "window_start": 0, "window_end": 60_000, "pane_index": 0}
+    dedupe_keys = [json.loads(dict(r.headers)[PANE_ID_HEADER]) for r in lines]
+    assert sorted(k["window_start"] for k in dedupe_keys) == [0, 0, 60_000, 60_000] and first_window in dedupe_keys
+    records = kafka_broker.consume("sink-json")
+    assert [r.json() for r in records] == 2 * [{"channel": "app", "event_time": 5, "note": None}]
+    assert [dict(r.headers) for r in records] == [{BATCH_ID_HEADER: b"4"}, {BATCH_ID_HEADER: b"5"}]
 
 
 def test_a_silent_partition_known_from_the_topic_holds_the_watermark(spark, kafka_broker, tmp_path):

@@ -27,7 +27,6 @@ from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType
 
 from floodmark.driver import checkpoint_files
 from floodmark.spark.hadoop_files import HadoopFiles
@@ -177,31 +176,24 @@ class KafkaSink(Sink):
     value_format: str = "json"
     options: Mapping[str, str] = field(default_factory=dict)
     guarantee: ClassVar[str] = "at-least-once"
+    _columns: dict[tuple, tuple[Column, Column]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """(SparkContext, kind, key columns, value columns, their types) -> the message's key and value columns."""
 
     def __post_init__(self) -> None:
         if self.value_format not in ("json", "text"):
             raise ValueError(f"value_format must be 'json' or 'text', not {self.value_format!r}")
 
     def write(self, batch: OutputBatch) -> None:
-        rows = batch.rows
-        keys = [F.col(c) for c in batch.key_columns]
-        headers = [_header(BATCH_ID_HEADER, F.lit(str(batch.batch_id)))]
+        key, value = self._message(batch)
+        # Only the batch id header changes from batch to batch: one py4j call, the rest was built once.
+        headers = [_header_sql(BATCH_ID_HEADER, f"'{batch.batch_id}'")]
         if batch.kind == PANES:
-            headers.append(
-                _header(PANE_ID_HEADER, F.to_json(F.struct(*keys, "window_start", "window_end", "pane_index")))
+            dedupe_key = ", ".join(
+                sql_name(c) for c in (*batch.key_columns, "window_start", "window_end", "pane_index")
             )
-        text = self.value_format == "text" and batch.kind == PANES
-        value = (
-            text_line(rows, batch.key_columns, batch.value_columns)
-            if text
-            else F.to_json(F.struct("*"), {"ignoreNullFields": "false"})  # every field, null or not
-        )
+            headers.append(_header_sql(PANE_ID_HEADER, f"to_json(struct({dedupe_key}))"))
         writer = (
-            rows.select(
-                F.to_json(F.struct(*keys)).alias("key") if keys else F.lit(None).cast("string").alias("key"),
-                value.alias("value"),
-                F.array(*headers).alias("headers"),
-            )
+            batch.rows.select(key, value, F.expr(f"array({', '.join(headers)}) AS headers"))
             .write.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("topic", self.topic)
@@ -209,9 +201,29 @@ class KafkaSink(Sink):
         )
         writer.save()
 
+    def _message(self, batch: OutputBatch) -> tuple[Column, Column]:
+        """The message's key and value columns for ``batch``'s kind and columns (cached: Column operations
+        cost py4j round trips, see ``batch_sink.OutputProjection``)."""
+        text = self.value_format == "text" and batch.kind == PANES
+        columns = (*batch.key_columns, *batch.value_columns)
+        types = tuple(batch.rows.schema[c].dataType.simpleString() for c in columns) if text else ()
+        # Columns belong to their session's JVM: a sink used again under a new SparkContext builds them anew.
+        cache_key = (batch.rows.sparkSession.sparkContext, batch.kind, batch.key_columns, batch.value_columns, types)
+        if cache_key not in self._columns:
+            keys = ", ".join(sql_name(c) for c in batch.key_columns)
+            key = f"to_json(struct({keys}))" if keys else "CAST(NULL AS STRING)"
+            value = (
+                text_line(dict(zip(columns, types, strict=True)))
+                if text
+                else "to_json(struct(*), map('ignoreNullFields', 'false'))"  # every field, null or not
+            )
+            self._columns[cache_key] = (F.expr(f"{key} AS key"), F.expr(f"{value} AS value"))
+        return self._columns[cache_key]
 
-def _header(name: str, text: Column) -> Column:
-    return F.struct(F.lit(name).alias("key"), text.cast("binary").alias("value"))
+
+def _header_sql(name: str, text: str) -> str:
+    """A Kafka header (``struct<key: string, value: binary>``) in SQL, its value the text ``text`` evaluates to."""
+    return f"struct('{name}' AS key, CAST({text} AS BINARY) AS value)"
 
 
 @dataclass
@@ -273,22 +285,23 @@ class Outputs:
             self.sink(kind).discard_after(spark, kind, batch_id)
 
 
-def compact_utc(millis: Column) -> Column:
-    """ms since the epoch as ``yyyyMMddHHmmss`` in UTC, whatever the session's time zone."""
+def compact_utc(millis: str) -> str:
+    """SQL: the ms since the epoch in ``millis`` as ``yyyyMMddHHmmss`` in UTC, whatever the session's time zone."""
     # date_format renders in the session's zone: shift the instant so that its local rendering is UTC's.
-    return F.date_format(F.to_utc_timestamp(F.timestamp_millis(millis), F.current_timezone()), "yyyyMMddHHmmss")
+    return f"date_format(to_utc_timestamp(timestamp_millis({millis}), current_timezone()), 'yyyyMMddHHmmss')"
 
 
-def text_line(rows: DataFrame, key_columns: tuple[str, ...], value_columns: tuple[str, ...]) -> Column:
-    """Seed 001's result line, as :func:`floodmark.apps.outputs.text_lines` writes it (integral floats as ints)."""
-    types = {f.name: f.dataType for f in rows.schema.fields}
+def text_line(column_types: Mapping[str, str]) -> str:
+    """SQL: seed 001's result line, as :func:`floodmark.apps.outputs.text_lines` writes it (integral floats as
+    ints). ``column_types``: the key columns, then the value columns, each with its Spark type (``simpleString``)."""
 
-    def text(name: str) -> Column:
-        column = F.col(name)
-        if isinstance(types[name], DoubleType | FloatType):
-            whole = column.cast("long").cast("string")
-            return F.when(column == F.floor(column), whole).otherwise(column.cast("string"))
-        return column.cast("string")
+    def text(name: str, spark_type: str) -> str:
+        column = sql_name(name)
+        if spark_type in ("double", "float"):
+            whole = f"CAST(CAST({column} AS BIGINT) AS STRING)"
+            return f"CASE WHEN {column} = floor({column}) THEN {whole} ELSE CAST({column} AS STRING) END"
+        return f"CAST({column} AS STRING)"
 
-    parts = [compact_utc(F.col("window_start")), compact_utc(F.col("window_end"))]
-    return F.concat_ws(" ", *parts, *(text(c) for c in (*key_columns, *value_columns)))
+    parts = [compact_utc("window_start"), compact_utc("window_end")]
+    parts += [text(name, spark_type) for name, spark_type in column_types.items()]
+    return f"concat_ws(' ', {', '.join(parts)})"
