@@ -19,15 +19,15 @@ window still open); pane latency in batches (from the batch after which the wate
 to the batch that emitted its pane: 1 = the next trigger); the driver's state (the newest control entry:
 per split, not per key); the peak resident memory of the Python worker processes during floodmark's run.
 
-``two stages`` is seed 003's pipeline (``bench/stages_throughput.py``: per-user sessions, then a global mean
-per 2 minutes) against native chained aggregations. ``early firings`` is
-``AfterWatermark(early=AfterProcessingTime(1 s))`` (native has no early firings: its ratio is against native's
-tumbling count). ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger
-for ``--idle-seconds`` and reports the CPU used by this process, the JVM and its Python workers, as a % of
-one core, and the batches each ran. ``cold`` runs the tumbling 100k-key workload on 2 files in a fresh
-process per run (a new JVM and new Python workers: what a job's first batch pays), the engines alternating,
-and reports the session's start-up, the first batch's ``triggerExecution`` and the wall time from the call
-that starts the query to the first batch's end (floodmark builds its query then: its tick source's start-up).
+``two stages`` is seed 003's pipeline (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2
+minutes) against native chained aggregations. ``early firings`` is ``AfterWatermark(early=AfterProcessingTime(1 s))``;
+native has no early firings, so its runs in that row are its tumbling count, alternating with floodmark's as in every
+row. ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger for ``--idle-seconds`` and
+reports the CPU used by this process, the JVM and its Python workers, as a % of one core, and the batches each ran.
+``cold`` runs the tumbling 100k-key workload on 2 files in a fresh process per run (a new JVM and new Python workers:
+what a job's first batch pays), the engines alternating, and reports the session's start-up, the first batch's
+``triggerExecution`` and the wall time from the call that starts the query to the first batch's end (floodmark builds
+its query then: its tick source's start-up).
 """
 
 from __future__ import annotations
@@ -409,8 +409,6 @@ def main() -> None:
     if "stages" in wanted:
         rows.append(stages_row(spark, work, args.players, args.repeat))
         console.print(f"[dim]two stages: {progress_line(rows[-1])}[/dim]")
-    early = next((r for r in rows if r.name.startswith("early")), None)
-    tumbling = next((r for r in rows if r.name == chosen["tumbling-100k"].name), None)
 
     table = Table(
         title=f"floodmark vs native Spark 4.3, local[2], {date.today().isoformat()}, median of {args.repeat} run(s)"
@@ -432,8 +430,6 @@ def main() -> None:
         table.add_column(column, justify="left" if column == "workload" else "right")
     for row in rows:
         native_rate = statistics.median(r.rows / r.seconds for r in row.native)
-        if row is early and tumbling is not None:  # native has no early firings: compare with its tumbling count
-            native_rate = statistics.median(r.rows / r.seconds for r in tumbling.native)
         fm_rate = statistics.median(r.rows / r.seconds for r in row.floodmark)
         table.add_row(
             row.name,
