@@ -86,6 +86,15 @@ def test_read_output_collects_batches(tmp_path):
         read_output(tmp_path, "bogus")
 
 
+def rendered(report: BatchReport) -> str:
+    """The live view's frame for ``report`` (the only report seen), as text."""
+    totals = Totals()
+    totals.add(report)
+    console = Console(width=160, record=True)
+    console.print(render(report, totals))
+    return console.export_text()
+
+
 def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one():
     report = BatchReport(
         batch_id=7,
@@ -103,11 +112,7 @@ def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one()
         split_records={"0": 20, "1": 10},
         max_event_time=130_000,
     )
-    totals = Totals()
-    totals.add(report)
-    console = Console(width=160, record=True)
-    console.print(render(report, totals))
-    text = console.export_text()
+    text = rendered(report)
     rows = [line.strip("│ ") for line in text.splitlines()]
     line_of = {row.split()[0]: row for row in rows if row[:1].isdigit()}
     assert "holding the watermark back" in line_of["1"]
@@ -133,11 +138,7 @@ def test_live_view_at_the_end_of_input_names_no_holder_and_no_distance_to_the_ma
         split_records={},
         max_event_time=130_000,
     )
-    totals = Totals()
-    totals.add(report)
-    console = Console(width=160, record=True)
-    console.print(render(report, totals))
-    text = console.export_text()
+    text = rendered(report)
     assert "holding the watermark back" not in text
     cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if "│" in line]
     ahead = {row[0]: row[3] for row in cells if row[0].isdigit()}
