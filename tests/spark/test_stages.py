@@ -27,6 +27,7 @@ from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.simulator import games
+from floodmark.spark import FunctionSink, Outputs
 
 pytestmark = pytest.mark.spark
 
@@ -72,6 +73,38 @@ def test_two_stage_means_equal_the_straight_computation(spark, game_input, runs,
     session_panes = sum(len(read_output(spark, out / s / "panes")) for s in ("mobile_sessions", "console_sessions"))
     assert session_panes == len(sessions)
     assert sum(r.records for r in query.reports) == sum(len(f) for f in records.values())
+
+
+def test_stages_writing_to_functions_and_files_give_the_same_panes(spark, game_input, runs, tmp_path):
+    # The first stage whose pane sink writes files runs the batch (here the last one); the others write from
+    # the cache, to functions.
+    _, directory = game_input
+    collected: dict[str, list[pd.DataFrame]] = {name: [] for name in STAGES}
+
+    def keep(stage: str) -> FunctionSink:
+        return FunctionSink(lambda rows, batch_id: collected[stage].append(rows.toPandas()))
+
+    outputs = {
+        "mobile_sessions": Outputs(keep("mobile_sessions"), keep("mobile_sessions"), keep("mobile_sessions")),
+        "console_sessions": Outputs(keep("console_sessions"), keep("console_sessions"), keep("console_sessions")),
+        "means": str(tmp_path / "means"),
+    }
+    pipeline = game_pipeline(spark, directory / "in", TimestampCombiner.END_OF_WINDOW)
+    query = pipeline.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
+    _, out = runs[TimestampCombiner.END_OF_WINDOW]
+    columns = ["user", "window_start", "window_end", "events", "timing"]
+    for stage in ("mobile_sessions", "console_sessions"):
+        expected = read_output(spark, out / stage / "panes")[columns].sort_values(columns, ignore_index=True)
+        got = pd.concat(collected[stage])[columns].sort_values(columns, ignore_index=True)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+    means = read_output(spark, tmp_path / "means" / "panes")
+    expected_means = read_output(spark, out / "means" / "panes")
+    assert dict(zip(means["window_start"], means["mean_length"], strict=True)) == dict(
+        zip(expected_means["window_start"], expected_means["mean_length"], strict=True)
+    )
+    assert sum(r.records for r in query.reports) == sum(
+        r.records for r in runs[TimestampCombiner.END_OF_WINDOW][0].reports
+    )
 
 
 def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs):

@@ -78,13 +78,27 @@ class BatchSink:
                 projections[kind] = OutputProjection(F.expr(is_kind), (self.columns(kind),))
         return projections
 
+    small_row_columns: tuple[str, ...] = ("fm_kind", *(f.name for f in p.STATS_META))
+    """The columns of the STATS and GAUGE rows the driver reads (a pipeline's sink adds the stage)."""
+
     @cached_property
     def _small_rows(self) -> Column:
         """The STATS and GAUGE rows, collected by the batch's observation."""
-        fields = ", ".join(["fm_kind", *(f.name for f in p.STATS_META)])
+        fields = ", ".join(self.small_row_columns)
         return F.expr(
             f"collect_list(CASE WHEN fm_kind IN ('{p.STATS}', '{p.GAUGE}') THEN struct({fields}) END) AS small"
         )
+
+    def _run_observed(self, frame: DataFrame, write: Callable[[DataFrame], None] | None) -> list[dict]:
+        """Run the batch once, collecting its STATS and GAUGE rows on the way: ``write(observed)`` when it
+        computes the whole batch (a sink that ``runs_the_batch``), else a no-op write."""
+        observation = Observation()  # a fresh, uniquely named observation per batch
+        observed = frame.observe(observation, self._small_rows)
+        if write is None:
+            observed.write.format("noop").mode("overwrite").save()
+        else:
+            write(observed)
+        return [row.asDict() for row in observation.get["small"]]
 
     def _batch(self, row_kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``row_kind`` in ``frame``, in their output columns."""
@@ -117,15 +131,12 @@ class BatchSink:
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
-            observation = Observation()  # a fresh, uniquely named observation per batch
-            observed = frame.observe(observation, self._small_rows)
             pane_sink = self.outputs.panes
             if pane_sink.runs_the_batch:
                 self.doing = f"computing the batch and writing its panes to {pane_sink!r}"
-                pane_sink.write(self._batch(p.PANE, observed, batch_id))
+                small = self._run_observed(frame, lambda rows: pane_sink.write(self._batch(p.PANE, rows, batch_id)))
             else:
-                observed.write.format("noop").mode("overwrite").save()
-            small = [row.asDict() for row in observation.get["small"]]
+                small = self._run_observed(frame, None)
             gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {

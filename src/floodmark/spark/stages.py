@@ -83,7 +83,7 @@ from floodmark.spark.pipeline import (
 from floodmark.spark.processor import STATE_SCHEMA, WindowBucketProcessor
 from floodmark.spark.rows import conform, pandas_dtype
 from floodmark.spark.session import check_session
-from floodmark.spark.sinks import Outputs
+from floodmark.spark.sinks import PANES, Outputs
 from floodmark.spark.ticks import schedule_path, tick_rows
 
 STAGE = "fm_stage"
@@ -472,25 +472,44 @@ class PipelineSink(BatchSink):
         }
         self.pipeline_controller = controller
 
-    # Built once per query, as the routes' projections (batch_sink.OutputProjection says why).
-    @cached_property
-    def _small_rows_filter(self) -> tuple[Column, list[Column]]:
-        """The STATS and GAUGE rows and their columns."""
-        return F.col(KIND).isin(p.STATS, p.GAUGE), [F.col(c) for c in (STAGE, KIND, *(f.name for f in p.STATS_META))]
+    small_row_columns = (STAGE, *BatchSink.small_row_columns)
 
+    # Built once per query, as the routes' projections (batch_sink.OutputProjection says why).
     @cached_property
     def _stage_output(self) -> dict[str, Column]:
         """Each stage's OUTPUT rows."""
-        return {name: (F.col(STAGE) == name) & (F.col(KIND) == OUTPUT) for name in self.routes}
+        return {name: F.expr(f"{STAGE} = '{name}' AND {KIND} = '{OUTPUT}'") for name in self.routes}
+
+    def _stage_rows(self, frame: DataFrame, name: str) -> DataFrame:
+        """Stage ``name``'s rows of the batch (panes, late records, dead letters) in its output schema."""
+        schema = self.routes[name].plan.output_schema()
+        return frame.filter(self._stage_output[name]).select(blocks.BLOCK).mapInArrow(UnpackOutput(schema), schema)
+
+    @cached_property
+    def _leading_stage(self) -> str | None:
+        """The stage whose pane write runs the whole batch (the first whose pane sink can), if any."""
+        return next((name for name, route in self.routes.items() if route.outputs.panes.runs_the_batch), None)
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
         batch_entry.publish(frame.sparkSession.sparkContext, self.pipeline_controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
-            self.doing = "computing the batch"
-            is_small, small_columns = self._small_rows_filter
-            small = [row.asDict() for row in frame.filter(is_small).select(*small_columns).collect()]
+            # One job computes the batch into the cache and, when a stage's pane sink can, writes that
+            # stage's panes on the way (an empty write is discarded below); the other writes read the cache.
+            leader = self._leading_stage
+            if leader is None:
+                self.doing = "computing the batch"
+                small = self._run_observed(frame, None)
+            else:
+                route = self.routes[leader]
+                self.doing = f"computing the batch and writing stage {leader!r}'s panes to {route.outputs.panes!r}"
+                small = self._run_observed(
+                    frame,
+                    lambda rows: route.outputs.panes.write(
+                        route._batch(p.PANE, self._stage_rows(rows, leader), batch_id)
+                    ),
+                )
             stats = [r for r in small if r[KIND] == p.STATS]
             gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
             for row in small:
@@ -504,18 +523,17 @@ class PipelineSink(BatchSink):
                 for name, rows in gauges.items()
             }
             for name, route in self.routes.items():
-                if not any(counts[name].values()):
+                written = {p.PANE} if name == leader else set()
+                if name == leader and not counts[name][p.PANE]:
+                    route.outputs.panes.discard_empty(frame.sparkSession, PANES, batch_id)
+                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and kind not in written]
+                if not kinds:
                     continue
-                stage_rows = (
-                    frame.filter(self._stage_output[name])
-                    .select(blocks.BLOCK)
-                    .mapInArrow(UnpackOutput(route.plan.output_schema()), route.plan.output_schema())
-                )
-                for kind, output in OUTPUT_KINDS.items():
-                    if counts[name][kind]:
-                        sink = route.outputs.sink(output)
-                        self.doing = f"writing stage {name!r}'s {output} to {sink!r}"
-                        sink.write(route._batch(kind, stage_rows, batch_id))
+                stage_rows = self._stage_rows(frame, name)
+                for kind in kinds:
+                    sink = route.outputs.sink(OUTPUT_KINDS[kind])
+                    self.doing = f"writing stage {name!r}'s {OUTPUT_KINDS[kind]} to {sink!r}"
+                    sink.write(route._batch(kind, stage_rows, batch_id))
             report = self.pipeline_controller.on_batch(batch_id, stats, gauges, counts)
         finally:
             frame.unpersist()
