@@ -523,10 +523,10 @@ class PipelineSink(BatchSink):
                 for name, rows in gauges.items()
             }
             for name, route in self.routes.items():
-                written = {p.PANE} if name == leader else set()
                 if name == leader and not counts[name][p.PANE]:
                     route.outputs.panes.discard_empty(frame.sparkSession, PANES, batch_id)
-                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and kind not in written]
+                # The leader's panes went out with the job that ran the batch.
+                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, p.PANE)]
                 if not kinds:
                     continue
                 stage_rows = self._stage_rows(frame, name)
