@@ -22,7 +22,11 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(exports[name]), name)
+        home = importlib.import_module(exports[name])
+        if not hasattr(home, name):
+            # A submodule is an attribute of its package only once something has imported it.
+            importlib.import_module(f"{exports[name]}.{name}")
+        value = getattr(home, name)
         globals_of_package = importlib.import_module(package).__dict__
         globals_of_package[name] = value  # later lookups are plain attribute reads
         return value
