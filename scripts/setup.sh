@@ -47,27 +47,29 @@ fetch_jars() {
   echo "$stamp" >"$target.partial/.stamp"
   rm -rf "$target" && mv "$target.partial" "$target"
 }
-# floodmark's own JVM code (jvm/ticks: the tick source), compiled against the jars of the installed PySpark:
-# rebuilt when a source file or the PySpark version changes. Without a JDK floodmark uses its Python tick
-# source (same behaviour, seconds slower to start).
+# floodmark's own JVM code (jvm/ticks: the tick source), a Maven module with Spark `provided`: built when its pom
+# or a source file changes, into the Python package (src/floodmark/jars/), where sessions find it and from where
+# the wheel carries it. Without Maven and a JDK floodmark uses its Python tick source (same behaviour, seconds
+# slower to start a query).
 build_ticks() {
-  local src=jvm/ticks/src target=jars/floodmark-ticks spark_jars stamp
-  spark_jars=$(.venv/bin/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
-  stamp=$( (find "$src" -type f -print0 | sort -z | xargs -0 cat; ls "$spark_jars") | sha256sum | cut -d' ' -f1)
-  if [ -f "$target/.stamp" ] && [ "$(cat "$target/.stamp")" = "$stamp" ]; then
+  local module=jvm/ticks target=src/floodmark/jars/floodmark-ticks.jar stamp
+  stamp=$(find "$module/pom.xml" "$module/src" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
+  if [ -f "$target" ] && [ -f "$target.stamp" ] && [ "$(cat "$target.stamp")" = "$stamp" ]; then
     return 0
   fi
-  if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
-    echo "setup: no JDK (javac, jar): floodmark will use its Python tick source (a slower query start)" >&2
+  if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+    echo "setup: no Maven or no JDK (javac): floodmark will use its Python tick source (a slower query start)" >&2
     return 0
   fi
-  echo "setup: building floodmark's tick source ($src)" >&2
-  rm -rf "$target.partial" && mkdir -p "$target.partial/classes"
-  find "$src" -name '*.java' -print0 | xargs -0 javac --release 17 -nowarn -cp "$spark_jars/*" -d "$target.partial/classes"
-  jar cf "$target.partial/floodmark-ticks.jar" -C "$target.partial/classes" .
-  rm -rf "$target.partial/classes"
-  echo "$stamp" >"$target.partial/.stamp"
-  rm -rf "$target" && mv "$target.partial" "$target"
+  echo "setup: building floodmark's tick source ($module/pom.xml)" >&2
+  if ! mvn -B -q -f "$module/pom.xml" package >"jars/floodmark-ticks.maven.log" 2>&1; then
+    echo "setup: Maven could not build $module; its output:" >&2
+    tail -n 15 jars/floodmark-ticks.maven.log >&2
+    return 1
+  fi
+  mkdir -p "$(dirname "$target")"
+  cp "$module/target/floodmark-ticks.jar" "$target"
+  echo "$stamp" >"$target.stamp"
 }
 mkdir -p jars
 fetch_jars spark-kafka

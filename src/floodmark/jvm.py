@@ -1,11 +1,15 @@
-"""Where the JVM artifacts ``scripts/setup.sh`` fetches live (engine-free: the broker helper needs no Spark).
+"""Where floodmark's JVM artifacts live (engine-free: the broker helper needs no Spark).
 
-``scripts/setup.sh`` runs Maven on the pinned poms under ``jvm/`` and copies the jars to one folder per group
-under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's classpath) and
-``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks); it also compiles floodmark's own
-JVM code, ``jvm/ticks`` (the tick source, :mod:`floodmark.spark.ticks`), into ``floodmark-ticks/``. The root
-is ``$FLOODMARK_JARS`` when set, else the ``jars/`` folder of the source tree floodmark is installed from (an
-editable install). :func:`ensure_java` finds the Java that runs them (and Spark).
+* floodmark's own JVM code, the Maven module ``jvm/ticks`` (the tick source, :mod:`floodmark.spark.ticks`), is
+  inside the package: :data:`PACKAGED_JARS` (the wheel carries it; ``scripts/setup.sh`` builds it into a
+  source tree).
+* Third-party artifacts that ``scripts/setup.sh`` fetches with Maven from the pinned poms under ``jvm/``, one
+  folder per group under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's
+  classpath) and ``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks). The root is
+  ``$FLOODMARK_JARS`` when set, else the ``jars/`` folder of the source tree floodmark is installed from (an
+  editable install).
+
+:func:`ensure_java` finds the Java that runs them (and Spark).
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from pathlib import Path
 JARS_ENV = "FLOODMARK_JARS"
 SPARK_KAFKA = "spark-kafka"
 KAFKA_BROKER = "kafka-broker"
-FLOODMARK_TICKS = "floodmark-ticks"
+PACKAGED_JARS = Path(__file__).with_name("jars")
+"""floodmark's own jars, inside the installed package."""
+
+
+def packaged_jars() -> list[Path]:
+    """floodmark's own jars (``floodmark-ticks.jar``), sorted; empty when the package was installed without them
+    (a source tree where ``scripts/setup.sh`` had no Maven or JDK)."""
+    return sorted(PACKAGED_JARS.glob("*.jar"))
 
 
 def jars_root() -> Path:
@@ -29,8 +40,7 @@ def jars_root() -> Path:
 
 
 def jars(group: str) -> list[Path]:
-    """The jars of ``group`` (``spark-kafka``, ``kafka-broker`` or ``floodmark-ticks``), sorted; empty when not
-    installed."""
+    """The jars of ``group`` (``spark-kafka`` or ``kafka-broker``), sorted; empty when not installed."""
     folder = jars_root() / group
     return sorted(folder.glob("*.jar")) if folder.is_dir() else []
 

@@ -7,7 +7,7 @@ the map-side combiner (:mod:`.combiner`), the core window operator inside a buck
 (:mod:`.processor`) and a ``foreachBatch`` function (:mod:`.batch_sink`) writing to the
 :class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function). Users start at
 :class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`
-(or :func:`cluster_session` for a cluster);
+(or :func:`cluster_session` for a cluster, :func:`configure_spark_with_floodmark` for a session of your own);
 Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`). Several chained windowed
 stages (seed 003) run as one query through :class:`Pipeline` (:mod:`.stages`).
 """
@@ -19,7 +19,13 @@ from floodmark.lazy import lazy_exports
 if TYPE_CHECKING:
     from floodmark.spark.kafka import read_kafka, topic_partitions
     from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
-    from floodmark.spark.session import cluster_session, floodmark_jars, kafka_connector_jars, local_session
+    from floodmark.spark.session import (
+        cluster_session,
+        configure_spark_with_floodmark,
+        floodmark_jars,
+        kafka_connector_jars,
+        local_session,
+    )
     from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
     from floodmark.spark.stages import Pipeline, PipelineQuery
 
@@ -35,6 +41,7 @@ __all__ = [
     "SourceTime",
     "TableSink",
     "cluster_session",
+    "configure_spark_with_floodmark",
     "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
@@ -53,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(
         "FloodmarkQuery": "floodmark.spark.pipeline",
         "SourceTime": "floodmark.spark.pipeline",
         "cluster_session": "floodmark.spark.session",
+        "configure_spark_with_floodmark": "floodmark.spark.session",
         "floodmark_jars": "floodmark.spark.session",
         "kafka_connector_jars": "floodmark.spark.session",
         "local_session": "floodmark.spark.session",

@@ -14,7 +14,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from floodmark.jvm import FLOODMARK_TICKS, SPARK_KAFKA, ensure_java, jars
+from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, packaged_jars
 from floodmark.spark.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -70,13 +70,43 @@ def kafka_connector_jars() -> str:
 
 
 def floodmark_jars() -> str:
-    """floodmark's own JVM code (the tick source, :mod:`floodmark.spark.ticks`) as a ``spark.jars`` value,
-    ``""`` when ``scripts/setup.sh`` could not build it (floodmark then uses its Python tick source).
+    """floodmark's own JVM code (the tick source, :mod:`floodmark.spark.ticks`) as a ``spark.jars`` value: the jar
+    the package carries, ``""`` when it was installed without it (floodmark then uses its Python tick source).
 
-    Sessions made here have it; for your own session or cluster, add it to ``spark.jars`` (with
-    :func:`kafka_connector_jars` if you read Kafka) for the faster start.
+    Sessions made here have it; for your own session use :func:`configure_spark_with_floodmark`, or add it to
+    ``spark.jars`` (``spark-submit --jars``) yourself.
     """
-    return ",".join(str(jar) for jar in jars(FLOODMARK_TICKS))
+    return ",".join(str(jar) for jar in packaged_jars())
+
+
+def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
+    """``builder`` with what floodmark needs, for a session of your own (as delta-spark's
+    ``configure_spark_with_delta_pip``): :func:`required_conf`, UTC as the session time zone, and floodmark's jar
+    (:func:`floodmark_jars`; with ``kafka``, also :func:`kafka_connector_jars`) added to any ``spark.jars`` the
+    builder already has. Call it before ``getOrCreate()``::
+
+        spark = configure_spark_with_floodmark(SparkSession.builder.appName("clicks")).getOrCreate()
+
+    Settings made on the builder before the call win, except ``spark.jars``, which is extended.
+
+    :raises ValueError: ``kafka`` and no Kafka connector jars installed (use ``spark.jars.packages`` with
+        ``org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>`` instead).
+    """
+    options = builder._options  # PySpark keeps the builder's settings here; there is no public getter
+    jar_list = [options.get("spark.jars", ""), floodmark_jars()]
+    if kafka:
+        connector = kafka_connector_jars()
+        if not connector:
+            raise ValueError(
+                "no Kafka connector jars installed here: give the session spark.jars.packages="
+                "org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> instead of kafka=True"
+            )
+        jar_list.append(connector)
+    for key, value in {**required_conf(), "spark.sql.session.timeZone": "UTC"}.items():
+        if key not in options:
+            builder = builder.config(key, value)
+    on_classpath = ",".join(filter(None, jar_list))
+    return builder.config("spark.jars", on_classpath) if on_classpath else builder
 
 
 def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:

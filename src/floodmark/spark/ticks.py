@@ -14,12 +14,13 @@ rows - 1; a replayed batch reads the same. ``seq`` is the wall-clock time of the
 so offsets never go back, after a restart either (when the file is gone, the new run's first request is
 newer than anything logged).
 
-Two implementations of this one source: :data:`JVM_SOURCE` (``jvm/ticks``, built by ``scripts/setup.sh``,
-on the classpath of floodmark's sessions) and the Python data source below, used when the session cannot load
-the former (a session of your own without ``floodmark_jars()``). Spark runs a Python data source's planning
-in Python processes of the driver: in a cold session they cost ~4 s before the query starts and ~3 s in its
-first batch (docs/PERFORMANCE.md), which the JVM source does not. Both read the same request file and log
-the same offsets, so a checkpoint resumes with either.
+Two implementations of this one source: :data:`JVM_SOURCE` (the Maven module ``jvm/ticks``, whose jar the
+package carries, on the classpath of floodmark's sessions) and the Python data source below, used when the
+session cannot load the former (a session of your own built without
+:func:`~floodmark.spark.session.configure_spark_with_floodmark`); the log says which one runs. Spark runs a
+Python data source's planning in Python processes of the driver: in a cold session they cost ~4 s before the
+query starts and ~3 s in its first batch (docs/PERFORMANCE.md), which the JVM source does not. Both read the
+same request file and log the same offsets, so a checkpoint resumes with either.
 
 ``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver, so the file must be local to the
 driver: under a local checkpoint, or in the temporary directory for a checkpoint on another file system.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -41,6 +43,11 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
+
+_LOG = logging.getLogger(__name__)
+
+PYTHON_TICKS_ENV = "FLOODMARK_PYTHON_TICKS"
+"""Set to ``1`` to run the Python tick source even where the JVM one loads (to test it)."""
 
 SOURCE_NAME = "floodmark_ticks"
 """The Python source's name."""
@@ -139,8 +146,18 @@ class TickSource(DataSource):
 def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
     """``count`` rows, column ``tick`` = 0..count-1, in each batch the driver asked for (see the module)."""
     if jvm_source_loadable(spark):
+        _LOG.info("floodmark: the JVM tick source (%s) runs", JVM_SOURCE)
         reader = spark.readStream.format(JVM_SOURCE)
     else:
+        if os.environ.get(PYTHON_TICKS_ENV) == "1":
+            _LOG.info("floodmark: the Python tick source runs (%s=1)", PYTHON_TICKS_ENV)
+        else:
+            _LOG.warning(
+                "floodmark: the Python tick source runs (a query starts seconds slower): this session cannot load "
+                "%s; build the session with floodmark.spark.configure_spark_with_floodmark(builder), or add "
+                "floodmark.spark.floodmark_jars() to spark.jars",
+                JVM_SOURCE,
+            )
         spark.dataSource.register(TickSource)
         reader = spark.readStream.format(SOURCE_NAME)
     return reader.option("path", str(path)).option("rows", str(count)).load()
@@ -149,7 +166,7 @@ def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
 def jvm_source_loadable(spark: SparkSession) -> bool:
     """Whether the session's driver can load :data:`JVM_SOURCE` (``FLOODMARK_PYTHON_TICKS=1`` says no: the
     Python source then runs, e.g. to test it)."""
-    if os.environ.get("FLOODMARK_PYTHON_TICKS") == "1":
+    if os.environ.get(PYTHON_TICKS_ENV) == "1":
         return False
     jvm = spark.sparkContext._jvm
     assert jvm is not None
