@@ -83,3 +83,18 @@ def java_executable() -> str:
     if found is None:
         raise RuntimeError(f"JAVA_HOME is {home!r} but has no bin/java, and there is no java on PATH")
     return found
+
+
+def spark_jars(kafka: bool = False) -> str:
+    """floodmark's jars (and with ``kafka`` the Kafka connector's, when installed) as a ``spark.jars`` /
+    ``spark-submit --jars`` value: comma-separated paths, ``""`` when there are none."""
+    found = [*packaged_jars(), *(jars(SPARK_KAFKA) if kafka else [])]
+    return ",".join(str(jar) for jar in found)
+
+
+if __name__ == "__main__":
+    # `spark-submit --jars "$(python -m floodmark.jvm)" job.py`: a JVM that spark-submit starts gets floodmark's
+    # jar only on its command line (a session builder's spark.jars reaches the executors, not that JVM).
+    import sys
+
+    print(spark_jars(kafka="--kafka" in sys.argv[1:]))

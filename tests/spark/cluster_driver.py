@@ -45,15 +45,18 @@ def aggregation(spark: SparkSession) -> EventTimeAggregation:
     return SEED_001.aggregation(source)
 
 
+def event_log_conf(event_log: str | Path) -> dict[str, str]:
+    """Spark's event log as one plain JSON-lines file per application in ``event_log`` (the test reads it)."""
+    return {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": Path(event_log).resolve().as_uri(),
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+    }
+
+
 def main(master: str, checkpoint: str, output: str, event_log: str | None = None) -> None:
-    conf = {}
-    if event_log:
-        conf = {
-            "spark.eventLog.enabled": "true",
-            "spark.eventLog.dir": Path(event_log).resolve().as_uri(),
-            "spark.eventLog.compress": "false",  # one plain JSON-lines file the test reads
-            "spark.eventLog.rolling.enabled": "false",
-        }
+    conf = event_log_conf(event_log) if event_log else {}
     spark = cluster_session(master, "floodmark-cluster-test", shuffle_partitions=SHUFFLE_PARTITIONS, conf=conf)
     started = time.monotonic()
     handle = aggregation(spark).run_to_completion(checkpoint, output, timeout_s=600)

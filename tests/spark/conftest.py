@@ -40,7 +40,7 @@ def wheel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def wheel_venv(wheel, tmp_path_factory) -> Path:
-    """A virtualenv outside the source tree with only ``floodmark[spark]`` from :func:`wheel` (and what it
+    """A virtualenv outside the source tree with only ``floodmark[spark,cli]`` from :func:`wheel` (and what it
     requires, at the lock's versions); returns its root."""
     venv = tmp_path_factory.mktemp("wheel-venv") / "venv"
     uv = find_uv_bin()
@@ -53,10 +53,24 @@ def wheel_venv(wheel, tmp_path_factory) -> Path:
             "--quiet",
             "-p",
             str(venv / "bin" / "python"),
-            f"{wheel}[spark]",
+            f"{wheel}[spark,cli]",
             "-c",
             str(ROOT / "requirements" / "lock.txt"),
         ],
         check=True,
     )
     return venv
+
+
+@pytest.fixture(scope="session")
+def packed_wheel_venv(wheel_venv, tmp_path_factory) -> Path:
+    """:func:`wheel_venv` packed with ``venv-pack`` (``.tar.gz``), as Spark's docs ship the executors' Python
+    environment (``--archives env.tar.gz#environment``). Not packed: the interpreter (the archive's
+    ``bin/python`` points at the base Python, which every worker of this one machine has at the same path) and
+    pyspark, which the cluster's Spark puts on its Python workers' path (and which is most of the size)."""
+    archive = tmp_path_factory.mktemp("packed") / "floodmark-env.tar.gz"
+    venv_pack = str(Path(sys.executable).with_name("venv-pack"))
+    exclude = "lib/python3.11/site-packages/pyspark/*"
+    command = [venv_pack, "--quiet", "-p", str(wheel_venv), "-o", str(archive), "--exclude", exclude]
+    subprocess.run([*command, "--compress-level", "1"], check=True)
+    return archive

@@ -1,9 +1,15 @@
 """Issue 14, cluster: seed 001's job on a Spark standalone cluster survives a worker's kill -9.
 
-A master and two workers (1 core, 1g each) on loopback run the job (driver in a subprocess:
-``cluster_driver.py``, the checkpoint on local disk, which every process of this one machine sees). Once a
-few batches have completed and worker 0's executor runs a task, worker 0 and its executor get SIGKILL. The
-query must go on on the other worker (Spark reruns the lost tasks and the stages whose shuffle files died
+A master and two workers (1 core, 1g each) on loopback run the job (driver in a subprocess, the checkpoint on
+local disk, which every process of this one machine sees), started in one of two ways:
+
+* ``cluster_session``: ``cluster_driver.py`` run by this test's Python, whose environment the workers share;
+* ``spark-submit``: ``submit_job.py`` submitted as users do, from a virtualenv holding only floodmark's wheel,
+  with the executors' Python environment shipped to them as a packed archive (``--archives``,
+  ``spark.pyspark.python=./environment/bin/python``), not the driver's site-packages.
+
+Once a few batches have completed and worker 0's executor runs a task, worker 0 and its executor get SIGKILL.
+The query must go on on the other worker (Spark reruns the lost tasks and the stages whose shuffle files died
 with the executor; the state stores are loaded from the checkpoint) and finish with the panes of a
 local-mode run of the same input.
 """
@@ -22,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from cluster_driver import CONFIG, aggregation
+from cluster_driver import CONFIG, aggregation, event_log_conf
 
 from floodmark.apps.demo import check_counts
 from floodmark.apps.outputs import read_output
@@ -32,6 +38,8 @@ from floodmark.testing.spark_cluster import StandaloneCluster
 pytestmark = pytest.mark.spark
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
+SUBMIT_JOB = Path(__file__).with_name("submit_job.py")
+ROOT = Path(__file__).resolve().parents[2]
 KILL_AFTER_BATCHES = 3
 PANE_KEY = ["window_start", "channel", "behavior", "pane_index"]
 TASK_ENDED = (
@@ -102,23 +110,67 @@ def late_ids(output: Path) -> list[int]:
 
 
 def start_driver(master: str, run: Path) -> subprocess.Popen:
+    """``cluster_driver.py`` in this test's Python (``cluster_session``)."""
     (run / "events").mkdir(parents=True)
+    command = [sys.executable, str(DRIVER), master, *(str(run / name) for name in ("ckpt", "out", "events"))]
+    return launch(command, run, dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+
+
+def submit_driver(master: str, run: Path, venv: Path, archive: Path) -> subprocess.Popen:
+    """``submit_job.py`` through ``venv``'s ``spark-submit`` (``venv`` activated), the executors' Python from
+    ``archive``; nothing of this test's environment (its ``PYSPARK_*`` settings, its virtualenv) reaches the job.
+
+    In client mode Spark also starts ``spark.pyspark.python`` on the driver, relative to its working directory,
+    to plan a Python data source (the simulator): there ``./environment`` is the driver's own virtualenv.
+    """
+    (run / "events").mkdir(parents=True)
+    (run / "environment").symlink_to(venv, target_is_directory=True)
+    conf = {
+        "spark.pyspark.python": "./environment/bin/python",
+        "spark.pyspark.driver.python": str(venv / "bin" / "python"),
+        **event_log_conf(run / "events"),
+    }
+    jars = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "floodmark.jvm"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert jars.endswith("floodmark-ticks.jar")
+    command = [
+        *(str(venv / "bin" / "spark-submit"), "--master", master, "--archives", f"{archive}#environment"),
+        *("--jars", jars),
+        *(item for key, value in conf.items() for item in ("--conf", f"{key}={value}")),
+        *("--py-files", str(DRIVER), str(SUBMIT_JOB), str(run / "ckpt"), str(run / "out")),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "VIRTUAL_ENV"))}
+    # As after `source venv/bin/activate` (spark-submit finds Spark through the first python3 on PATH).
+    path = [str(venv / "bin"), *(p for p in env["PATH"].split(os.pathsep) if not p.startswith(sys.prefix))]
+    env.update(PATH=os.pathsep.join(path), VIRTUAL_ENV=str(venv), SPARK_LOCAL_IP="127.0.0.1")
+    return launch(command, run, env)
+
+
+def launch(command: list[str], run: Path, env: dict[str, str]) -> subprocess.Popen:
     with open(run / "driver.log", "wb") as log:
         return subprocess.Popen(
-            [sys.executable, str(DRIVER), master, *(str(run / name) for name in ("ckpt", "out", "events"))],
-            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+            command,
+            env=env,
+            cwd=run,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: its JVM goes with it if the test fails
         )
 
 
-def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path):
+@pytest.mark.parametrize("launcher", ["cluster_session", "spark-submit"])
+def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, launcher):
     started = time.monotonic()
     local, run = tmp_path / "local", tmp_path / "cluster-run"
+    if launcher == "spark-submit":
+        venv, archive = request.getfixturevalue("wheel_venv"), request.getfixturevalue("packed_wheel_venv")
     with StandaloneCluster(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
         print(f"\ncluster up: {cluster.master_url} with 2 workers after {time.monotonic() - started:.1f} s")
-        driver = start_driver(cluster.master_url, run)
+        if launcher == "spark-submit":
+            driver = submit_driver(cluster.master_url, run, venv, archive)
+        else:
+            driver = start_driver(cluster.master_url, run)
         # The local-mode reference runs in this process's session meanwhile (the cluster driver spends its
         # first tens of seconds starting executors and their Python workers).
         with ThreadPoolExecutor(1) as pool:
@@ -176,6 +228,14 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path):
     assert len(read_output(run / "out", "dead_letter")) == len(read_output(local / "out", "dead_letter")) > 0
     frame = read_output(run / "out", "panes")
     assert check_counts(CONFIG, frame, read_output(run / "out", "late"), 60_000) == []
+    if launcher == "spark-submit":
+        assert summary["driver"].startswith(str(venv)), "the driver imports floodmark from the wheel's virtualenv"
+        assert summary["executors"], "the executors ran Python"
+        for path in summary["executors"]:
+            assert "/environment/" in path and not path.startswith((str(venv), str(ROOT))), (
+                f"an executor imported floodmark from {path}, not from the shipped archive"
+            )
+        assert summary["jvm_ticks"], "spark-submit --jars gave the driver the wheel's jar"
 
 
 def test_cluster_session_refuses_a_process_that_runs_another_master(spark):

@@ -63,7 +63,7 @@ class JvmTicks:
 def source(request, spark, tmp_path):
     path = tmp_path / "ticks.json"
     if request.param == "jvm":
-        assert ticks.jvm_source_loadable(spark), "scripts/setup.sh builds src/floodmark/jars/floodmark-ticks.jar; sessions load it"
+        assert ticks.jvm_source_loadable(spark), "setup builds the package jar; sessions load it"
         return path, JvmTicks(spark, path, 4)
     return path, PythonTicks(path, 4)
 

@@ -14,7 +14,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, packaged_jars
+from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, spark_jars
 from floodmark.spark.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -76,7 +76,7 @@ def floodmark_jars() -> str:
     Sessions made here have it; for your own session use :func:`configure_spark_with_floodmark`, or add it to
     ``spark.jars`` (``spark-submit --jars``) yourself.
     """
-    return ",".join(str(jar) for jar in packaged_jars())
+    return spark_jars()
 
 
 def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
@@ -88,6 +88,10 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
         spark = configure_spark_with_floodmark(SparkSession.builder.appName("clicks")).getOrCreate()
 
     Settings made on the builder before the call win, except ``spark.jars``, which is extended.
+
+    Under ``spark-submit`` the driver's JVM is already running when the builder runs: its ``spark.jars``
+    reaches the executors but not the driver, so also give ``spark-submit --jars "$(python -m floodmark.jvm)"``
+    (``--kafka`` adds the connector); otherwise the log says the Python tick source runs.
 
     :raises ValueError: ``kafka`` and no Kafka connector jars installed (use ``spark.jars.packages`` with
         ``org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>`` instead).

@@ -154,8 +154,8 @@ def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
         else:
             _LOG.warning(
                 "floodmark: the Python tick source runs (a query starts seconds slower): this session cannot load "
-                "%s; build the session with floodmark.spark.configure_spark_with_floodmark(builder), or add "
-                "floodmark.spark.floodmark_jars() to spark.jars",
+                "%s; give it floodmark's jar: floodmark.spark.configure_spark_with_floodmark(builder), or with "
+                'spark-submit, --jars "$(python -m floodmark.jvm)"',
                 JVM_SOURCE,
             )
         spark.dataSource.register(TickSource)
