@@ -99,3 +99,28 @@ def test_kafka_in_panes_to_any_sink(tmp_path, kafka_broker):
 def _minute(ms: int) -> str:
     """Seed 001's time format, ``yyyyMMddHHmmss`` in UTC."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S")
+
+
+@pytest.mark.spark
+def test_install_it_in_your_own_spark(tmp_path):
+    """A session of one's own through configure_spark_with_floodmark: floodmark's settings and its jar."""
+    check = """
+import json
+from floodmark.spark.session import check_session
+from floodmark.spark.ticks import jvm_source_loadable
+check_session(spark)
+print(json.dumps([jvm_source_loadable(spark), spark.conf.get("spark.sql.session.timeZone")]))
+"""
+    out = json.loads(run_block(BLOCKS["Install it in your own Spark"] + check, tmp_path))
+    assert out == [True, "UTC"]
+
+
+def test_every_python_block_of_the_readme_has_a_test():
+    tested = {
+        "The pipeline in 20 lines",
+        "Several stages in one query (seed 003)",
+        "Kafka in, panes to any sink",
+        "Install it in your own Spark",
+        "Example: test a window's behaviour without Spark",
+    }
+    assert set(BLOCKS) == tested
