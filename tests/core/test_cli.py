@@ -45,3 +45,177 @@ def test_advise_prints_the_tradeoff(tmp_path):
     result = runner.invoke(app, ["advise", str(path), "--split", "p", "--target", "0.2"])
     assert result.exit_code == 0, result.output
     assert "bound" in result.output and "allowed lateness" in result.output
+
+
+# ------------------------------------------------------------------------------------------------ issue 26
+# Every command on good, empty and broken input: a clear one-line error (exit code != 0, no traceback) or
+# the right output. ``explain`` runs on a run directory made without Spark: the driver's own control log
+# and a pane output as a query leaves them.
+
+
+def one_line_error(result, *parts: str) -> str:
+    """The error line of a failed command, after checking it failed cleanly and says each of ``parts``."""
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.output
+    for part in parts:
+        assert part in errors[0], errors[0]
+    return errors[0]
+
+
+def write_jsonl(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_advise_skips_and_counts_lines_that_are_not_records(tmp_path):
+    path = write_jsonl(
+        tmp_path / "records.jsonl",
+        ['{"ts": 0, "p": 0}', '{"ts": 10, "p": 1}', "true", '{"ts": 5, "p": 1}', '{"ts": tru', "", '{"p": 1}'],
+    )
+    result = runner.invoke(app, ["advise", str(path), "--split", "p"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert "3 records; largest out-of-orderness 5 ms" in result.output
+    warning = next(line for line in result.output.splitlines() if line.startswith("warning: "))
+    assert "skipped 3 of 6 input lines/rows" in warning, "the blank line is neither a record nor skipped"
+    assert "first: records.jsonl line 3: not a JSON object: 'true'" in warning
+
+
+@pytest.mark.parametrize(
+    ("make", "parts"),
+    [
+        (lambda d: d, ["holds no .jsonl/.json/.parquet files"]),
+        (lambda d: write_jsonl(d / "e.jsonl", []), ["holds no input records", "its files are empty"]),
+        (lambda d: write_jsonl(d / "bad.jsonl", ["garbage", "{"]), ["holds no input records", "2 lines/rows skipped"]),
+        (lambda d: write_jsonl(d / "r.jsonl", ['{"time": 1}']), ["no record in", "['ts']", "columns: ['time']"]),
+        (lambda d: write_jsonl(d / "notes.txt", ["x"]), ["is not a .jsonl/.json/.parquet file"]),
+        (lambda d: d / "missing.jsonl", ["does not exist"]),
+    ],
+    ids=["empty-directory", "empty-file", "all-broken", "no-event-time", "other-file", "missing"],
+)
+def test_advise_refuses_input_without_records_in_one_line(tmp_path, make, parts):
+    one_line_error(runner.invoke(app, ["advise", str(make(tmp_path))]), *parts)
+
+
+def test_advise_refuses_a_run_s_output_directory(tmp_path):
+    (tmp_path / "checkpoint").mkdir()
+    (tmp_path / "pipeline.json").write_text('{\n  "event_time": "ts"\n}\n')  # pretty JSON: not JSON lines
+    one_line_error(runner.invoke(app, ["advise", str(tmp_path)]), "output directory of floodmark demo or replay")
+
+
+def test_advise_reads_parquet_with_null_and_timestamp_event_times(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"ts": pd.array([1_000, None, 3_000], dtype="Int64")}).to_parquet(tmp_path / "a.parquet")
+    stamps = pd.to_datetime([2_000, 4_000], unit="ms", utc=True)
+    pd.DataFrame({"ts": stamps}).to_parquet(tmp_path / "b.parquet")
+    result = runner.invoke(app, ["advise", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "4 records; largest out-of-orderness 1,000 ms" in result.output  # 1000, 3000, then 2000 and 4000
+    assert "first: a.parquet row 2" in result.output
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A finished run: 1-minute counts per k, bound 0; batch 1 moves the source past window [0, 60 s), batch 2
+    fires it, batch 3 is the end-of-input flush (watermark MAX) that fires [60 s, 120 s)."""
+    import pandas as pd
+
+    from floodmark.apps.config import PipelineConfig, WindowConfig
+    from floodmark.core.clock import ManualClock
+    from floodmark.driver.control_log import ControlLog
+    from floodmark.driver.controller import BatchController
+
+    run = tmp_path / "run"
+    pipeline = PipelineConfig(
+        event_time="ts",
+        key_by=["k"],
+        window=WindowConfig(kind="tumbling", size=60_000),
+        out_of_orderness=0,
+        aggregations={"count": "count"},
+    )
+    run.mkdir()
+    (run / "pipeline.json").write_text(pipeline.model_dump_json())
+    clock = ManualClock(1_000_000)
+    log = ControlLog(run / "checkpoint" / "floodmark" / "control")
+    controller = BatchController(log, pipeline.strategy(), clock=clock)
+    controller.ensure_initial_entry()
+    controller.end_when_exhausted = lambda: True
+    fields = ("fm_count", "fm_min_ts", "fm_max_ts")
+    for batch, stats in enumerate([(2, 1_000, 30_000), (1, 70_000, 70_000), None, None]):
+        rows = [] if stats is None else [{**dict(zip(fields, stats, strict=True)), "fm_split": "0"}]
+        clock.advance_by(1_000)
+        controller.on_batch(batch, rows, [], {})
+    for batch, start, count in [(2, 0, 2), (3, 60_000, 1)]:
+        folder = run / "panes" / f"batch_id={batch}"
+        folder.mkdir(parents=True)
+        pane = {"k": "a", "window_start": start, "window_end": start + 60_000, "timing": "ON_TIME"}
+        pd.DataFrame([{**pane, "pane_index": 0, "count": count}]).to_parquet(folder / "part-0.parquet")
+    return run
+
+
+def explain(run, *args):
+    return runner.invoke(app, ["explain", str(run), *args])
+
+
+def test_explain_agrees_with_the_panes_emitted_up_to_the_batch(run_dir):
+    due = explain(run_dir, "--key", "a", "--window-start", "0", "--batch", "1")
+    assert due.exit_code == 0, due.output
+    assert "as of the end of batch 1:" in due.output and "): DUE" in due.output
+    assert "no pane in the output for this key and window up to batch 1." in due.output
+    fired = explain(run_dir, "--key", "a", "--window-start", "0", "--batch", "2")
+    assert "): EXPIRED" in fired.output and "batch 2: ON_TIME pane #0, values value:count=2" in fired.output
+    # The end-of-input flush: batch 3 ran with watermark MAX, so its pane is not "waiting for the watermark".
+    flushed = explain(run_dir, "--key", "a", "--window-start", "60000")
+    assert flushed.exit_code == 0, flushed.output
+    assert "as of the end of batch 3:" in flushed.output and "WAITING" not in flushed.output
+    assert "the input ended" in flushed.output and "batch 3: ON_TIME pane #0" in flushed.output
+
+
+def test_explain_a_key_without_panes_explains_the_window_from_the_watermark(run_dir):
+    result = explain(run_dir, "--key", "zzz", "--window-start", "0", "--batch", "1")
+    assert result.exit_code == 0, result.output
+    assert "Key 'zzz'" in result.output and "): DUE" in result.output
+    assert "no pane in the output for this key and window up to batch 1." in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "parts"),
+    [
+        (["--batch", "45"], ["the run has batches 0..3; --batch 45 is past its end"]),
+        (["--key", "a,CLICK"], ["key a,CLICK has 2 value(s) but the run is keyed by 1 column(s), k", "(e.g. a)"]),
+        (["--window-start", "1000"], ["is not the start of a 60000 ms tumbling window"]),
+    ],
+)
+def test_explain_refuses_what_the_run_does_not_have_in_one_line(run_dir, args, parts):
+    given = {"--key": "a", "--window-start": "0", **dict(zip(args[::2], args[1::2], strict=True))}
+    one_line_error(explain(run_dir, *[x for pair in given.items() for x in pair]), *parts)
+
+
+def test_explain_of_a_run_that_never_ran(tmp_path):
+    (tmp_path / "pipeline.json").write_text('{"event_time": "ts", "key_by": ["k"], "window": {"size": 60000}}')
+    one_line_error(explain(tmp_path, "--key", "a", "--window-start", "0"), "has no control log")
+
+
+def test_output_under_a_regular_file_is_refused_before_spark_starts(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    one_line_error(runner.invoke(app, ["demo", "--output", str(blocker / "out")]), f"{blocker} is a regular file")
+    one_line_error(runner.invoke(app, ["demo", "games", "--output", str(blocker)]), "it is a regular file")
+    records = write_jsonl(tmp_path / "in.jsonl", ['{"ts": 1, "k": "a"}'])
+    replay = runner.invoke(app, ["replay", str(records), "--key-by", "k", "--output", str(blocker / "out")])
+    one_line_error(replay, f"the output directory {blocker / 'out'} cannot be used", "choose another location")
+
+
+def test_the_demo_summary_never_says_windows_fired_without_a_split_never_marked_idle():
+    from floodmark.apps.demo import _idle_line
+    from floodmark.simulator.clickstream import ClickstreamConfig
+
+    simulator = ClickstreamConfig.demo()
+    detected = _idle_line(simulator, 5_000, [11, 12])
+    assert "marked idle from batch 11" in detected and "kept firing without it" in detected
+    missed = _idle_line(simulator, 5_000, [])
+    assert "never marked idle before the input ended" in missed and "kept firing" not in missed

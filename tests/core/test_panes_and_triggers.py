@@ -10,7 +10,7 @@ pytestmark = pytest.mark.usefixtures("both_operators")  # every test runs on the
 
 
 def summary(panes):
-    return [(p.window.start, p.value, p.timing.value, p.index, p.nonspeculative_index, p.is_last) for p in panes]
+    return [(p.window.start, p.value, p.timing.value, p.pane_index, p.nonspeculative_index, p.is_last) for p in panes]
 
 
 def test_issue_example_early_on_time_late_and_dropped():

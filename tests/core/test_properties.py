@@ -104,7 +104,7 @@ def make_spec(window, trigger, lateness, mode):
 
 
 def pane_key(p):
-    return (p.key, p.window, tuple(p.value), p.timestamp, p.timing, p.index, p.nonspeculative_index, p.is_last)
+    return (p.key, p.window, tuple(p.value), p.timestamp, p.timing, p.pane_index, p.nonspeculative_index, p.is_last)
 
 
 @settings(max_examples=200, deadline=None)
@@ -146,8 +146,8 @@ def test_discarding_panes_add_up_to_the_final_accumulating_pane(case):
     for p in accumulating:
         last[(p.key, p.window)] = p.value
     assert summed == last
-    assert [(p.key, p.window, p.timing, p.index) for p in discarding] == [
-        (p.key, p.window, p.timing, p.index) for p in accumulating
+    assert [(p.key, p.window, p.timing, p.pane_index) for p in discarding] == [
+        (p.key, p.window, p.timing, p.pane_index) for p in accumulating
     ]
 
 
@@ -420,7 +420,7 @@ def pane_key_dict(p):
         tuple(sorted(p.value.items())),
         p.timestamp,
         p.timing,
-        p.index,
+        p.pane_index,
         p.nonspeculative_index,
         p.is_last,
     )
@@ -443,9 +443,8 @@ def test_columnar_early_count_panes_fire_mid_batch_and_restart_the_pending_clock
             ts = np.arange(len(values)) + 1
             keys = np.array(["k"] * len(values), dtype=object)
             batch = RecordBatch(keys, ts, {None: np.arange(len(values)), "v": np.array(values, dtype=float)})
-            return [
-                (p.timing.value, p.index, p.value["n"], p.value["s"]) for p in operator.add_records(batch).all_panes()
-            ]
+            panes = operator.add_records(batch).all_panes()
+            return [(p.timing.value, p.pane_index, p.value["n"], p.value["s"]) for p in panes]
 
         first = add([1.0])
         operator.advance_processing_time(10)
@@ -476,7 +475,7 @@ def test_columnar_late_panes_accumulate_every_aggregate():
         add([5.0], [1])
         on_time = operator.advance_watermark(20).all_panes()
         late = add([1.0, 9.0], [2, 3]).all_panes()
-        results.append([(p.timing.value, p.index, p.value) for p in on_time + late])
+        results.append([(p.timing.value, p.pane_index, p.value) for p in on_time + late])
     assert (
         results[0]
         == results[1]

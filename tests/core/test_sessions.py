@@ -59,7 +59,7 @@ def test_late_record_bridges_into_an_open_session_which_then_fires_on_time():
     assert [p.window for p in h.advance_watermark_to(12)] == [Window(0, 10)]
     assert h.add_elements([(None, 8)], key="k") == []  # [8, 18) joins both: merged [0, 25) not yet due
     (pane,) = h.advance_watermark_to(24)
-    assert (pane.window, pane.value, pane.timing.value, pane.index) == (Window(0, 25), 3, "ON_TIME", 0)
+    assert (pane.window, pane.value, pane.timing.value, pane.pane_index) == (Window(0, 25), 3, "ON_TIME", 0)
 
 
 def test_record_beyond_lateness_does_not_bridge():

@@ -9,7 +9,7 @@ import pytest
 from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.driver.checkpoint_files import LocalFiles, has_scheme, join
+from floodmark.driver.checkpoint_files import LocalFiles, directory_problem, has_scheme, join
 from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import EventTimeAggregation, SourceTime
 from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
@@ -26,6 +26,40 @@ def test_join_keeps_scheme_and_authority():
     assert join("/tmp/x", "spark") == "/tmp/x/spark"
     assert has_scheme("hdfs://nn:8020/a") and has_scheme("file:/a")
     assert not has_scheme("/tmp/a") and not has_scheme("relative/dir") and not has_scheme("C:\\runs")
+
+
+def test_a_location_that_cannot_be_a_directory_says_why(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert directory_problem(tmp_path / "new" / "dir") is None, "missing directories are created"
+    assert directory_problem(tmp_path) is None
+    assert directory_problem(blocker) == "it is a regular file, not a directory"
+    assert directory_problem(blocker / "ckpt" / "x") == f"{blocker} is a regular file"
+    assert directory_problem(f"file://{blocker}/ckpt") == f"{blocker} is a regular file"
+    assert directory_problem("s3a://bucket/ckpt") is None, "left to the URI's file system"
+
+
+def test_a_checkpoint_or_output_under_a_file_is_refused_at_start(spark, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    (tmp_path / "in").mkdir()
+    aggregation = EventTimeAggregation(
+        spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "in")),
+        event_time="ts",
+        key_by=["k"],
+        spec=WindowSpec(windows.Tumbling(1_000), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
+    )
+    with pytest.raises(ValueError) as refused:
+        aggregation.start(str(blocker / "ckpt"), str(tmp_path / "out"))
+    assert str(refused.value) == (
+        f"the checkpoint {blocker}/ckpt cannot be used: {blocker} is a regular file; choose another location"
+    )
+    with pytest.raises(
+        ValueError, match=f"the panes output {blocker}/panes cannot be used: {blocker} is a regular file"
+    ):
+        aggregation.start(str(tmp_path / "ckpt"), str(blocker))
+    assert not (tmp_path / "ckpt").exists(), "refused before anything was written"
 
 
 def test_a_uri_needs_a_session_and_a_path_does_not():

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.spark import EventTimeAggregation, SourceTime
+from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
 from floodmark.spark.session import ROCKSDB_PROVIDER
 
 pytestmark = pytest.mark.spark
@@ -47,6 +47,7 @@ def events(spark, tmp_path):
     ("overrides", "message"),
     [
         ({"split": "partition"}, "split column 'partition' is not in the input"),
+        ({"event_time": "time"}, "event-time column 'time' is not in the input ['ts', 'k', 'p']: use one of its"),
         ({"key_by": ["key"]}, "key columns ['key'] are not in the input"),
         ({"aggregations": {"k": aggregates.count()}}, "clash"),
         ({"aggregations": {"window_start": aggregates.count()}}, "clash"),
@@ -131,3 +132,27 @@ def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spa
     # Dead letters are written on the map side, late records after the shuffle: the same JSON for the same types.
     assert '"ts": "2024-01-01 00:01:20"' in dead["record"].iloc[0] and '"id": 12' in dead["record"].iloc[0]
     assert '"ts": null' in dead["record"].iloc[1] and '"id": null' in dead["record"].iloc[1]
+
+
+def test_pipeline_sources_check_event_time_and_split_at_definition(events):
+    """The same check as EventTimeAggregation's, when the source is added (not when the query starts)."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    pipeline = Pipeline()
+    with pytest.raises(ValueError, match=r"event-time column 'time' is not in the input \['ts', 'k', 'p'\]"):
+        pipeline.source("clicks", events, event_time="time", time=SourceTime(strategy))
+    with pytest.raises(ValueError, match="split column 'partition' is not in the input"):
+        pipeline.source("clicks", events, event_time="ts", time=SourceTime(strategy, split="partition"))
+    assert pipeline.source("clicks", events, event_time=F.col("ts"), time=SourceTime(strategy, split="p")) == "clicks"
+
+
+def test_a_batch_of_mostly_dead_letters_logs_one_warning_with_a_reason(spark, tmp_path, events, caplog):
+    rows = pd.DataFrame({"ts": [None, None, None, 1_500], "k": ["a"] * 4, "p": [0] * 4})
+    write_batches(tmp_path / "in", [rows.astype({"ts": "Int64", "p": "int32"})])
+    with caplog.at_level("WARNING", logger="floodmark"):
+        handle = definition(events).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("floodmark")]
+    batch = next(r.batch_id for r in handle.reports if r.bad)
+    assert warnings == [
+        f"batch {batch}: 3 of 4 rows were dead letters, first reason: missing timestamp; check the input against "
+        "the definition (schema, event-time column and unit)"
+    ]

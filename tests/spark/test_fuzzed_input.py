@@ -19,8 +19,9 @@ import pytest
 from spark_helpers import read_output
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.spark import EventTimeAggregation, SourceTime
-from floodmark.spark.plan import corrupt_record_column
+from floodmark.spark import EventTimeAggregation, SourceTime, read_json_lines
+from floodmark.spark.combiner import UNPARSABLE as UNPARSABLE_REASON
+from floodmark.spark.plan import TEXT, corrupt_record_column
 
 pytestmark = pytest.mark.spark
 
@@ -214,3 +215,42 @@ def test_fuzzed_lines_never_stop_the_query_and_every_row_is_accounted_for(spark,
     }
     overflowing = panes[panes["total"].abs() == float("inf")]
     assert len(overflowing), "sums of 1e308 values overflow to infinity (IEEE doubles), they do not wrap"
+
+
+# Lines that parse but are not usable records, written as no re-serialisation would write them back (spacing,
+# key order, number forms, a field that is not in the schema, non-ASCII), with the reason of their dead letter.
+ORIGINAL_LINES = {
+    '{ "k":"a",   "ts" : 1000 }': "field 'temperature' is missing",
+    '{"temperature": 1.50e0,"k": "b"}': "missing timestamp",
+    '{"k": "\u00e9t\u00e9", "ts": 2000, "note": {"x": [1, 2]}}': "field 'temperature' is missing",
+    '{"ts": 3000, "k": "d", "temperature": "warm"}': UNPARSABLE_REASON,
+    "not json": UNPARSABLE_REASON,
+}
+
+
+def test_read_json_lines_gives_each_dead_letter_its_line_as_it_came(spark, tmp_path):
+    """Issue 26: a line that parses but lacks a field is its dead letter's record byte for byte, not the
+    parsed columns written back as JSON; blank lines are skipped, as by Spark's JSON reader."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    lines = ['{"ts": 1500, "k": "c", "temperature": 2.5}', *ORIGINAL_LINES, "   ", ""]
+    (directory / "part-0.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    schema = "ts LONG, k STRING, temperature DOUBLE"
+    with pytest.raises(ValueError, match="read_json_lines adds itself"):
+        read_json_lines(spark, str(directory), f"{schema}, {TEXT} STRING")
+    agg = EventTimeAggregation(
+        read_json_lines(spark, str(directory), schema),
+        event_time="ts",
+        key_by=["k"],
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count(), "mean": aggregates.mean("temperature")}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000)),
+    )
+    assert agg.plan.text_column == TEXT and TEXT not in agg.plan.user_columns
+    query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+
+    assert query.reconciliation.rows_in == 1 + len(ORIGINAL_LINES), "the blank lines are not rows"
+    dead = read_output(spark, tmp_path / "out" / "dead_letter")
+    assert dict(zip(dead["record"], dead["reason"], strict=True)) == ORIGINAL_LINES
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert panes[["k", "n", "mean"]].values.tolist() == [["c", 1, 2.5]]
+    assert TEXT not in panes.columns and TEXT not in dead.columns

@@ -257,7 +257,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
                 pane.window.start,
                 pane.timestamp,
                 pane.timing.value,
-                pane.index,
+                pane.pane_index,
                 pane.is_last,
                 *(pane.value[name] for name in ("n", "total", "lo", "hi", "avg")),
             )

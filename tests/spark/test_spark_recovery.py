@@ -315,7 +315,7 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
             p.key,
             p.window.start,
             p.timing.value,
-            p.index,
+            p.pane_index,
             p.is_last,
             p.value["n"],
             round(p.value["total"], 9),

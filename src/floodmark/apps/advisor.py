@@ -40,10 +40,12 @@ highest event time is kept.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -492,3 +494,140 @@ def format_tradeoff(rows: Sequence[Recommendation]) -> str:
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths, strict=True)) for line in [header, *body]]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------------
+# reading records (``floodmark advise``)
+
+INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+@dataclass(frozen=True)
+class ObservedRecords:
+    """Records read for the advisor, in arrival order (files by name, lines in order), and what was skipped.
+
+    :ivar event_times: integer ms. :ivar splits: each record's split (``None``: one split).
+    :ivar skipped: lines or rows that are not records with an integer event time (the advisor's dead letters).
+    :ivar first_skipped: where the first of them is and why (``"<file> line N: <why>"``).
+    """
+
+    event_times: np.ndarray
+    splits: np.ndarray | None
+    skipped: int = 0
+    first_skipped: str | None = None
+
+    def skipped_text(self) -> str | None:
+        """One line on the skipped input, or None when nothing was skipped."""
+        if not self.skipped:
+            return None
+        total = self.skipped + len(self.event_times)
+        return (
+            f"skipped {self.skipped:,} of {total:,} input lines/rows that are not records with an integer ms event "
+            f"time (as dead letters would be); first: {self.first_skipped}"
+        )
+
+
+def read_records(path: Path, event_time: str, split: str | None) -> ObservedRecords:
+    """The records of the JSON-lines (``.jsonl``/``.json``) and Parquet file ``path``, or of those files in the
+    directory ``path`` (not its subdirectories).
+
+    A line that is not a JSON object, and a line or row without an integer event time (missing, null, text,
+    a fraction), is skipped and counted, never fatal.
+
+    :raises FileNotFoundError: ``path`` does not exist.
+    :raises ValueError: ``path`` is a run's output directory, holds no input files or no records, or no record
+        has the ``event_time`` (or ``split``) column.
+    """
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: give a JSON-lines or Parquet file, or a directory of them")
+    if path.is_dir():
+        if (path / "pipeline.json").is_file() and (path / "checkpoint").is_dir():
+            raise ValueError(
+                f"{path} is the output directory of floodmark demo or replay, not input records: give the "
+                "JSON-lines or Parquet files the job read"
+            )
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in INPUT_SUFFIXES)
+        if not files:
+            raise ValueError(f"{path} holds no {'/'.join(INPUT_SUFFIXES)} files: give a directory of input records")
+    elif path.suffix in INPUT_SUFFIXES:
+        files = [path]
+    else:
+        raise ValueError(f"{path} is not a {'/'.join(INPUT_SUFFIXES)} file: give JSON lines or Parquet")
+    columns = [event_time, *([split] if split else [])]
+    times: list[np.ndarray] = []
+    splits: list[np.ndarray] = []
+    skipped, first, seen = 0, None, set()
+    for file in files:
+        reader = _parquet_records if file.suffix == ".parquet" else _json_records
+        ts, parts, bad, why, names = reader(file, event_time, split)
+        times.append(ts)
+        splits.append(parts)
+        skipped += bad
+        first = first or why
+        seen |= names
+    missing = [c for c in columns if c not in seen]
+    if missing and seen:
+        raise ValueError(
+            f"no record in {path} has the column(s) {missing} (columns: {sorted(seen)}): give --event-time/--split"
+        )
+    event_times = np.concatenate(times)
+    if not len(event_times):
+        why = f"{skipped:,} lines/rows skipped, first: {first}" if skipped else "its files are empty"
+        raise ValueError(f"{path} holds no input records ({why}): give JSON lines or Parquet rows with {event_time!r}")
+    return ObservedRecords(event_times, np.concatenate(splits) if split else None, skipped, first)
+
+
+_Read = tuple[np.ndarray, np.ndarray, int, str | None, set[str]]
+"""One file's event times, splits, skipped count, first skipped (where and why) and column names."""
+
+
+def _json_records(file: Path, event_time: str, split: str | None) -> _Read:
+    times, parts, names = [], [], set()
+    skipped, first = 0, None
+    with file.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                why = None if isinstance(record, dict) else f"not a JSON object: {line.strip()[:80]!r}"
+            except ValueError as error:
+                record, why = None, f"not JSON ({error}): {line.strip()[:80]!r}"
+            if isinstance(record, dict):
+                names.update(record)
+                ts = record.get(event_time)
+                if isinstance(ts, int) and not isinstance(ts, bool) and MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
+                    times.append(ts)
+                    parts.append(record.get(split) if split else None)
+                    continue
+                why = f"event time {event_time!r} is {ts!r}, not integer ms"
+            skipped += 1
+            first = first or f"{file.name} line {number}: {why}"
+    return np.array(times, dtype=np.int64), np.array(parts, dtype=object), skipped, first, names
+
+
+def _parquet_records(file: Path, event_time: str, split: str | None) -> _Read:
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(file).names)
+    wanted = [c for c in dict.fromkeys([event_time, *([split] if split else [])]) if c in names]
+    frame = pd.read_parquet(file, columns=wanted, dtype_backend="numpy_nullable")
+    if event_time not in frame:
+        return np.empty(0, np.int64), np.empty(0, object), len(frame), None, names
+    ts = frame[event_time]
+    if pd.api.types.is_datetime64_any_dtype(ts):
+        naive = ts.dt.tz_convert("UTC").dt.tz_localize(None) if ts.dt.tz is not None else ts
+        moments = naive.to_numpy(dtype="datetime64[ms]")
+        good, values = ~np.isnat(moments), moments.astype(np.int64)
+    elif pd.api.types.is_integer_dtype(ts):
+        good, values = ts.notna().to_numpy(dtype=bool), ts.fillna(0).to_numpy(dtype=np.int64)
+    else:  # text or fractions: not integer ms
+        good, values = np.zeros(len(ts), dtype=bool), np.zeros(len(ts), dtype=np.int64)
+    skipped = int((~good).sum())
+    first = None
+    if skipped:
+        row = int(np.flatnonzero(~good)[0])
+        value = frame[event_time].iloc[row]
+        first = f"{file.name} row {row + 1}: event time {event_time!r} is {value!r}, not integer ms"
+    parts = frame[split].to_numpy(dtype=object)[good] if split and split in frame else np.full(good.sum(), None)
+    return values[good], parts, skipped, first, names

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from floodmark.apps.config import PipelineConfig, WindowConfig
@@ -30,7 +31,7 @@ errors = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}")
+    errors.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)  # one line, however long
     return typer.Exit(code)
 
 
@@ -88,7 +89,7 @@ def demo(
 
         try:
             summary = run_games_demo(output or Path("floodmark-games"), demo_config(seed), console)
-        except FileExistsError as error:
+        except (FileExistsError, ValueError) as error:
             raise _fail(str(error), 2) from None
         console.print()
         console.print(summary, highlight=False)
@@ -106,7 +107,7 @@ def demo(
         from floodmark.apps.demo import run_demo as run
     try:
         result = run(output, simulator, ticks_per_second=ticks_per_second, live=live, console=console)
-    except (FileExistsError, FileNotFoundError) as error:  # an existing non-demo folder; no broker jars
+    except (FileExistsError, FileNotFoundError, ValueError) as error:  # output unusable; no broker jars
         raise _fail(str(error), 2) from None
     console.print()
     console.print(result.summary)
@@ -244,30 +245,21 @@ def advise(
     target: Annotated[float, typer.Option(min=0.0, max=1.0, help="Target fraction of late records.")] = 0.01,
     window: Annotated[str | None, typer.Option(help="Window size, e.g. 1m (for the state estimate).")] = None,
 ) -> None:
-    """Recommend an out-of-orderness bound and allowed lateness from observed records, with the trade-off."""
-    import numpy as np
-    import pandas as pd
+    """Recommend an out-of-orderness bound and allowed lateness from observed records, with the trade-off.
 
-    from floodmark.apps.advisor import format_tradeoff, observe, recommend, tradeoff
+    Lines and rows that are not records with an integer event time are skipped and counted (as dead letters).
+    """
+    from floodmark.apps.advisor import format_tradeoff, observe, read_records, recommend, tradeoff
 
     window_ms = _duration(window, "--window")
-    if not input_path.exists():
-        raise typer.BadParameter(f"{input_path} does not exist", param_hint="INPUT_PATH")
-    files = sorted(input_path.glob("*")) if input_path.is_dir() else [input_path]
-    frames = []
-    for file in files:
-        if file.suffix == ".parquet":
-            frames.append(pd.read_parquet(file))
-        elif file.suffix in (".jsonl", ".json"):
-            frames.append(pd.read_json(file, lines=True))
-    if not frames:
-        raise typer.BadParameter("no .parquet/.jsonl files found", param_hint="INPUT_PATH")
-    data = pd.concat(frames, ignore_index=True)
-    for column in [event_time, *([split] if split else [])]:
-        if column not in data:
-            raise typer.BadParameter(f"no column {column!r} (columns: {list(data.columns)})")
-    data = data[data[event_time].notna()]
-    profile = observe(data[split].to_numpy() if split else None, data[event_time].to_numpy(dtype=np.int64))
+    try:
+        records = read_records(input_path, event_time, split)
+    except (FileNotFoundError, ValueError) as error:
+        raise _fail(str(error), 2) from None
+    skipped = records.skipped_text()
+    if skipped is not None:
+        errors.print(f"[yellow]warning:[/] {escape(skipped)}", soft_wrap=True, highlight=False)
+    profile = observe(records.splits, records.event_times)
     best = recommend(profile, target, window_size_ms=window_ms)
     console.print(f"{profile.count:,} records; largest out-of-orderness {profile.max_out_of_orderness:,} ms")
     console.print(

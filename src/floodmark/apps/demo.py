@@ -34,6 +34,7 @@ from floodmark.apps.config import PipelineConfig, WindowConfig
 from floodmark.apps.live import LiveView, Totals
 from floodmark.apps.outputs import read_output, write_text_lines
 from floodmark.core.time import format_watermark
+from floodmark.driver.checkpoint_files import require_directory
 from floodmark.driver.reconciliation import Reconciliation
 from floodmark.simulator.clickstream import ClickstreamConfig, generate, straight_counts
 
@@ -151,7 +152,12 @@ def finish(handle, view: LiveView | None, timeout_s: float, exhausted: Callable[
 
 
 def prepare_output(output: Path, pipeline: PipelineConfig, simulator: ClickstreamConfig) -> None:
-    """An empty ``output`` (an earlier demo's is replaced, anything else refused) with the run's configs."""
+    """An empty ``output`` (an earlier demo's is replaced, anything else refused) with the run's configs.
+
+    :raises ValueError: ``output`` cannot be a directory (a file is in the way, no permission).
+    :raises FileExistsError: ``output`` holds something else than an earlier demo.
+    """
+    require_directory(output, "the output directory")
     if output.exists():
         if not (output / "pipeline.json").exists() and any(output.iterdir()):
             raise FileExistsError(f"{output} exists and is not an earlier demo's output: choose another --output")
@@ -254,6 +260,22 @@ def _idle_batches(reports: list, split: str) -> list[int]:
     return out
 
 
+def _idle_line(simulator: ClickstreamConfig, idleness: int | None, idle_batches: list[int]) -> str:
+    """The summary's line on the idle split: what happened, and only the consequence that follows from it."""
+    head = f"idle split: {simulator.idle_split} stops at tick {simulator.idle_from_tick}"
+    if simulator.idle_from_tick is None or simulator.idle_from_tick >= simulator.ticks:
+        return f"idle split: {simulator.idle_split} never stops in this run ({simulator.ticks} ticks)"
+    if idle_batches:
+        return (
+            f"{head}; marked idle from batch {idle_batches[0]} (after {idleness} ms without records), so windows "
+            "kept firing without it"
+        )
+    return (
+        f"{head}; never marked idle before the input ended (idleness {idleness} ms), so the windows it held back "
+        "fired only with the end of input"
+    )
+
+
 def summarize(result: DemoResult, totals: Totals, late_in: str = "late/", dead_in: str = "dead_letter/") -> str:
     """The end-of-run summary (also written to ``summary.txt``); ``late_in``/``dead_in``: where those went."""
     simulator = result.simulator
@@ -279,11 +301,7 @@ def summarize(result: DemoResult, totals: Totals, late_in: str = "late/", dead_i
         else f"counts: {len(problems)} windows differ from a straight count, e.g. {problems[0]}",
     ]
     if simulator.idle_split is not None:
-        first_idle = f"from batch {idle_batches[0]}" if idle_batches else "never detected"
-        lines.append(
-            f"idle split: {simulator.idle_split} stops at tick {simulator.idle_from_tick}; marked idle {first_idle} "
-            f"(after {result.pipeline.idleness} ms without records), so windows kept firing without it"
-        )
+        lines.append(_idle_line(simulator, result.pipeline.idleness, idle_batches))
     lines.append(
         f"lateness advisor (0.1% late target): bound {advice.bound_ms:,} ms, allowed lateness "
         f"{advice.allowed_lateness_ms:,} ms (configured: bound {result.pipeline.out_of_orderness:,} ms)"

@@ -28,6 +28,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
+from floodmark.driver.checkpoint_files import require_directory
 from floodmark.simulator import games
 
 COMBINERS = (TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST)
@@ -93,6 +94,7 @@ def run_games_demo(output: Path, config: games.GamesConfig, console: Console) ->
 
 
 def _prepare(output: Path) -> None:
+    require_directory(output, "the output directory")
     if output.exists():
         if not (output / MARKER).exists():
             raise FileExistsError(f"{output} exists and is not an earlier games demo: choose another --output")

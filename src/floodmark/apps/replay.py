@@ -18,6 +18,7 @@ import pandas as pd
 
 from floodmark.apps.config import PipelineConfig
 from floodmark.apps.outputs import read_output, write_text_lines
+from floodmark.driver.checkpoint_files import require_directory
 from floodmark.driver.reconciliation import Reconciliation
 
 FORMATS = ("json", "parquet")
@@ -71,25 +72,18 @@ def run_replay(
     timeout_s: float = 24 * 3600.0,
 ) -> ReplayResult:
     """Replay ``input_path`` through ``pipeline`` into ``output``; ``on_progress(records_done, records_total)``."""
-    from floodmark.spark import local_session
-    from floodmark.spark.plan import corrupt_record_column
+    from floodmark.spark import local_session, read_json_lines
 
     file_format = file_format or detect_format(input_path)
     if file_format not in FORMATS:
         raise ValueError(f"unknown format {file_format!r}: use one of {FORMATS}")
     files = input_files(input_path, file_format)
+    require_directory(output, "the output directory")
     output.mkdir(parents=True, exist_ok=True)
     (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
     started = time.monotonic()
     spark = local_session("floodmark-replay", cores=2, shuffle_partitions=2)
     static = spark.read.format(file_format).load([str(f) for f in files])
-    schema = static.schema
-    if file_format == "json":
-        # A line that is not a JSON record keeps its text in Spark's corrupt-record column, and floodmark
-        # sends it to the dead letters with that text (the column is there even if no line is broken now).
-        corrupt = corrupt_record_column(spark)
-        if corrupt not in schema.names:
-            schema = schema.add(corrupt, "string")
     total = static.count()
     missing = [
         c
@@ -100,10 +94,13 @@ def run_replay(
         raise ValueError(f"the input has no column(s) {missing}; it has {static.columns}")
     directory = files[0].parent if input_path.is_dir() else input_path.parent
     glob = None if input_path.is_dir() else input_path.name
-    reader = spark.readStream.schema(schema).format(file_format).option("maxFilesPerTrigger", files_per_batch)
-    if glob:
-        reader = reader.option("pathGlobFilter", glob)
-    stream = reader.load(str(directory))
+    options = {"maxFilesPerTrigger": str(files_per_batch), **({"pathGlobFilter": glob} if glob else {})}
+    if file_format == "json":
+        # Each line keeps its own text, the record of its dead letter whatever makes it bad (a corrupt-record
+        # column in the inferred schema, when some line is broken, is the one read_json_lines fills).
+        stream = read_json_lines(spark, str(directory), static.schema, options)
+    else:
+        stream = spark.readStream.schema(static.schema).options(**options).parquet(str(directory))
     aggregation = pipeline.aggregation(stream)
     done = [0]
 

@@ -18,7 +18,7 @@ class Emitted:
 
     Panes come as :class:`Pane` objects (``panes``, the general operator) or as
     pandas frames (``pane_frames``, the columnar operator: columns ``key``,
-    ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``index``,
+    ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``pane_index``,
     ``nonspeculative_index``, ``is_last`` and ``value`` or ``value.<name>``), so
     that runtimes never build a Python object per pane. :meth:`all_panes` gives
     both as objects, in order.
@@ -59,7 +59,7 @@ class Emitted:
                         value=value,
                         timestamp=int(row["timestamp"]),
                         timing=Timing(row["timing"]),
-                        index=int(row["index"]),
+                        pane_index=int(row["pane_index"]),
                         nonspeculative_index=int(row["nonspeculative_index"]),
                         is_last=bool(row["is_last"]),
                     )

@@ -375,6 +375,7 @@ def explain_window(
     watermarks: SourceWatermarks,
     operator: OperatorView | None = None,
     processing_time: int | None = None,
+    applied_watermark: int | None = None,
 ) -> Explanation:
     """Explain why ``window`` of ``key`` has (not) fired and what will make it fire. Reads only.
 
@@ -385,6 +386,10 @@ def explain_window(
     :arg operator: the window operator holding the key's state (either operator); without it the status is
         decided from the watermark alone (``WAITING_FOR_WATERMARK``, ``WATERMARK_PASSED`` or ``EXPIRED``).
     :arg processing_time: "now" in processing-time ms, for relative times; default: the coordinator's clock.
+    :arg applied_watermark: without ``operator``, the watermark the operator has applied (a run read back from
+        its files: the watermark its last batch ran with). The status then follows it, as the panes emitted so
+        far do: ``WATERMARK_PASSED`` or ``EXPIRED`` once it reached the window, ``DUE`` when only the source's
+        watermark has. ``MAX`` is the end of a bounded input, which fires every window.
     """
     now = watermarks.clock.now_ms() if processing_time is None else processing_time
     percentile = float(watermarks.multiplexer.percentile)
@@ -392,7 +397,7 @@ def explain_window(
     notes: list[str] = []
 
     view: WindowView | None = None
-    op_watermark: int | None = None
+    op_watermark: int | None = applied_watermark if operator is None else None
     if operator is not None:
         op_watermark = operator.watermark
         view = operator.window_view(key, window)
@@ -503,10 +508,13 @@ def _status(
     """The status, the target watermark and whether the target is the garbage-collection pane."""
     max_ts, horizon = window.max_timestamp, spec.horizon(window)
     if not has_operator:
-        if combined >= horizon:
+        applied = combined if op_watermark is None else op_watermark
+        if applied >= horizon:
             return WindowStatus.EXPIRED, None, False
-        if combined >= max_ts:
+        if applied >= max_ts:
             return WindowStatus.WATERMARK_PASSED, None, False
+        if combined >= max_ts:
+            return WindowStatus.DUE, max_ts, False
         return WindowStatus.WAITING_FOR_WATERMARK, max_ts, False
     assert op_watermark is not None
     if view is None:
@@ -570,8 +578,10 @@ def _names(reports: Iterable[SplitReport]) -> str:
 
 def _reason(status: WindowStatus, f: _Facts) -> str:
     if status is WindowStatus.EXPIRED:
+        ahead = f.op_watermark is not None and f.op_watermark > f.combined
         return (
-            f"the combined watermark {format_instant(max(f.combined, f.op_watermark or MIN_TIMESTAMP))} reached the "
+            f"the {'operator' if ahead else 'combined'} watermark "
+            f"{format_instant(max(f.combined, f.op_watermark or MIN_TIMESTAMP))} reached the "
             f"horizon {format_instant(f.horizon)}: the window is closed for good."
         )
     if status is WindowStatus.FIRED_FINAL:
@@ -582,7 +592,8 @@ def _reason(status: WindowStatus, f: _Facts) -> str:
             f"{format_instant(f.horizon)}."
         )
     if status is WindowStatus.WATERMARK_PASSED:
-        return "the combined watermark has passed the window's max timestamp: it has fired if it had records."
+        passed = "the combined watermark has" if f.op_watermark is None else "the operator's watermark has"
+        return f"{passed} passed the window's max timestamp: it has fired if it had records."
     if status is WindowStatus.DUE:
         return (
             f"the source watermark {format_instant(f.combined)} already covers it; the operator (watermark "
@@ -756,10 +767,11 @@ def _fires_when(status: WindowStatus, f: _Facts) -> str:
             f"{format_instant(f.combined)} has reached {format_instant(f.target if f.target is not None else f.max_ts)}"
         )
     if status is WindowStatus.WATERMARK_PASSED:
+        watermark = max(f.combined, f.op_watermark if f.op_watermark is not None else MIN_TIMESTAMP)
         return (
             "it fired ON_TIME when the watermark passed its max timestamp if it had records (give the operator to "
             f"know); late records make LATE panes, if the trigger has late firings, until the watermark reaches "
-            f"{format_instant(horizon)} ({format_duration(max(0, horizon - f.combined))} to go)"
+            f"{format_instant(horizon)} ({format_duration(max(0, horizon - watermark))} to go)"
         )
     if status is WindowStatus.NO_DATA:
         return _no_data(f)
@@ -822,6 +834,11 @@ def _notes(f: _Facts) -> list[str]:
         notes.append(
             f"the operator's watermark {format_instant(f.op_watermark)} lags the source's "
             f"{format_instant(f.combined)}: the runtime hands the new watermark over with the next batch."
+        )
+    elif f.op_watermark is not None and f.op_watermark >= MAX_TIMESTAMP:
+        notes.append(
+            "the operator's watermark is MAX: the input ended (a bounded run), which fired every window with records "
+            "and closed it."
         )
     elif f.op_watermark is not None and f.op_watermark > f.combined:
         notes.append(

@@ -41,7 +41,8 @@ class Pane:
     :ivar key: the grouping key. :ivar window: the window, ``[start, end)``.
     :ivar value: the aggregate's result for the pane.
     :ivar timestamp: the output timestamp in ms (see ``TimestampCombiner``).
-    :ivar timing: EARLY, ON_TIME or LATE. :ivar index: 0, 1, ... per window.
+    :ivar timing: EARLY, ON_TIME or LATE. :ivar pane_index: 0, 1, ... per window (the ``pane_index``
+        column of Spark's output).
     :ivar nonspeculative_index: -1 for EARLY panes, then 0, 1, ... for the
         ON_TIME and LATE panes. :ivar is_last: no further pane will follow for
         this window (its trigger finished or its state was garbage collected).
@@ -52,10 +53,10 @@ class Pane:
     value: Any
     timestamp: int
     timing: Timing
-    index: int
+    pane_index: int
     nonspeculative_index: int
     is_last: bool
 
     @property
     def is_first(self) -> bool:
-        return self.index == 0
+        return self.pane_index == 0

@@ -217,7 +217,7 @@ def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequen
                     "window_end": [p.window.end for p in panes],
                     "pane_timestamp": [p.timestamp for p in panes],
                     "timing": [p.timing.value for p in panes],
-                    "pane_index": [p.index for p in panes],
+                    "pane_index": [p.pane_index for p in panes],
                     "nonspeculative_index": [p.nonspeculative_index for p in panes],
                     "is_last": [p.is_last for p in panes],
                     **{name: [p.value[name] for p in panes] for name in result_names},
@@ -226,7 +226,7 @@ def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequen
         )
     for frame in emitted.pane_frames:
         if len(frame):
-            renamed = {"timestamp": "pane_timestamp", "index": "pane_index"}
+            renamed = {"timestamp": "pane_timestamp"}
             renamed.update({f"value.{name}": name for name in result_names})
             parts.append(frame.rename(columns=renamed)[["key", *PANE_ROW_COLUMNS, *result_names]])
     if not parts:

@@ -85,7 +85,7 @@ class Firing:
     """The panes one :meth:`WindowTable.fire` call decided, one entry per firing (vectorised).
 
     :ivar rows: table rows. :ivar emitted: the pane is emitted (False: an empty non-ON_TIME firing, which only
-        reset the window). :ivar timing: EARLY/ON_TIME/LATE codes. :ivar index, nonspeculative_index: the
+        reset the window). :ivar timing: EARLY/ON_TIME/LATE codes. :ivar pane_index, nonspeculative_index: the
         panes' indices (-1 for EARLY panes). :ivar timestamp: output timestamps (ms). :ivar is_last: no pane
         follows for the window.
     """
@@ -93,7 +93,7 @@ class Firing:
     rows: np.ndarray
     emitted: np.ndarray
     timing: np.ndarray
-    index: np.ndarray
+    pane_index: np.ndarray
     nonspeculative_index: np.ndarray
     timestamp: np.ndarray
     is_last: np.ndarray
@@ -499,7 +499,7 @@ class WindowTable:
             rows=rows,
             emitted=emitted,
             timing=timing,
-            index=index,
+            pane_index=index,
             nonspeculative_index=np.where(timing == EARLY, -1, nonspec),
             timestamp=self.combiner.pane_timestamps(holds, max_timestamp(c["end"][rows])),
             is_last=np.asarray(is_last, dtype=bool),
@@ -534,7 +534,7 @@ class WindowTable:
             "window_end": self.cols["end"][rows],
             "timestamp": firing.timestamp[keep],
             "timing": TIMING_NAMES[firing.timing[keep]],
-            "index": firing.index[keep],
+            "pane_index": firing.pane_index[keep],
             "nonspeculative_index": firing.nonspeculative_index[keep],
             "is_last": firing.is_last[keep],
         }
@@ -556,7 +556,7 @@ class WindowTable:
                     value=values[i],
                     timestamp=int(firing.timestamp[i]),
                     timing=Timing(TIMING_NAMES[firing.timing[i]]),
-                    index=int(firing.index[i]),
+                    pane_index=int(firing.pane_index[i]),
                     nonspeculative_index=int(firing.nonspeculative_index[i]),
                     is_last=bool(firing.is_last[i]),
                 )

@@ -25,6 +25,7 @@ import re
 import tempfile
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import unquote, urlparse
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: "C:\..." is a Windows path
 
@@ -40,6 +41,40 @@ def join(base: str | os.PathLike[str], *parts: str) -> str:
     if not has_scheme(text):
         return str(Path(text, *parts))
     return "/".join([text.rstrip("/"), *(part.strip("/") for part in parts)])
+
+
+def directory_problem(location: str | os.PathLike[str]) -> str | None:
+    """Why ``location`` cannot be a directory floodmark writes under (it is created when missing), or None.
+
+    Checked on the local disk for plain paths and ``file:`` URIs: a regular file at the location or at one of
+    its parents, a nearest existing parent that may not be written. Other URIs are left to their file system
+    (its first write reports what is wrong there).
+    """
+    text = os.fspath(location)
+    if has_scheme(text):
+        parsed = urlparse(text)
+        if parsed.scheme != "file":
+            return None
+        text = unquote(parsed.path)
+    path = Path(text).absolute()
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        return "it is a regular file, not a directory" if existing == path else f"{existing} is a regular file"
+    if existing != path and not os.access(existing, os.W_OK | os.X_OK):
+        return f"it cannot be created: {existing} is not writable"
+    if existing == path and not os.access(existing, os.W_OK | os.X_OK):
+        return "it is not writable"
+    return None
+
+
+def require_directory(location: str | os.PathLike[str], what: str) -> None:
+    """A ``ValueError`` naming ``location`` (``what``: the checkpoint, an output...) and why it cannot be used
+    (:func:`directory_problem`); nothing when it can."""
+    problem = directory_problem(location)
+    if problem is not None:
+        raise ValueError(f"{what} {os.fspath(location)} cannot be used: {problem}; choose another location")
 
 
 class CheckpointFiles(Protocol):

@@ -11,6 +11,7 @@ does not grow with the number of keys.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -31,6 +32,8 @@ class TickRequests(Protocol):
 
     def request(self, delay_ms: int) -> None: ...
 
+
+_LOG = logging.getLogger(__name__)
 
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
@@ -99,6 +102,24 @@ class BatchReport:
     def rows_in(self) -> int:
         """Rows read this batch: good records (``records``) + dead letters (``bad``)."""
         return self.records + self.bad
+
+
+MOSTLY_DEAD_LETTERS = 0.5
+"""A batch whose dead letters are more than this share of the rows it read logs a warning: the input is
+probably not what the definition expects (schema, event-time column or unit), and nothing else would stop."""
+
+
+def dead_letter_warning(report: BatchReport, first_reason: Callable[[], str | None] | None = None) -> str | None:
+    """One line when most of ``report``'s rows were dead letters (else None); ``first_reason()`` gives one of
+    their reasons and is called only then (it may cost a Spark job)."""
+    if not report.bad or report.bad <= MOSTLY_DEAD_LETTERS * report.rows_in:
+        return None
+    reason = first_reason() if first_reason is not None else None
+    return (
+        f"batch {report.batch_id}: {report.bad:,} of {report.rows_in:,} rows were dead letters"
+        + (f", first reason: {reason}" if reason else "")
+        + "; check the input against the definition (schema, event-time column and unit)"
+    )
 
 
 def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
@@ -226,8 +247,13 @@ class ControlledBatches:
         if self.ticks is not None:
             self.ticks.request(self.next_batch.at - now)
 
-    def record(self, report: BatchReport) -> BatchReport:
+    def record(self, report: BatchReport, first_dead_letter: Callable[[], str | None] | None = None) -> BatchReport:
+        """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters
+        (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason)."""
         self.reports.append(report)
+        warning = dead_letter_warning(report, first_dead_letter)
+        if warning is not None:
+            _LOG.warning(warning)
         if self.metrics_path is not None:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a") as handle:
@@ -287,8 +313,14 @@ class BatchController(ControlledBatches):
         return entry
 
     def on_batch(
-        self, batch_id: int, stats: list[dict[str, Any]], gauges: list[dict[str, Any]], counts: dict[str, int]
+        self,
+        batch_id: int,
+        stats: list[dict[str, Any]],
+        gauges: list[dict[str, Any]],
+        counts: dict[str, int],
+        first_dead_letter: Callable[[], str | None] | None = None,
     ) -> BatchReport:
+        """Batch ``batch_id`` is done: write entry N+1 and report; ``first_dead_letter()``: see :meth:`record`."""
         seq = batch_id  # batch N runs with entry N (see batch_entry.py)
         entry = self.running(seq)
         source = self._source(entry.processing_time)
@@ -328,7 +360,7 @@ class BatchController(ControlledBatches):
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
             accepted=sum(int(g.get("fm_accepted") or 0) for g in gauges),
         )
-        return self.record(report)
+        return self.record(report, first_dead_letter)
 
 
 class PipelineController(ControlledBatches):
@@ -389,8 +421,10 @@ class PipelineController(ControlledBatches):
         stats: list[dict[str, Any]],
         gauges: dict[str, list[dict[str, Any]]],
         counts: dict[str, dict[str, int]],
+        first_dead_letter: Callable[[], str | None] | None = None,
     ) -> BatchReport:
-        """Batch ``batch_id`` is done: ``stats`` rows, ``gauges`` and ``counts`` (PANE/LATE/BAD) per stage."""
+        """Batch ``batch_id`` is done: ``stats`` rows, ``gauges`` and ``counts`` (PANE/LATE/BAD) per stage;
+        ``first_dead_letter()``: see :meth:`record`."""
         entry = self.running(batch_id)
         sources, graph = self._graph(entry)
         merged = merge_split_stats(stats)
@@ -464,4 +498,4 @@ class PipelineController(ControlledBatches):
             accepted=sum(r.accepted for r in stage_reports.values()),
             stages=stage_reports,
         )
-        return self.record(report)
+        return self.record(report, first_dead_letter)

@@ -8,7 +8,8 @@ the map-side combiner (:mod:`.combiner`), the core window operator inside a buck
 :class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function). Users start at
 :class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`
 (or :func:`cluster_session` for a cluster, :func:`configure_spark_with_floodmark` for a session of your own);
-Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`). Several chained windowed
+Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`), JSON-lines files that keep
+each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`). Several chained windowed
 stages (seed 003) run as one query through :class:`Pipeline` (:mod:`.stages`).
 """
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from floodmark.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from floodmark.spark.json_lines import read_json_lines
     from floodmark.spark.kafka import read_kafka, topic_partitions
     from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
     from floodmark.spark.session import (
@@ -45,6 +47,7 @@ __all__ = [
     "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
+    "read_json_lines",
     "read_kafka",
     "topic_partitions",
 ]
@@ -54,6 +57,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "read_json_lines": "floodmark.spark.json_lines",
         "read_kafka": "floodmark.spark.kafka",
         "topic_partitions": "floodmark.spark.kafka",
         "EventTimeAggregation": "floodmark.spark.pipeline",

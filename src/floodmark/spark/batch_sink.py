@@ -106,6 +106,12 @@ class BatchSink:
         values = tuple(self.plan.result_names) if row_kind == p.PANE else ()
         return OutputBatch(OUTPUT_KINDS[row_kind], rows, batch_id, tuple(self.plan.key_columns), values)
 
+    def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
+        """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
+        when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
+        row = self._batch(p.BAD, frame, batch_id).rows.select("reason").first()
+        return None if row is None else row["reason"]
+
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         self.doing = "computing the batch"
         try:
@@ -154,7 +160,9 @@ class BatchSink:
                     self.doing = f"writing its {OUTPUT_KINDS[row_kind]} records to {sink!r}"
                     sink.write(self._batch(row_kind, frame, batch_id))
             stats = [r for r in small if r["fm_kind"] == p.STATS]
-            report = self.controller.on_batch(batch_id, stats, gauges, counts)
+            report = self.controller.on_batch(
+                batch_id, stats, gauges, counts, first_dead_letter=lambda: self.first_dead_letter(frame, batch_id)
+            )
         finally:
             frame.unpersist()
         self._publish_and_notify(frame, report)

@@ -6,8 +6,9 @@ rows are shuffled to their buckets. It
 * rejects bad records (a line that is not a record, a missing or unparsable
   timestamp, one outside the supported event-time range or more than
   ``max_future_skew`` ahead of the batch's processing time, an aggregate input
-  that is not a finite number): BAD_INPUT rows with the reason and the record
-  as JSON (or its original text), so nothing is dropped silently. The timestamp
+  that is not a finite number): BAD_INPUT rows with the reason and the record's
+  original text where the input kept it (``RuntimePlan.text_column``, Spark's
+  corrupt-record column), else the record as JSON, so nothing is dropped silently. The timestamp
   range and the numeric rule are the core's (``core/time.py``,
   ``core.assign.validate_numbers``);
 * counts each split's good records and their min and max timestamp
@@ -157,10 +158,13 @@ class MapSideCombiner:
         columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, p.BUCKET, self.plan.ts_column]))))
         frame = spark_like_pandas(rows.select(self.user_columns))
         records = records_json(frame, self.user_columns, self.plan.integral_columns)
-        if self.plan.corrupt_column is not None:
-            # An unparsable line's record is its original text: the parsed columns are nulls or fragments.
-            texts = rows.column(self.plan.corrupt_column).to_pylist()
-            records = [record if text is None else text for record, text in zip(records, texts, strict=True)]
+        # A record is its original text where the input kept it (the text column last: it has every row's),
+        # else its parsed columns as JSON: for an unparsable line those are nulls or fragments, and for one
+        # that parsed they lose its spacing, key order and number forms and add the fields it lacks as nulls.
+        for column in (self.plan.corrupt_column, self.plan.text_column):
+            if column is not None:
+                texts = rows.column(column).to_pylist()
+                records = [record if text is None else text for record, text in zip(records, texts, strict=True)]
         return {**columns, p.ROW: p.BAD_INPUT, p.REASON: reasons.tolist(), p.RECORD: records}
 
     # ------------------------------------------------------------- statistics

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
-from floodmark.spark.plan import corrupt_record_column
+from floodmark.spark.json_lines import parse_json
+from floodmark.spark.plan import TEXT
 
 METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
 """What :func:`read_kafka` adds to the value's fields: the record's partition (int), offset (long), Kafka
@@ -45,11 +46,13 @@ def read_kafka(
     """A streaming DataFrame of ``topic``'s records, values parsed, plus :data:`METADATA_COLUMNS`.
 
     :arg schema: the value's fields (a ``StructType`` or DDL string) for ``value_format="json"``.
-    :arg value_format: ``"json"``: one JSON object per value, parsed with ``schema``; a value that is not
-        such an object (broken JSON, a field of the wrong type, an empty value) keeps its text in the
-        corrupt-record column (:func:`corrupt_record_column`) and floodmark sends it to the dead letters with
-        that text (bytes that are not UTF-8 as ``base64:<the bytes in base64>``). ``"text"``: the value as a
-        ``value`` string column (invalid UTF-8 replaced by U+FFFD), to parse yourself.
+    :arg value_format: ``"json"``: one JSON object per value, parsed with ``schema``
+        (:func:`floodmark.spark.json_lines.parse_json`); each value keeps its original text in
+        :data:`~floodmark.spark.plan.TEXT` (bytes that are not UTF-8 as ``base64:<the bytes in base64>``), the
+        ``record`` of its dead letter whatever made it bad, and a value that is not such an object (broken
+        JSON, a field of the wrong type, an empty value) has that text in the corrupt-record column too
+        (:func:`~floodmark.spark.plan.corrupt_record_column`). ``"text"``: the value as a ``value`` string
+        column (invalid UTF-8 replaced by U+FFFD), to parse yourself.
     :arg starting_offsets: Spark's ``startingOffsets`` for a new query (a restart resumes from its checkpoint).
     :arg options: more source options (``kafka.*`` client settings, ``maxOffsetsPerTrigger``, ...).
     """
@@ -77,33 +80,9 @@ def read_kafka(
         return raw.select(text.alias("value"), *metadata)
     if schema is None:
         raise ValueError("value_format='json' needs the value's schema")
-    fields = _parse_schema(spark, schema)
-    corrupt = corrupt_record_column(spark)
-    clashes = sorted({f.name for f in fields.fields} & {*METADATA_COLUMNS, corrupt})
-    if clashes:
-        raise ValueError(f"the value schema has field(s) {clashes}, which read_kafka adds itself")
-    parsed = F.from_json(
-        text,
-        StructType([*fields.fields, StructField(corrupt, StringType())]),
-        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt},
-    )
     original = F.when(F.is_valid_utf8(cast), text).otherwise(F.concat(F.lit("base64:"), F.base64(F.col("value"))))
-    return raw.select(original.alias("fm_value_text"), parsed.alias("fm_parsed"), *metadata).select(
-        *[F.col(f"fm_parsed.{f.name}").alias(f.name) for f in fields.fields],
-        *METADATA_COLUMNS,
-        _unparsed_text(corrupt).alias(corrupt),
-    )
-
-
-def _unparsed_text(corrupt: str) -> Column:
-    # from_json gives no row at all for an empty value: that text is as unparsable as broken JSON. The
-    # original (base64 for bytes that are not UTF-8) rather than from_json's copy, which has lost such bytes.
-    unparsed = F.col("fm_parsed").isNull() | F.col(f"fm_parsed.{corrupt}").isNotNull()
-    return F.when(unparsed, F.col("fm_value_text"))
-
-
-def _parse_schema(spark: SparkSession, schema: StructType | str) -> StructType:
-    return schema if isinstance(schema, StructType) else spark.createDataFrame([], schema).schema
+    values = raw.select(text.alias("value"), original.alias(TEXT), *metadata)
+    return parse_json(values, schema, "value", METADATA_COLUMNS, "read_kafka")
 
 
 def topic_partitions(

@@ -207,8 +207,9 @@ class EventTimeAggregation:
             ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.sinks.Outputs`
             (files in any format, tables, Kafka topics, your function; each sink states its guarantee).
         """
-        python_workers.prestart(self.spark)  # while the query plans (python_workers.py)
         outputs = Outputs.of(output)
+        check_locations(checkpoint, [outputs])
+        python_workers.prestart(self.spark)  # while the query plans (python_workers.py)
         frame, controller = self.build(checkpoint)
         sink = BatchSink(self.plan, outputs, controller)
         sink.listeners.extend(listeners)
@@ -277,10 +278,17 @@ def combined_input(source: DataFrame, event_time: str | Column, split: str | Col
         bucket.alias(p.BUCKET),
     )
     # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
-    # no record.
-    inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields]
+    # no record. The original text is for the combiner's dead letters: records cross the shuffle without it.
+    inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.text_column]
     combined_schema = StructType([*inputs, *plan.combiner_fields()])
     return data.mapInArrow(MapSideCombiner(plan, combined_schema), blocks.SCHEMA)
+
+
+def check_locations(checkpoint: str, outputs: Sequence[Outputs]) -> None:
+    """Refuse, before anything is written, a checkpoint or file output that cannot be a directory (ValueError)."""
+    checkpoint_files.require_directory(checkpoint, "the checkpoint")
+    for each in outputs:
+        each.check_locations()
 
 
 def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:

@@ -65,6 +65,11 @@ RECORD = "fm_record"
 MIN_TS = "fm_min_ts"
 MAX_TS = "fm_max_ts"
 
+TEXT = "fm_text"
+"""The input column that keeps each row's original text (:func:`floodmark.spark.read_json_lines`,
+:func:`floodmark.spark.read_kafka`): a dead letter's ``record`` is that text, not the parsed columns
+written back as JSON. The only ``fm_`` column an input may have."""
+
 PANE_META = [
     StructField("window_start", LongType()),
     StructField("window_end", LongType()),
@@ -107,6 +112,22 @@ def corrupt_record_column(spark) -> str:
     return spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record") or "_corrupt_record"
 
 
+def check_columns(
+    columns: Sequence[str], key_columns: Sequence[str] = (), event_time: str | None = None, split: str | None = None
+) -> None:
+    """A ``ValueError`` naming the first of a definition's columns that the input (its ``columns``) lacks, and
+    the columns it has. ``None``: not a column name (an expression, or no split)."""
+    missing = [c for c in key_columns if c not in columns]
+    if missing:
+        raise ValueError(f"key columns {missing} are not in the input {list(columns)}: use the input's column names")
+    for role, name in (("event-time", event_time), ("split", split)):
+        if name is not None and name not in columns:
+            raise ValueError(
+                f"{role} column {name!r} is not in the input {list(columns)}: use one of its columns or a Column "
+                "expression"
+            )
+
+
 _RESULT_TYPES = {"int": LongType(), "float": DoubleType()}
 
 
@@ -124,7 +145,7 @@ class RuntimePlan:
     :ivar spec: the window spec (the aggregate is always ``Several``: one column per name).
     :ivar key_columns: user key columns, in order. :ivar key_types: their Spark types.
     :ivar user_columns: every user column (serialised into ``record`` for late/bad rows), but the corrupt-record
-        column.
+        and original-text columns.
     :ivar max_future_skew_ms: records more than this ahead of processing time are bad (None: no check).
     """
 
@@ -150,6 +171,9 @@ class RuntimePlan:
     corrupt_column: str | None = None
     """Spark's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``) when the input has it: a row
     whose text could not be parsed carries that text there and goes to the dead letters with it."""
+    text_column: str | None = None
+    """:data:`TEXT` when the input has it (a string column): every row's original text, the ``record`` of its
+    dead letter whatever made it bad. Only the combiner reads it: records cross the shuffle without it."""
     stage: str | None = None
     """The stage's name in a pipeline of several (its watermark is the control entry's ``stage_watermarks``
     of that name; ``None``: a single-stage query, whose watermark is the entry's ``watermark``)."""
@@ -184,11 +208,7 @@ class RuntimePlan:
         types = {f.name: f.dataType for f in schema.fields}
         if not key_columns and stage is None:
             raise ValueError("key_by needs at least one column")
-        missing = [c for c in key_columns if c not in columns]
-        if missing:
-            raise ValueError(f"key columns {missing} are not in the input {columns}")
-        if split is not None and split not in columns:
-            raise ValueError(f"split column {split!r} is not in the input {columns}")
+        check_columns(columns, key_columns, event_time, split)
         grouped = {*key_columns, *([split] if split is not None else [])}
         nested = [
             f"{f.name} ({f.dataType.simpleString()})"
@@ -211,7 +231,8 @@ class RuntimePlan:
                 f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
                 f"{sorted(reserved)}"
             )
-        clashes = [c for c in columns if c.startswith("fm_")]
+        text = TEXT if isinstance(types.get(TEXT), StringType) else None
+        clashes = [c for c in columns if c.startswith("fm_") and c != text]
         if clashes:
             raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
         integral = (LongType, IntegerType, ShortType)
@@ -222,13 +243,14 @@ class RuntimePlan:
             key_types=tuple(types[c] for c in key_columns),
             result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
             numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
-            user_columns=tuple(c for c in columns if c != corrupt),
+            user_columns=tuple(c for c in columns if c not in (corrupt, text)),
             max_future_skew_ms=max_future_skew_ms,
             integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
             ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
             buckets=buckets,
             split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
             corrupt_column=corrupt,
+            text_column=text,
             stage=stage,
         )
 

@@ -213,7 +213,7 @@ class WindowBucketProcessor:
                 "window_end": pane.window.end,
                 "pane_timestamp": pane.timestamp,
                 "timing": pane.timing.value,
-                "pane_index": pane.index,
+                "pane_index": pane.pane_index,
                 "nonspeculative_index": pane.nonspeculative_index,
                 "is_last": pane.is_last,
             }
@@ -271,7 +271,7 @@ class WindowBucketProcessor:
             window_end=frame["window_end"].to_numpy(),
             pane_timestamp=frame["timestamp"].to_numpy(),
             timing=frame["timing"].to_numpy(dtype=object),
-            pane_index=frame["index"].to_numpy(),
+            pane_index=frame["pane_index"].to_numpy(),
             nonspeculative_index=frame["nonspeculative_index"].to_numpy(),
             is_last=frame["is_last"].to_numpy(dtype=bool),
         )

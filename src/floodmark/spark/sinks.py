@@ -280,6 +280,14 @@ class Outputs:
     def sink(self, kind: str) -> Sink:
         return {PANES: self.panes, LATE: self.late, DEAD_LETTER: self.dead_letter}[kind]
 
+    def check_locations(self) -> None:
+        """A ``ValueError`` before the query starts when a file sink's path cannot be a directory
+        (:func:`~floodmark.driver.checkpoint_files.require_directory`)."""
+        for kind in KINDS:
+            sink = self.sink(kind)
+            if isinstance(sink, FileSink):
+                checkpoint_files.require_directory(sink.path, f"the {kind} output")
+
     def discard_after(self, spark: SparkSession, batch_id: int) -> None:
         for kind in KINDS:
             self.sink(kind).discard_after(spark, kind, batch_id)

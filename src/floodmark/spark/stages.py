@@ -74,6 +74,7 @@ from floodmark.spark.batch_sink import OUTPUT_KINDS, BatchSink
 from floodmark.spark.pipeline import (
     FloodmarkQuery,
     SourceTime,
+    check_locations,
     combined_input,
     control_log,
     fixed_bucket_layout,
@@ -139,6 +140,11 @@ class Pipeline:
         if "/" in name:
             raise ValueError(f"source names must not contain '/', got {name!r}")
         self._check_new(name)
+        p.check_columns(
+            frame.schema.names,
+            event_time=event_time if isinstance(event_time, str) else None,
+            split=time.split if isinstance(time.split, str) else None,
+        )
         self.sources[name] = Source(name, frame, event_time, time, max_future_skew)
         return name
 
@@ -290,15 +296,17 @@ class Pipeline:
             ``{stage: root path or Outputs}`` for every stage.
         """
         spark = next(iter(self.sources.values())).frame.sparkSession
-        python_workers.prestart(spark)  # while the query plans (python_workers.py)
-        frame, controller, plans = self.build(checkpoint, spark)
         if isinstance(output, str):
-            outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in plans}
+            outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in self.stages}
         else:
-            missing = sorted(set(plans) - set(output))
+            missing = sorted(set(self.stages) - set(output))
             if missing:
                 raise ValueError(f"no output given for stages {missing}")
-            outputs = {name: Outputs.of(output[name]) for name in plans}
+            outputs = {name: Outputs.of(output[name]) for name in self.stages}
+        check_locations(checkpoint, list(outputs.values()))
+        python_workers.prestart(spark)  # while the query plans (python_workers.py)
+        frame, controller, plans = self.build(checkpoint, spark)
+        outputs = {name: outputs[name] for name in plans}  # in the stages' order
         sink = PipelineSink(plans, outputs, controller)
         sink.listeners.extend(listeners)
         query = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
@@ -534,7 +542,14 @@ class PipelineSink(BatchSink):
                     sink = route.outputs.sink(OUTPUT_KINDS[kind])
                     self.doing = f"writing stage {name!r}'s {OUTPUT_KINDS[kind]} to {sink!r}"
                     sink.write(route._batch(kind, stage_rows, batch_id))
-            report = self.pipeline_controller.on_batch(batch_id, stats, gauges, counts)
+
+            def first_dead_letter() -> str | None:
+                stage = next((name for name in self.routes if counts[name][p.BAD]), None)
+                if stage is None:
+                    return None
+                return self.routes[stage].first_dead_letter(self._stage_rows(frame, stage), batch_id)
+
+            report = self.pipeline_controller.on_batch(batch_id, stats, gauges, counts, first_dead_letter)
         finally:
             frame.unpersist()
         self._publish_and_notify(frame, report)
