@@ -2,14 +2,15 @@
 
 A block runs in a temporary working directory holding the input it names; a few lines appended after it
 (the "check") wait for its query and compare what it wrote with what the input says it must hold. Only the
-Kafka block's placeholders (the broker address, a bucket on S3) are replaced: by the test broker and a local
-folder.
+Kafka block's placeholders (the broker address, a bucket on S3, its topics) are replaced: by the test broker, a
+local folder and topics of this test's own.
 """
 
 from __future__ import annotations
 
 import json
 import textwrap
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,14 +65,18 @@ def test_several_stages_in_one_query(tmp_path):
 @pytest.mark.spark
 def test_kafka_in_panes_to_any_sink(tmp_path, kafka_broker):
     block = BLOCKS["Kafka in, panes to any sink"]
-    kafka_broker.create_topic("clicks", partitions=4)
-    kafka_broker.create_topic("minute-counts", partitions=1)
+    # The broker serves the whole test session: topics of the block's names may exist already.
+    source, panes = f"readme-clicks-{uuid.uuid4().hex[:8]}", f"readme-minute-counts-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(source, partitions=4)
+    kafka_broker.create_topic(panes, partitions=1)
     rows = clicks()
     for split in range(4):
-        kafka_broker.produce("clicks", [json.dumps(r) for r in rows if r["partition"] == split], partition=split)
+        kafka_broker.produce(source, [json.dumps(r) for r in rows if r["partition"] == split], partition=split)
     servers = kafka_broker.bootstrap_servers
     code = block.replace("broker:9092", servers).replace("s3a://bucket/dead", "dead")
+    code = code.replace('"clicks"', f'"{source}"').replace('"minute-counts"', f'"{panes}"')
     assert code.count(servers) == 3, "the block's placeholders moved: update this test"
+    assert code.count(source) == 2 and code.count(panes) == 1, "the block's topics moved: update this test"
     # What the block's comment says comes from the blocks above it, and the database its table names.
     prelude = textwrap.dedent(
         """
@@ -87,7 +92,7 @@ def test_kafka_in_panes_to_any_sink(tmp_path, kafka_broker):
     )
     check = "query.finish_when_input_exhausted(timeout_s=300)\nprint('{}')\n"
     run_block(prelude + code + check, tmp_path)
-    lines = sorted(record.text() for record in kafka_broker.consume("minute-counts"))
+    lines = sorted(record.text() for record in kafka_broker.consume(panes))
     expected = sorted(
         f"{_minute(int(start))} {_minute(int(start) + MINUTE)} {key.replace('|', ' ')} {count}"
         for key_start, count in window_counts(rows, ("channel", "behavior")).items()
