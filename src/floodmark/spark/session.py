@@ -97,19 +97,15 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
         ``org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>`` instead).
     """
     options = builder._options  # PySpark keeps the builder's settings here; there is no public getter
-    jar_list = [options.get("spark.jars", ""), floodmark_jars()]
-    if kafka:
-        connector = kafka_connector_jars()
-        if not connector:
-            raise ValueError(
-                "no Kafka connector jars installed here: give the session spark.jars.packages="
-                "org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> instead of kafka=True"
-            )
-        jar_list.append(connector)
+    if kafka and not kafka_connector_jars():
+        raise ValueError(
+            "no Kafka connector jars installed here: give the session spark.jars.packages="
+            "org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> instead of kafka=True"
+        )
     for key, value in {**required_conf(), "spark.sql.session.timeZone": "UTC"}.items():
         if key not in options:
             builder = builder.config(key, value)
-    on_classpath = ",".join(filter(None, jar_list))
+    on_classpath = ",".join(filter(None, [options.get("spark.jars", ""), spark_jars(kafka)]))
     return builder.config("spark.jars", on_classpath) if on_classpath else builder
 
 
@@ -194,7 +190,7 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
         settings["spark.driver.host"] = local_ip
     if shuffle_partitions:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    on_classpath = ",".join(filter(None, [floodmark_jars(), kafka_connector_jars()]))
+    on_classpath = spark_jars(kafka=True)  # the connector when setup fetched it
     if on_classpath:
         settings["spark.jars"] = on_classpath
     settings.update(conf)
