@@ -32,7 +32,7 @@ from throughput import generate, latency_in_batches, steady_rate
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka, topic_partitions
 from floodmark.spark.sinks import PANE_ID_HEADER
-from floodmark.testing.kafka import KafkaBroker
+from floodmark_dev.kafka import KafkaBroker
 
 VALUE_SCHEMA = "ts LONG, k STRING"
 

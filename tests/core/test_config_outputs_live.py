@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from controller_rows import gauge_rows
 from pydantic import ValidationError
 from rich.console import Console
 
@@ -11,8 +12,11 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.live import Totals, render
 from floodmark.apps.outputs import read_output, text_lines
 from floodmark.core import windows
+from floodmark.core.clock import ManualClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_duration
-from floodmark.driver.controller import BatchReport
+from floodmark.core.watermarks import WatermarkStrategy
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import AGGREGATION_STAGE, BatchReport, Controller, SourceSettings
 
 
 def test_durations_take_units_and_refuse_nonsense():
@@ -144,3 +148,78 @@ def test_live_view_at_the_end_of_input_names_no_holder_and_no_distance_to_the_ma
     ahead = {row[0]: row[3] for row in cells if row[0].isdigit()}
     assert ahead == {"0": "-", "1": "-"}
     assert "MAX (end)" in text
+
+
+def stage_rows(reports: list[BatchReport]) -> tuple[str, dict[str, list[str]]]:
+    """The live view's frame after ``reports`` (as text) and its stage table's cells by stage name."""
+    totals = Totals()
+    for report in reports:
+        totals.add(report)
+    console = Console(width=200, record=True)
+    console.print(render(reports[-1], totals))
+    text = console.export_text()
+    lines = [line.replace("┃", "│") for line in text.splitlines()]  # the header's rule is ┃
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines if "│" in line]
+    return text, {row[0]: row[1:] for row in cells if len(row) == 9}
+
+
+def test_live_view_of_a_pipeline_has_a_row_per_stage_with_its_running_totals(tmp_path):
+    """Stage a (reading the source) feeds stage b: each row has the stage's watermarks, lags and totals."""
+    clock = ManualClock(100_000)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(1_000)
+    ctl = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, {"a": ["src"], "b": ["a"]}, clock=clock)
+    ctl.ensure_initial_entry()
+    batches = [
+        ([(5, 10_000, 30_000)], {"a": gauge_rows(0, 100_000, 2)}, {"a": {"PANE": 1, "LATE": 2}}),
+        (
+            [(2, 70_000, 80_000)],
+            {"a": gauge_rows(60_000, 101_000, 1), "b": gauge_rows(0, 101_000, 1)},
+            {"a": {"PANE": 2, "LATE": 1}, "b": {"BAD": 1}},
+        ),
+        ([], {"b": gauge_rows(None, None, 0)}, {"b": {"PANE": 1}}),
+    ]
+    reports = []
+    for batch_id, (stats, gauges, counts) in enumerate(batches):
+        clock.advance_to(100_000 + (batch_id + 1) * 1_000)
+        rows = [{"fm_split": "0", "fm_count": c, "fm_min_ts": lo, "fm_max_ts": hi} for c, lo, hi in stats]
+        reports.append(ctl.on_batch(batch_id, rows, gauges, counts))
+    text, rows = stage_rows(reports)
+    assert list(rows) == ["stage", "a", "b"]  # the header, then upstream first
+    assert rows["stage"][:4] == ["input watermark", "output watermark", "event-time lag", "processing-time lag"]
+    # The last batch ran at 102 s: a holds its output at the 60 s pane it still owes b (42 s behind), and its
+    # oldest pending record came at 101 s; b has a's 28.999 s and nothing pending.
+    assert rows["a"] == [
+        "1970-01-01T00:01:18.999Z",
+        "1970-01-01T00:01:00.000Z",
+        "42.0 s",
+        "1.0 s",
+        "1",
+        "3",
+        "3",
+        "0",
+    ]
+    assert rows["b"] == [
+        "1970-01-01T00:00:28.999Z",
+        "1970-01-01T00:00:28.999Z",
+        "73.0 s",
+        "0.0 s",
+        "0",
+        "1",
+        "0",
+        "1",
+    ]
+    assert "late records" in text and "panes" in text, "the query's summary is still there"
+
+
+def test_live_view_of_a_single_aggregation_has_no_stage_table(tmp_path):
+    clock = ManualClock(100_000)
+    ctl = Controller.of_aggregation(
+        ControlLog(tmp_path), SourceSettings(WatermarkStrategy.for_bounded_out_of_orderness(1_000)), clock=clock
+    )
+    ctl.ensure_initial_entry()
+    clock.advance_to(101_000)
+    stats = [{"fm_split": "0", "fm_count": 5, "fm_min_ts": 10_000, "fm_max_ts": 30_000}]
+    report = ctl.on_batch(0, stats, {AGGREGATION_STAGE: gauge_rows(0, 100_000, 2)}, {AGGREGATION_STAGE: {"PANE": 1}})
+    text, rows = stage_rows([report])
+    assert len(report.stages) == 1 and not rows
+    assert "output watermark" not in text and "combined watermark" in text

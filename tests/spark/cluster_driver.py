@@ -18,10 +18,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from floodmark.apps.clickstream_source import read_clickstream
 from floodmark.apps.demo import SEED_001
 from floodmark.simulator.clickstream import ClickstreamConfig
 from floodmark.spark import EventTimeAggregation
-from floodmark.spark.clickstream_source import read_clickstream
 from floodmark.spark.session import cluster_session
 
 CONFIG = ClickstreamConfig(

@@ -29,9 +29,12 @@ def spark():
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """floodmark's wheel, built from this tree as a release would be (``uv build``, isolated), jar included."""
+    """floodmark's wheel, built from this tree as a release would be (``uv build``, isolated), jar included.
+
+    Built from the sdist (``uv build``'s default), not from the tree (``--wheel``): setuptools builds a wheel from
+    the tree in its ``build/lib``, which keeps the modules an earlier build saw, moved or deleted since."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([find_uv_bin(), "build", "--wheel", "--quiet", "-o", str(out), str(ROOT)], check=True)
+    subprocess.run([find_uv_bin(), "build", "--quiet", "-o", str(out), str(ROOT)], check=True)
     (built,) = out.glob("floodmark-*.whl")
     with zipfile.ZipFile(built) as archive:
         assert "floodmark/jars/floodmark-ticks.jar" in archive.namelist(), "the wheel carries floodmark's jar"

@@ -7,9 +7,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-
-from floodmark.spark import pane_blocks
 
 
 def write_batches(directory: Path, batches: list[pd.DataFrame]) -> None:
@@ -26,18 +23,3 @@ def read_output(spark, path: Path) -> pd.DataFrame:
     if not path.exists() or not any(path.iterdir()):
         return pd.DataFrame()
     return spark.read.parquet(str(path)).toPandas()
-
-
-def explode_pane_blocks(block_rows: pa.Table | pa.RecordBatch, pane_columns: list[str]) -> pa.Table:
-    """PANE block rows -> one row per pane, as the sink's ``pane_blocks.unpack`` does in the JVM, restated in
-    Arrow for tests without a JVM: pane i takes element i of each array, or the array's only element."""
-    counts = block_rows.column(pane_blocks.COUNT).to_pylist()
-    columns = {}
-    for name in pane_columns:
-        arrays = block_rows.column(pane_blocks.PREFIX + name)
-        values: list = []
-        for array, count in zip(arrays.to_pylist(), counts, strict=True):
-            assert len(array) in (1, count), f"{name}: {len(array)} values for {count} panes"
-            values.extend(array * count if len(array) == 1 else array)
-        columns[name] = pa.array(values, type=arrays.type.value_type)
-    return pa.table(columns)

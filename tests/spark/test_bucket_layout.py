@@ -32,26 +32,22 @@ def test_the_hash_is_sparks_own(spark):
 @pytest.mark.parametrize("partitions", [2, 3])
 def test_spark_puts_each_group_in_the_partition_the_layout_says(spark, partitions):
     layout = BucketLayout.balanced(8, partitions, ["a", "b"])
-    single = BucketLayout.balanced(8, partitions)
     rows = [("a", v) for v in layout.of("a")] + [("b", v) for v in layout.of("b")]
     frame = spark.createDataFrame(rows, "stage string, fm_bucket int")
     placed = frame.repartition(partitions, "stage", "fm_bucket").select("*", F.spark_partition_id().alias("part"))
     for row in placed.collect():
         assert row.part == partition_of(row.fm_bucket, partitions, row.stage)
-    alone = spark.createDataFrame([(v,) for v in single.of()], "fm_bucket int").repartition(partitions, "fm_bucket")
-    for row in alone.select("*", F.spark_partition_id().alias("part")).collect():
-        assert row.part == partition_of(row.fm_bucket, partitions)
 
 
 @pytest.mark.parametrize(
     ("count", "partitions", "stages", "per_partition"),
     [
-        (8, 2, [None], [4, 4]),  # labels 0..7 would land 3:5
-        (8, 4, [None], [2, 2, 2, 2]),  # labels 0..7 would land 0:1:3:4
-        (5, 2, [None], [3, 2]),
-        (8, 1, [None], [8]),
+        (8, 2, ["aggregation"], [4, 4]),  # labels 0..7 would land 3:5
+        (8, 4, ["aggregation"], [2, 2, 2, 2]),  # labels 0..7 would land 0:1:3:4
+        (5, 2, ["aggregation"], [3, 2]),
+        (8, 1, ["aggregation"], [8]),
         (3, 2, ["a", "b"], [3, 3]),  # dealt across stages: a gets 2:1, b 1:2
-        (200, 200, [None], [1] * 200),
+        (200, 200, ["aggregation"], [1] * 200),
     ],
 )
 def test_buckets_are_dealt_evenly(count, partitions, stages, per_partition):
@@ -63,23 +59,23 @@ def test_buckets_are_dealt_evenly(count, partitions, stages, per_partition):
 
 
 def test_numbered_buckets_land_unevenly_which_is_why_labels_exist():
-    assert Counter(partition_of(v, 2) for v in range(8)) == {1: 5, 0: 3}
-    assert Counter(partition_of(v, 4) for v in range(8)) == {3: 4, 2: 3, 1: 1}
+    assert Counter(partition_of(v, 2, "aggregation") for v in range(8)) == {0: 5, 1: 3}
+    assert Counter(partition_of(v, 4, "aggregation") for v in range(8)) == {2: 3, 0: 2, 3: 2, 1: 1}
 
 
 def test_a_checkpoint_keeps_its_layout_across_restarts(tmp_path):
     files, checkpoint = LocalFiles(), str(tmp_path)
-    first = bucket_layout.fixed(files, checkpoint, None, 8, 2)
-    assert first == BucketLayout.balanced(8, 2)
+    first = bucket_layout.fixed(files, checkpoint, None, 8, 2, ["s"])
+    assert first == BucketLayout.balanced(8, 2, ["s"])
     # Restarted with other settings: Spark keeps the checkpoint's partitions, floodmark its labels.
-    assert bucket_layout.fixed(files, checkpoint, None, 16, 4) == first
-    assert bucket_layout.fixed(files, checkpoint, 8, 16, 4) == first
+    assert bucket_layout.fixed(files, checkpoint, None, 16, 4, ["s"]) == first
+    assert bucket_layout.fixed(files, checkpoint, 8, 16, 4, ["s"]) == first
     with pytest.raises(ValueError, match=r"keeps its state in 8 buckets; buckets=12 cannot resume it"):
-        bucket_layout.fixed(files, checkpoint, 12, 16, 4)
+        bucket_layout.fixed(files, checkpoint, 12, 16, 4, ["s"])
     with pytest.raises(ValueError, match=r"no state buckets for stage\(s\) \['extra'\]"):
-        bucket_layout.fixed(files, checkpoint, None, 8, 2, [None, "extra"])
+        bucket_layout.fixed(files, checkpoint, None, 8, 2, ["s", "extra"])
     stored = json.loads((tmp_path / "floodmark" / "buckets.json").read_text())
-    assert stored == {"partitions": 2, "labels": {"": list(first.of())}}
+    assert stored == {"partitions": 2, "labels": {"s": list(first.of("s"))}}
 
 
 def test_a_checkpoint_from_before_layouts_keeps_buckets_0_to_b(tmp_path):

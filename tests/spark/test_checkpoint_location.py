@@ -14,7 +14,7 @@ from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import EventTimeAggregation, SourceTime
 from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
 from floodmark.spark.hadoop_files import HadoopFiles, files_for
-from floodmark.spark.pipeline import first_batch_id
+from floodmark.spark.spark_checkpoint import SparkCheckpoint
 
 SCHEMA = "ts LONG, k STRING, p INT"
 
@@ -110,11 +110,11 @@ def test_sessions_where_job_properties_cannot_carry_the_entry_are_refused(spark)
 
 def test_first_batch_is_the_one_after_the_last_commit(tmp_path):
     commits = tmp_path / "spark" / "commits"
-    assert first_batch_id(LocalFiles(), str(tmp_path / "spark")) == 0, "a new query"
+    assert SparkCheckpoint(str(tmp_path / "spark"), LocalFiles()).first_batch_id() == 0, "a new query"
     commits.mkdir(parents=True)
     for name in ("0", "1", "2", ".2.crc"):
         (commits / name).write_text("v1")
-    assert first_batch_id(LocalFiles(), str(tmp_path / "spark")) == 3
+    assert SparkCheckpoint(str(tmp_path / "spark"), LocalFiles()).first_batch_id() == 3
 
 
 def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ from cluster_driver import CONFIG, aggregation, event_log_conf
 from floodmark.apps.demo import check_counts
 from floodmark.apps.outputs import read_output
 from floodmark.core.time import MAX_TIMESTAMP
-from floodmark.testing.spark_cluster import StandaloneCluster
+from floodmark_dev.spark_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.spark
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,32 @@ def lowest(names: list[str]) -> dict[str, str]:
         line.split("==", 1) for line in (ROOT / "requirements" / "lowest.txt").read_text().splitlines() if "==" in line
     )
     return {name: pins[name].strip() for name in names}
+
+
+def test_the_wheel_holds_the_package_and_not_the_development_tools(wheel):
+    """The wheel carries ``floodmark`` (the demo's data source in ``floodmark.apps``) and its metadata only: not
+    the development tools (``devtools/floodmark_dev``: the test broker and cluster), not the tests."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    outside = sorted({name.split("/")[0] for name in names} - {"floodmark"})
+    assert len(outside) == 1 and outside[0].endswith(".dist-info"), outside
+    assert not [name for name in names if "floodmark_dev" in name or "devtools" in name]
+    assert "floodmark/apps/clickstream_source.py" in names
+    assert "floodmark/testing/harness.py" in names
+    moved = ("floodmark/testing/kafka", "floodmark/testing/spark_cluster", "floodmark/testing/processes")
+    assert not [name for name in names if name.startswith((*moved, "floodmark/spark/clickstream_source"))]
+
+
+def test_the_kafka_demo_from_the_wheel_says_it_needs_a_checkout(wheel_venv, tmp_path):
+    """Installed from the wheel, ``floodmark demo --kafka`` (whose broker is a development tool) stops in one
+    line that says what to do, before it starts anything or touches its output folder."""
+    command = [str(wheel_venv / "bin" / "floodmark"), "demo", "--kafka", "--output", str(tmp_path / "demo")]
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"} | {"COLUMNS": "300"}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "runs only from a development checkout" in errors[0], result.stdout + result.stderr
+    assert not (tmp_path / "demo").exists()
 
 
 def test_the_wheel_keeps_a_users_numpy_pandas_and_pyarrow(wheel, tmp_path):

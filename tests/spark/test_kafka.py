@@ -1,4 +1,4 @@
-"""floodmark between Kafka topics: a real broker (floodmark.testing.kafka), Spark's Kafka connector."""
+"""floodmark between Kafka topics: a real broker (floodmark_dev.kafka), Spark's Kafka connector."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
-from spark_helpers import explode_pane_blocks
 
 from floodmark import aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
@@ -22,8 +21,10 @@ from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.processor import WindowBucketProcessor
+from floodmark.spark.levels import CARRIER, IN, KIND, OUTPUT, STAGE, TICK, StageLevel, UnpackOutput
 from floodmark.spark.rows import conform
+
+STAGE_NAME = "s"
 
 
 class MemoryGroupState:
@@ -54,8 +55,11 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
         integral_columns=("ts", "part"),
         ts_column="ts",
         split_column="part",
+        stage=STAGE_NAME,
     )
-    processor = WindowBucketProcessor(plan)
+    level = StageLevel({STAGE_NAME: plan}, {}, [STAGE_NAME])
+    processor = level.processors[STAGE_NAME]
+    processor.level = level  # the operator that hosts it in a query: carrier rows in and out
     processor.state = MemoryGroupState()  # the bucket's state, kept across calls by the tests
     input_fields = [
         StructField("ts", LongType()),
@@ -91,25 +95,44 @@ def shuffle_rows(processor, rows, watermark, ptime, v_type=TEXT):
     return combine(processor, rows, watermark, ptime, v_type).to_pandas()
 
 
+def entry(seq, watermark, ptime, **fields):
+    """Control entry ``seq`` with ``watermark`` as the stage's input watermark."""
+    return ControlEntry(seq, watermark, ptime, stage_watermarks={STAGE_NAME: watermark}, **fields)
+
+
+def tick_row():
+    return pd.DataFrame({STAGE: [STAGE_NAME], KIND: [TICK], p.BUCKET: [0], blocks.BLOCK: [None]})
+
+
 def call(processor, rows, seq, watermark, ptime, v_type=TEXT):
-    """The processor's output for one batch: the combiner's blocks plus the bucket's tick row, as Spark passes them."""
-    processor.current_entry = lambda: ControlEntry(seq, watermark, ptime)
+    """The bucket's output for one batch: the combiner's blocks plus the bucket's tick row, as Spark passes them
+    to the level hosting the stage."""
+    processor.current_entry = lambda: entry(seq, watermark, ptime)
     packed = pa.Table.from_batches([blocks.pack(combine(processor, rows, watermark, ptime, v_type))]).to_pandas()
-    tick = pd.DataFrame({p.BUCKET: [0], blocks.BLOCK: [None]})
-    frame = pd.concat([packed, tick], ignore_index=True) if len(packed) else tick
-    (out,) = list(processor((0,), iter([frame]), processor.state))
+    packed = packed.assign(**{STAGE: STAGE_NAME, KIND: IN})
+    frame = pd.concat([packed, tick_row()], ignore_index=True) if len(packed) else tick_row()
+    (out,) = list(processor.level((STAGE_NAME, 0), iter([frame]), processor.state))
     return unpacked(processor, out)
 
 
 def unpacked(processor, out):
-    """What a bucket returns to Spark, through Arrow, with its pane blocks exploded as the sink explodes them
-    (``pane_blocks.unpack``): the row form, one row per pane (``RuntimePlan.output_schema``)."""
-    assert list(out.columns) == [f.name for f in processor.spark_schema.fields]
-    table = pa.Table.from_pandas(out, schema=to_arrow_schema(processor.spark_schema), preserve_index=False)
-    block_rows = table.filter(pc.equal(table["fm_kind"], p.PANE))
-    panes = explode_pane_blocks(block_rows, processor.plan.pane_columns())
-    panes = panes.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).assign(fm_kind=p.PANE)
-    return conform([out[out.fm_kind != p.PANE], panes], processor.plan.output_schema())
+    """What a bucket returns to Spark (carrier rows), through Arrow, with its OUTPUT blocks unpacked as the sink
+    unpacks them: the row form, one row per pane, late record, dead letter, STATS or GAUGE row
+    (``RuntimePlan.output_schema``)."""
+    assert list(out.columns) == [f.name for f in CARRIER.fields]
+    table = pa.Table.from_pandas(out, schema=to_arrow_schema(CARRIER), preserve_index=False)
+    assert set(table.column(STAGE).to_pylist()) <= {STAGE_NAME}
+    output = table.filter(pc.equal(table[KIND], OUTPUT))
+    emitted = pa.Table.from_batches(
+        list(UnpackOutput()(output.to_batches())), schema=to_arrow_schema(processor.plan.emitted_schema())
+    )
+    emitted = emitted.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    small = (
+        table.filter(pc.invert(pc.equal(table[KIND], OUTPUT)))
+        .drop_columns([STAGE, blocks.BLOCK])
+        .to_pandas(ignore_metadata=True)
+    )
+    return conform([emitted, small], processor.plan.output_schema())
 
 
 def test_bad_rows_stats_and_gauges():
@@ -318,12 +341,11 @@ def test_a_bucket_without_input_and_nothing_due_returns_at_once_and_keeps_its_st
     assert gauge["fm_next_fire"] == 9, "a bucket whose report the entry lacks runs"
     stored = processor.state.value
     report = [gauge[name] for name in ("fm_hold", "fm_oldest_pending", "fm_open_windows", "fm_next_fire")]
-    buckets = {"/0": [*(None if pd.isna(v) else int(v) for v in report), None]}
+    buckets = {f"{STAGE_NAME}/0": [*(None if pd.isna(v) else int(v) for v in report), None]}
 
     def tick(watermark):
-        processor.current_entry = lambda: ControlEntry(2, watermark, 300, buckets=buckets)
-        tick_row = pd.DataFrame({p.BUCKET: [0], blocks.BLOCK: [None]})
-        (out,) = list(processor((0,), iter([tick_row]), processor.state))
+        processor.current_entry = lambda: entry(2, watermark, 300, buckets=buckets)
+        (out,) = list(processor.level((STAGE_NAME, 0), iter([tick_row()]), processor.state))
         return unpacked(processor, out)
 
     assert tick(8).empty and processor.state.value == stored, "nothing due below the bucket's deadline: no rows"

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from floodmark.simulator import ClickstreamConfig, generate, generate_tick
-from floodmark.spark.clickstream_source import (
+from floodmark.apps.clickstream_source import (
     ClickstreamSource,
     ClickstreamStreamReader,
     TickRange,
     parse_source_options,
     read_clickstream,
 )
+from floodmark.simulator import ClickstreamConfig, generate, generate_tick
 
 CONFIG = ClickstreamConfig(
     seed=11,

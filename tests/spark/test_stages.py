@@ -13,19 +13,25 @@ import itertools
 import os
 import signal
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
 from spark_helpers import read_output
 from test_spark_recovery import run_driver
 
 from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_pipeline, game_stages, straight_means, write_input
 from floodmark.apps.games_demo import stage_lags
+from floodmark.apps.live import Totals, render
+from floodmark.core.explain import WindowStatus
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.windows import Window
 from floodmark.simulator import games
 from floodmark.spark import FunctionSink, Outputs
 
@@ -128,6 +134,86 @@ def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs)
     assert len(eow) == len(earliest)
     assert all(e <= w for e, w in zip(earliest, eow, strict=True))
     assert any(e < w < MAX_TIMESTAMP for e, w in zip(earliest, eow, strict=True)), "EARLIEST holds the means back"
+
+
+def test_every_stage_reconciles_and_a_source_stage_explains(spark, game_input, runs):
+    """Each stage's input is its sources' rows or its upstream stages' panes, and every one of them reached a
+    window or the late output; a stage reading a source explains a key's window from that source's splits."""
+    records, _ = game_input
+    query, out = runs[TimestampCombiner.END_OF_WINDOW]
+    panes = {stage: read_output(spark, out / stage / "panes") for stage in STAGES}
+    for source in SOURCES:
+        stage = query.stage_reconciliation(f"{source}_sessions")
+        assert (stage.input_rows, stage.dead_letters) == (len(records[source]), 0), stage.describe()
+        assert stage.window_pairs == stage.records == stage.in_windows, "sessions: one window per record, none late"
+        assert stage.panes == len(panes[f"{source}_sessions"])
+    means = query.stage_reconciliation("means")
+    assert means.input_rows == len(panes["mobile_sessions"]) + len(panes["console_sessions"]), means.describe()
+    assert means.window_pairs == means.records == means.input_rows and means.panes == len(panes["means"])
+    whole = query.reconciliation
+    assert whole.records == sum(len(f) for f in records.values()) and whole.dead_letters == 0
+
+    session = panes["mobile_sessions"].iloc[0]
+    explanation = query.explain(
+        session["user"], Window(session["window_start"], session["window_end"]), "mobile_sessions"
+    )
+    assert explanation.combined_watermark == MAX_TIMESTAMP, "explained after the end of input"
+    assert explanation.status is WindowStatus.WATERMARK_PASSED, explanation.text()
+    with pytest.raises(ValueError, match="say which one"):
+        query.explain(session["user"], Window(0, 60_000))
+    with pytest.raises(ValueError, match="reads"):
+        query.explain(None, Window(0, WINDOW_MS), "means")
+
+
+def test_the_metrics_endpoint_and_the_live_view_show_every_split_and_stage(spark, game_input, tmp_path):
+    """The Prometheus endpoint (``start(metrics_port=0)``) scraped while the games pipeline runs, and the live
+    view drawn from its reports."""
+    _, directory = game_input
+    pipeline = game_pipeline(spark, directory / "in", TimestampCombiner.END_OF_WINDOW)
+    query = pipeline.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), "0 seconds", "games", metrics_port=0)
+    try:
+        assert query.metrics is not None and query.metrics.url.startswith("http://127.0.0.1:")
+        query.await_batches(4, timeout_s=300)
+        scraped = scrape(query.metrics.url)
+        seen = len(query.reports)
+        query.finish_when_input_exhausted(timeout_s=600)
+    finally:
+        query.stop()
+    assert 4 <= scraped[("floodmark_batches_total", ())] <= seen + 1
+    for stage in STAGES:
+        assert ("floodmark_stage_input_watermark_seconds", (("stage", stage),)) in scraped, stage
+        assert (
+            0
+            <= scraped[("floodmark_stage_panes_total", (("stage", stage),))]
+            <= query.stage_reconciliation(stage).panes
+        )
+    splits = {labels for name, labels in scraped if name == "floodmark_split_watermark_seconds"}
+    assert splits == {(("split", label),) for label in query.reports[-1].splits}
+    assert all(label.split("/")[0] in SOURCES for ((_, label),) in splits), "labelled <source>/<split>"
+    with pytest.raises(OSError):
+        urllib.request.urlopen(query.metrics.url, timeout=5)  # stopped with the query
+
+    totals = Totals()
+    for report in query.reports:
+        totals.add(report)
+    console = Console(width=200, record=True)
+    console.print(render(query.reports[-1], totals, "games"))
+    text = console.export_text()
+    for stage in STAGES:
+        (row,) = [line for line in text.splitlines() if line.strip().startswith(stage)]
+        assert f"{totals.stages[stage].panes:,}" in row, row
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """``{(sample name, ((label, value), ...) without the query label): value}`` of a Prometheus endpoint."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "query"))
+            assert sample.labels.get("query") == "games"
+            samples[(sample.name, labels)] = sample.value
+    return samples
 
 
 @pytest.mark.parametrize("combiner", [TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST])

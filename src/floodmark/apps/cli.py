@@ -102,7 +102,13 @@ def demo(
 
     simulator = dataclasses.replace(ClickstreamConfig.demo(), seed=seed)
     if kafka:
+        from floodmark.apps.kafka_demo import broker_class
         from floodmark.apps.kafka_demo import run_kafka_demo as run
+
+        try:
+            broker_class()  # the broker is a development tool (devtools/floodmark_dev), not in the wheel
+        except ImportError as error:
+            raise _fail(str(error), 2) from None
     else:
         from floodmark.apps.demo import run_demo as run
     try:

@@ -100,8 +100,8 @@ def run_demo(
     timeout_s: float = 600.0,
 ) -> DemoResult:
     """Run the demo into ``output`` (replaced if it holds an earlier demo); returns what it produced."""
+    from floodmark.apps.clickstream_source import read_clickstream
     from floodmark.spark import local_session
-    from floodmark.spark.clickstream_source import read_clickstream
 
     console = console or Console()
     simulator = simulator or ClickstreamConfig.demo()

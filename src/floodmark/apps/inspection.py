@@ -19,7 +19,7 @@ from floodmark.apps.outputs import read_output
 from floodmark.core.explain import Explanation, explain_window
 from floodmark.core.windows import Tumbling, Window
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import KEPT_ENTRIES, BatchController
+from floodmark.driver.controller import KEPT_ENTRIES, Controller, SourceSettings
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def explain_run(
     # Batch N ran with entry N; entry N+1 holds the sources as batch N left them.
     ran = log.read(batch)
     assert ran is not None  # _batch_to_explain checked that entries N and N+1 exist
-    watermarks = BatchController(log, pipeline.strategy()).watermarks_at(batch + 1)
+    watermarks = Controller.of_aggregation(log, SourceSettings(pipeline.strategy())).watermarks_at(batch + 1)
     explanation = explain_window(
         pipeline.window_spec(), keys[0] if len(keys) == 1 else keys, window, watermarks, applied_watermark=ran.watermark
     )

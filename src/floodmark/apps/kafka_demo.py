@@ -1,6 +1,6 @@
 """``floodmark demo --kafka``: seed 001's job between real Kafka topics.
 
-It starts an Apache Kafka broker on loopback (:class:`~floodmark.testing.kafka.KafkaBroker`, the jars
+It starts an Apache Kafka broker on loopback (``floodmark_dev.kafka.KafkaBroker``, the jars
 ``scripts/setup.sh`` fetched), feeds the clickstream simulator into the 4-partition topic ``clicks`` as
 JSON lines, paced like the embedded demo (one partition per split; split 3 goes silent 60% into the run),
 plus two values that are not records at all. The seed-001 job (:data:`~floodmark.apps.demo.SEED_001`)
@@ -10,6 +10,10 @@ letters to ``dead-letters`` (JSON). At the end it reads the three topics back, c
 a straight count of the simulator's records, and prints what ``results`` holds.
 
 The broker's storage and log stay in ``<output>/kafka/`` for a look afterwards; the broker is stopped.
+
+The broker is a development tool, not part of floodmark: ``floodmark_dev`` (``devtools/`` in the source tree,
+not in the wheel; ``scripts/setup.sh`` puts it on ``.venv``'s path) is imported when the demo starts, and
+without it (floodmark installed from the wheel) the demo stops with :data:`NEEDS_A_CHECKOUT`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from rich.console import Console
@@ -27,13 +32,33 @@ from floodmark.apps.demo import DEMO_TICKS_PER_SECOND, SEED_001, DemoResult, fin
 from floodmark.apps.live import LiveView
 from floodmark.apps.outputs import write_text_lines
 from floodmark.simulator.clickstream import ClickstreamConfig, generate_tick
-from floodmark.testing.kafka import KafkaBroker, KafkaRecord
+
+if TYPE_CHECKING:  # the broker's module is imported when the demo starts: broker_class()
+    from floodmark_dev.kafka import KafkaBroker, KafkaRecord
 
 INPUT_TOPIC = "clicks"
 RESULTS_TOPIC, LATE_TOPIC, DEAD_LETTER_TOPIC = "results", "late-records", "dead-letters"
 VALUE_SCHEMA = "ts LONG, channel STRING, id LONG, behavior STRING"
 NOT_RECORDS = ("this is not JSON", '{"ts": "yesterday", "channel": "app"}')
 """Values the producer adds to partition 0 halfway through: they must come out as dead letters, as they were."""
+NEEDS_A_CHECKOUT = (
+    "floodmark demo --kafka runs only from a development checkout of floodmark: its Kafka broker is a test tool "
+    "(floodmark_dev, in the source tree's devtools/, not in the wheel); clone floodmark, run scripts/setup.sh, "
+    "then .venv/bin/floodmark demo --kafka (or run floodmark demo without --kafka)"
+)
+"""Why the demo cannot run without the development tools, and what to do: one line."""
+
+
+def broker_class() -> type[KafkaBroker]:
+    """``floodmark_dev.kafka.KafkaBroker``, imported now; an ``ImportError`` saying :data:`NEEDS_A_CHECKOUT` when
+    the development tools are not importable (floodmark installed from its wheel)."""
+    try:
+        from floodmark_dev.kafka import KafkaBroker
+    except ModuleNotFoundError as error:
+        if error.name not in ("floodmark_dev", "floodmark_dev.kafka"):
+            raise
+        raise ImportError(NEEDS_A_CHECKOUT, name=error.name) from None
+    return KafkaBroker
 
 
 class PacedProducer(threading.Thread):
@@ -90,6 +115,7 @@ def run_kafka_demo(
     timeout_s: float = 600.0,
 ) -> DemoResult:
     """Run the Kafka demo into ``output`` (replaced if it holds an earlier demo); returns what it produced."""
+    broker_type = broker_class()  # before anything else: without the development tools nothing can run
     from floodmark.spark import Outputs, local_session, read_kafka, topic_partitions
 
     console = console or Console()
@@ -99,7 +125,7 @@ def run_kafka_demo(
     prepare_output(output, pipeline, simulator)
     started = time.monotonic()
     console.print("[bold]floodmark demo --kafka[/]: starting a Kafka broker on loopback and local Spark")
-    with KafkaBroker(work_dir=output / "kafka") as broker:
+    with broker_type(work_dir=output / "kafka") as broker:
         broker.create_topic(INPUT_TOPIC, partitions=simulator.splits)
         for topic in (RESULTS_TOPIC, LATE_TOPIC, DEAD_LETTER_TOPIC):
             broker.create_topic(topic)

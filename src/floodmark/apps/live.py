@@ -7,7 +7,10 @@ the one holding the combined watermark back, then the combined watermark, the
 event-time lag (how far the combined watermark trails the latest event time
 seen: data buffered and not yet final) and the processing-time lag (how long
 the oldest not-yet-fired record has waited), and the running totals of panes,
-late and bad records.
+late and bad records. A query of several stages (a pipeline) also gets one row
+per stage: its input and output watermarks, its event-time and processing-time
+lags (:meth:`~floodmark.driver.controller.StageReport.times`), its open windows
+and its running totals of panes, late and bad records.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class StageTotals:
+    """One stage's running totals over the reports seen."""
+
+    panes: int = 0
+    late: int = 0
+    bad: int = 0
+
+
+@dataclass
 class Totals:
     """Running totals over the reports seen."""
 
@@ -37,6 +49,8 @@ class Totals:
     bad: int = 0
     max_event_time: int = MIN_TIMESTAMP
     split_records: dict[str, int] = field(default_factory=dict)
+    stages: dict[str, StageTotals] = field(default_factory=dict)
+    """Per stage, by name."""
 
     def add(self, report: BatchReport) -> None:
         self.batches += 1
@@ -48,6 +62,11 @@ class Totals:
             self.split_records[split] = self.split_records.get(split, 0) + count
         if report.max_event_time is not None:
             self.max_event_time = max(self.max_event_time, report.max_event_time)
+        for name, stage in report.stages.items():
+            totals = self.stages.setdefault(name, StageTotals())
+            totals.panes += stage.panes
+            totals.late += stage.late
+            totals.bad += stage.bad
 
 
 def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Group:
@@ -90,7 +109,35 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
                 style="yellow",
             )
         )
-    return Group(table, summary, *notes)
+    stages = [_stage_table(report, totals)] if len(report.stages) > 1 else []
+    return Group(table, *stages, summary, *notes)
+
+
+def _stage_table(report: BatchReport, totals: Totals) -> Table:
+    """One row per stage, upstream first (a single stage's numbers are the summary's)."""
+    table = Table(title="stages", expand=False)
+    table.add_column("stage")
+    for column in ("input watermark", "output watermark"):
+        table.add_column(column)
+    for column in ("event-time lag", "processing-time lag", "open windows", "panes", "late", "bad"):
+        table.add_column(column, justify="right")
+    for name, stage in report.stages.items():
+        times = stage.times()
+        # Measured from a watermark of MIN (none yet) or MAX (end of input), a lag means nothing.
+        measured = MIN_TIMESTAMP < times.output_watermark < MAX_TIMESTAMP
+        seen = totals.stages.get(name, StageTotals())
+        table.add_row(
+            name,
+            format_watermark(times.input_watermark),
+            format_watermark(times.output_watermark),
+            format_seconds(times.event_time_lag if measured else None),
+            format_seconds(times.processing_time_lag),
+            f"{stage.open_windows:,}",
+            f"{seen.panes:,}",
+            f"{seen.late:,}",
+            f"{seen.bad:,}",
+        )
+    return table
 
 
 def _split_order(split: str) -> tuple[int, str]:

@@ -35,12 +35,11 @@ class ControlEntry:
     """What one micro-batch is told.
 
     :ivar seq: the control offset (entry N is for the batch that reads offset N).
-    :ivar watermark: the stage's input watermark for the batch (ms).
+    :ivar watermark: the MIN of the stages' input watermarks for the batch (ms).
     :ivar processing_time: the batch's processing time (ms), fixed here so replays agree.
     :ivar end_of_input: the input is bounded and exhausted: the watermark is MAX.
     :ivar coordinator: the coordinator's snapshot after the previous batch.
-    :ivar stage_watermarks: in a pipeline of several stages, each stage's input watermark for the batch
-        (``watermark`` is then their MIN).
+    :ivar stage_watermarks: each stage's input watermark for the batch (ms), by stage name.
     :ivar buckets: what each state bucket reported the last time it ran, after the previous batch
         (:class:`~floodmark.driver.next_batch.BucketGauges`).
     """
@@ -54,9 +53,9 @@ class ControlEntry:
     stage_watermarks: dict[str, int] = field(default_factory=dict)
     buckets: dict[str, list[Any]] = field(default_factory=dict)
 
-    def watermark_for(self, stage: str | None) -> int:
-        """The input watermark of ``stage`` for this batch (``None``: the single stage of a query)."""
-        return self.watermark if stage is None else self.stage_watermarks[stage]
+    def watermark_for(self, stage: str) -> int:
+        """The input watermark of ``stage`` for this batch (ms)."""
+        return self.stage_watermarks[stage]
 
 
 class ControlLog:

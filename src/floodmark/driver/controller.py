@@ -1,11 +1,11 @@
-"""The driver side: after each batch, feed the splits' statistics to the core coordinator.
+"""The driver side: after each batch, the sources' and stages' watermarks for the next one.
 
-:class:`BatchController` is called from the ``foreachBatch`` sink with the STATS
-and GAUGE rows of batch N. It restores :class:`SourceWatermarks` from control
-entry N (the one batch N consumed), feeds it the batch's per-split statistics,
-advances processing time to now (periodic emits, idleness), and writes entry
-N+1 for the next batch. The driver holds per-split state only: its memory
-does not grow with the number of keys.
+:class:`Controller` is called from the ``foreachBatch`` sink with the STATS and GAUGE rows of batch N. It
+restores every source's :class:`SourceWatermarks` and the :class:`~floodmark.core.watermarks.graph.StageGraph`
+from control entry N (the one batch N consumed), feeds the sources the batch's per-split statistics, advances
+processing time to now (periodic emits, idleness), advances the graph with the stages' holds, and writes entry
+N+1 for the next batch. A single aggregation is the graph of one source and one stage: no other rule. The
+driver holds per-split and per-bucket state only: its memory does not grow with the number of keys.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes
-from floodmark.driver.checkpoint_files import join
 from floodmark.driver.control_log import ControlEntry, ControlLog
 from floodmark.driver.next_batch import BucketGauges, NextBatch, next_batch
 
@@ -35,13 +34,18 @@ class TickRequests(Protocol):
 
 _LOG = logging.getLogger(__name__)
 
+AGGREGATION_SOURCE = "input"
+"""The source of a single aggregation's graph (``floodmark.spark.EventTimeAggregation``)."""
+AGGREGATION_STAGE = "aggregation"
+"""The stage of a single aggregation's graph: its key in ``BatchReport.stages``, its control entries and gauges."""
+
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
 
 
 @dataclass
 class StageReport:
-    """What one stage of a pipeline did in one batch (times in ms)."""
+    """What one stage of a query did in one batch (times in ms)."""
 
     input_watermark: int
     """The stage's input watermark for the batch (MIN of its upstreams' after the previous batch)."""
@@ -59,13 +63,7 @@ class StageReport:
 
     def times(self) -> StageTimes:
         """The stage's watermarks and lags after the batch (seed 003's rules, :class:`StageTimes`)."""
-        pending = self.oldest_pending
-        return StageTimes(
-            input_watermark=self.input_watermark,
-            output_watermark=self.output_watermark,
-            processing_time_watermark=self.processing_time if pending is None else min(self.processing_time, pending),
-            now=self.processing_time,
-        )
+        return StageTimes.at(self.processing_time, self.input_watermark, self.output_watermark, self.oldest_pending)
 
 
 @dataclass
@@ -95,8 +93,8 @@ class BatchReport:
     """(record, window) pairs added to windows this batch: each is counted in the panes its window fires."""
     extra: dict[str, Any] = field(default_factory=dict)
     stages: dict[str, StageReport] = field(default_factory=dict)
-    """In a pipeline of several stages, what each stage did (``watermark`` is then the MIN of their input
-    watermarks, so it is MAX only once every stage has had the end of input)."""
+    """What each stage did, by name (``watermark`` is the MIN of their input watermarks, so it is MAX only once
+    every stage has had the end of input)."""
 
     @property
     def rows_in(self) -> int:
@@ -153,11 +151,34 @@ class SourceSettings:
         )
 
 
-class ControlledBatches:
-    """What every controller shares: the control log, reports, metrics and the end-of-input latch."""
+class Controller:
+    """Control entry N+1 of a query's graph of sources and stages, from entry N and batch N's rows.
 
-    def __init__(self, log: ControlLog, clock: Clock | None = None, metrics_path: Path | None = None) -> None:
+    Each source has its own :class:`SourceWatermarks`, fed by the STATS rows of its splits (labelled
+    ``"<source>/<split>"`` when the graph has several sources, the split alone when it has one); the stages'
+    input watermarks follow :class:`~floodmark.core.watermarks.graph.StageGraph` from the sources'
+    watermarks and the GAUGE rows' holds. The entry carries them as ``stage_watermarks`` (its ``watermark`` is
+    their MIN).
+
+    :arg log: the control log (under the query's checkpoint).
+    :arg sources: ``{source: SourceSettings}``. :arg upstreams: ``{stage: [its sources or stages]}``.
+    :arg clock: processing time (injected; the wall clock by default).
+    :arg metrics_path: a local file each report is appended to (JSON lines), or None.
+    """
+
+    def __init__(
+        self,
+        log: ControlLog,
+        sources: dict[str, SourceSettings],
+        upstreams: dict[str, list[str]],
+        clock: Clock | None = None,
+        metrics_path: Path | None = None,
+    ) -> None:
+        if not sources or not upstreams:
+            raise ValueError("a query's graph needs at least one source and one stage")
         self.log = log
+        self.sources = sources
+        self.upstreams = upstreams
         self.clock = clock or SystemClock()
         self.metrics_path = metrics_path
         self.end_of_input_requested = False
@@ -172,10 +193,91 @@ class ControlledBatches:
         """Where the next batch without input is asked for (the tick source's schedule), once started."""
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
-        self.spark_checkpoint: str | None = None
-        """Spark's checkpoint of the query (its offset log says when each batch was planned), once started."""
+        self.planned_at: Callable[[int], int | None] = lambda batch_id: None
+        """When the engine planned a batch (ms), if it says (Spark's offset log: set by the runtime)."""
         self.running_entry: ControlEntry | None = None
 
+    @classmethod
+    def of_aggregation(cls, log: ControlLog, source: SourceSettings, **options: Any) -> Controller:
+        """The controller of a single aggregation: the graph of :data:`AGGREGATION_SOURCE` read by
+        :data:`AGGREGATION_STAGE` (``options``: as for the constructor)."""
+        return cls(log, {AGGREGATION_SOURCE: source}, {AGGREGATION_STAGE: [AGGREGATION_SOURCE]}, **options)
+
+    # ------------------------------------------------------------- the graph
+    @property
+    def order(self) -> list[str]:
+        """The stages, upstream first."""
+        return StageGraph(list(self.sources), self.upstreams).order
+
+    def split_label(self, source: str, split: str) -> str:
+        """How ``source``'s ``split`` is named in STATS rows and reports (see the class docstring)."""
+        return f"{source}/{split}" if len(self.sources) > 1 else split
+
+    def source_of(self, label: str) -> tuple[str, str]:
+        """``(source, split)`` of a split label (:meth:`split_label`'s inverse)."""
+        if len(self.sources) == 1:
+            return next(iter(self.sources)), label
+        name, _, split = label.partition("/")
+        return name, split
+
+    def _graph(self, entry: ControlEntry) -> tuple[dict[str, SourceWatermarks], StageGraph]:
+        sources = {}
+        for name, settings in self.sources.items():
+            source = settings.build(entry.processing_time)
+            saved = entry.coordinator.get("sources", {}).get(name)
+            if saved is not None:
+                source.restore(saved)
+            sources[name] = source
+        graph = StageGraph(list(self.sources), self.upstreams)
+        graph.restore(entry.coordinator.get("graph", {}))
+        return sources, graph
+
+    @staticmethod
+    def _coordinator(sources: dict[str, SourceWatermarks], graph: StageGraph) -> dict[str, Any]:
+        return {"sources": {name: s.snapshot() for name, s in sources.items()}, "graph": graph.snapshot()}
+
+    def watermarks_at(self, seq: int | None = None, source: str | None = None) -> SourceWatermarks:
+        """``source``'s coordinator (default: the only source) as control entry ``seq`` (default: the latest)
+        left it, for inspection."""
+        if source is None:
+            if len(self.sources) > 1:
+                raise ValueError(f"the query has sources {sorted(self.sources)}: say which one")
+            source = next(iter(self.sources))
+        if source not in self.sources:
+            raise ValueError(f"no source {source!r} in the query (it has {sorted(self.sources)})")
+        seq = self.log.latest_seq() if seq is None else seq
+        entry = None if seq is None else self.log.read(seq)
+        if entry is None:
+            raise LookupError(
+                f"no control entry {seq} in {self.log.directory} (entries older than {KEPT_ENTRIES} batches are pruned)"
+            )
+        return self._graph(entry)[0][source]
+
+    def ensure_initial_entry(self) -> ControlEntry:
+        """Entry 0 for a new query; a restarted query keeps its log, which must be of the same graph.
+
+        :raises ValueError: the log's entries name other stages (another query's checkpoint, or one written
+            before floodmark 0.2, whose single aggregation had no named stage).
+        """
+        latest = self.log.latest_seq()
+        if latest is None:
+            now = self.clock.now_ms()
+            sources, graph = self._graph(ControlEntry(0, MIN_TIMESTAMP, now))
+            stages = graph.input_watermarks()
+            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, False, self._coordinator(sources, graph), {}, stages))
+            latest = 0
+        entry = self.log.read(latest)
+        assert entry is not None
+        if sorted(entry.stage_watermarks) != sorted(self.upstreams):
+            raise ValueError(
+                f"the checkpoint's control log ({self.log.directory}) is of a query with stages "
+                f"{sorted(entry.stage_watermarks)}, not {sorted(self.upstreams)}"
+                + ("" if entry.stage_watermarks else " (written before floodmark 0.2)")
+                + ": start this query from a new checkpoint"
+            )
+        return entry
+
+    # ----------------------------------------------------------- the batches
     def entry_for_batch(self, batch_id: int) -> ControlEntry:
         """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
         entry = self.log.read(batch_id)
@@ -189,10 +291,10 @@ class ControlledBatches:
     def begin_batch(self, batch_id: int) -> ControlEntry:
         """Control entry ``batch_id`` as that batch runs with it (its tasks and :meth:`on_batch`).
 
-        Its processing time becomes the time Spark planned the batch when that is later: the entry was
-        written when the previous batch ended, which is long before after an idle stretch (batches without
-        input run only when needed: :mod:`floodmark.driver.next_batch`). Spark logs that time with the
-        batch's offsets (``batchTimestampMs``), so a replayed batch gets the same value.
+        Its processing time becomes the time the engine planned the batch (:attr:`planned_at`) when that is
+        later: the entry was written when the previous batch ended, which is long before after an idle stretch
+        (batches without input run only when needed: :mod:`floodmark.driver.next_batch`). Spark logs that time
+        with the batch's offsets (``batchTimestampMs``), so a replayed batch gets the same value.
         """
         entry = self.entry_for_batch(batch_id)
         planned = self.planned_at(batch_id)
@@ -200,16 +302,6 @@ class ControlledBatches:
             entry = replace(entry, processing_time=planned)
         self.running_entry = entry
         return entry
-
-    def planned_at(self, batch_id: int) -> int | None:
-        """When Spark planned batch ``batch_id`` (ms, from its offset log), or None without a Spark checkpoint."""
-        if self.spark_checkpoint is None:
-            return None
-        text = self.log.files.read_text(join(self.spark_checkpoint, "offsets", str(batch_id)))
-        lines = text.splitlines() if text else []
-        if len(lines) < 2:
-            return None
-        return int(json.loads(lines[1]).get("batchTimestampMs", 0)) or None
 
     def running(self, batch_id: int) -> ControlEntry:
         """The entry batch ``batch_id`` runs with (:meth:`begin_batch`'s, or the logged one)."""
@@ -229,192 +321,6 @@ class ControlledBatches:
             self.end_of_input_requested = bool(self.end_when_exhausted())
         return entry.end_of_input or self.end_of_input_requested
 
-    def write_next(self, entry: ControlEntry) -> ControlEntry:
-        """Write entry N+1 (a replayed batch keeps the one its first attempt wrote); prune the oldest."""
-        self.log.write(entry)
-        written = self.entry_for_batch(entry.seq)
-        self.next_entry = written
-        self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
-        return written
-
-    def plan_next_batch(
-        self, now: int, written: ControlEntry, gauges: BucketGauges, sources: list[SourceWatermarks]
-    ) -> None:
-        """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`)."""
-        watermarks = written.stage_watermarks or {"": written.watermark}
-        bounded = self.end_when_exhausted is not None or self.end_of_input_requested or written.end_of_input
-        self.next_batch = next_batch(now, watermarks, written.processing_time, gauges, sources, bounded)
-        if self.ticks is not None:
-            self.ticks.request(self.next_batch.at - now)
-
-    def record(self, report: BatchReport, first_dead_letter: Callable[[], str | None] | None = None) -> BatchReport:
-        """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters
-        (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason)."""
-        self.reports.append(report)
-        warning = dead_letter_warning(report, first_dead_letter)
-        if warning is not None:
-            _LOG.warning(warning)
-        if self.metrics_path is not None:
-            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.metrics_path.open("a") as handle:
-                handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")
-        return report
-
-
-class BatchController(ControlledBatches):
-    """Computes control entry N+1 from entry N and batch N's statistics.
-
-    :arg log: the control log (under the query's checkpoint).
-    :arg strategy: the watermark strategy (per-split generators).
-    :arg periodic_interval: auto-watermark interval in ms.
-    :arg clock: processing time source (injected; the wall clock by default).
-    """
-
-    def __init__(
-        self,
-        log: ControlLog,
-        strategy: WatermarkStrategy,
-        periodic_interval: int = 200,
-        percentile: float = 100.0,
-        splits: Iterable[str] = (),
-        clock: Clock | None = None,
-        metrics_path: Path | None = None,
-    ) -> None:
-        super().__init__(log, clock, metrics_path)
-        self.strategy = strategy
-        self.periodic_interval = periodic_interval
-        self.percentile = percentile
-        self.splits = [str(s) for s in splits]
-
-    def _source(self, start: int) -> SourceWatermarks:
-        return SourceSettings(self.strategy, self.periodic_interval, self.percentile, tuple(self.splits)).build(start)
-
-    def watermarks_at(self, seq: int | None = None) -> SourceWatermarks:
-        """The coordinator as control entry ``seq`` (default: the latest) left it, for inspection."""
-        seq = self.log.latest_seq() if seq is None else seq
-        entry = None if seq is None else self.log.read(seq)
-        if entry is None:
-            raise LookupError(
-                f"no control entry {seq} in {self.log.directory} (entries older than {KEPT_ENTRIES} batches are pruned)"
-            )
-        source = self._source(entry.processing_time)
-        source.restore(entry.coordinator)
-        return source
-
-    def ensure_initial_entry(self) -> ControlEntry:
-        """Entry 0 for a new query (a restarted query keeps its log)."""
-        latest = self.log.latest_seq()
-        if latest is None:
-            now = self.clock.now_ms()
-            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, coordinator=self._source(now).snapshot()))
-            latest = 0
-        entry = self.log.read(latest)
-        assert entry is not None
-        return entry
-
-    def on_batch(
-        self,
-        batch_id: int,
-        stats: list[dict[str, Any]],
-        gauges: list[dict[str, Any]],
-        counts: dict[str, int],
-        first_dead_letter: Callable[[], str | None] | None = None,
-    ) -> BatchReport:
-        """Batch ``batch_id`` is done: write entry N+1 and report; ``first_dead_letter()``: see :meth:`record`."""
-        seq = batch_id  # batch N runs with entry N (see batch_entry.py)
-        entry = self.running(seq)
-        source = self._source(entry.processing_time)
-        source.restore(entry.coordinator)
-        merged = merge_split_stats(stats)
-        source.on_batch(SplitBatchStats(s, c, lo, hi) for s, (c, lo, hi) in merged.items())
-        now = max(self.clock.now_ms(), entry.processing_time)
-        watermark = source.advance_processing_time(now)
-        records = sum(c for c, _, _ in merged.values())
-        end = self.ends_input(entry, batch_id, records, counts.get("BAD", 0))
-        if end:
-            watermark = MAX_TIMESTAMP
-        buckets = BucketGauges(entry.buckets)
-        buckets.update("", gauges)
-        written = self.write_next(
-            ControlEntry(seq + 1, watermark, now, end, source.snapshot(), buckets=buckets.snapshot())
-        )
-        self.plan_next_batch(now, written, buckets, [source])
-        holds = buckets.values("", "fm_hold")
-        pending = buckets.values("", "fm_oldest_pending")
-        report = BatchReport(
-            batch_id=batch_id,
-            seq=seq,
-            watermark=entry.watermark,
-            next_watermark=written.watermark,
-            processing_time=entry.processing_time,
-            splits=source.split_watermarks(),
-            records=records,
-            panes=counts.get("PANE", 0),
-            late=counts.get("LATE", 0),
-            bad=counts.get("BAD", 0),
-            output_watermark=min([entry.watermark, *holds]),
-            oldest_pending=min(pending) if pending else None,
-            open_windows=buckets.total("", "fm_open_windows"),
-            next_processing_time=written.processing_time,
-            split_records={split: c for split, (c, _, _) in merged.items()},
-            max_event_time=max((hi for _, _, hi in merged.values()), default=None),
-            accepted=sum(int(g.get("fm_accepted") or 0) for g in gauges),
-        )
-        return self.record(report, first_dead_letter)
-
-
-class PipelineController(ControlledBatches):
-    """Control entry N+1 of a pipeline of several sources and stages, from entry N and batch N's rows.
-
-    Each source has its own :class:`SourceWatermarks`, fed by the STATS rows whose split label is
-    ``"<source>/<split>"``; the stages' input watermarks follow
-    :class:`~floodmark.core.watermarks.graph.StageGraph` from the sources' watermarks and the GAUGE rows'
-    holds. The entry carries them as ``stage_watermarks`` (its ``watermark`` is their MIN).
-
-    :arg sources: ``{source: SourceSettings}``. :arg upstreams: ``{stage: [its sources or stages]}``.
-    """
-
-    def __init__(
-        self,
-        log: ControlLog,
-        sources: dict[str, SourceSettings],
-        upstreams: dict[str, list[str]],
-        clock: Clock | None = None,
-        metrics_path: Path | None = None,
-    ) -> None:
-        super().__init__(log, clock, metrics_path)
-        self.sources = sources
-        self.upstreams = upstreams
-
-    def _graph(self, entry: ControlEntry) -> tuple[dict[str, SourceWatermarks], StageGraph]:
-        sources = {}
-        for name, settings in self.sources.items():
-            source = settings.build(entry.processing_time)
-            saved = entry.coordinator.get("sources", {}).get(name)
-            if saved is not None:
-                source.restore(saved)
-            sources[name] = source
-        graph = StageGraph(list(self.sources), self.upstreams)
-        graph.restore(entry.coordinator.get("graph", {}))
-        return sources, graph
-
-    @staticmethod
-    def _coordinator(sources: dict[str, SourceWatermarks], graph: StageGraph) -> dict[str, Any]:
-        return {"sources": {name: s.snapshot() for name, s in sources.items()}, "graph": graph.snapshot()}
-
-    def ensure_initial_entry(self) -> ControlEntry:
-        """Entry 0 for a new query (a restarted query keeps its log)."""
-        latest = self.log.latest_seq()
-        if latest is None:
-            now = self.clock.now_ms()
-            sources, graph = self._graph(ControlEntry(0, MIN_TIMESTAMP, now))
-            stages = graph.input_watermarks()
-            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, False, self._coordinator(sources, graph), {}, stages))
-            latest = 0
-        entry = self.log.read(latest)
-        assert entry is not None
-        return entry
-
     def on_batch(
         self,
         batch_id: int,
@@ -423,14 +329,17 @@ class PipelineController(ControlledBatches):
         counts: dict[str, dict[str, int]],
         first_dead_letter: Callable[[], str | None] | None = None,
     ) -> BatchReport:
-        """Batch ``batch_id`` is done: ``stats`` rows, ``gauges`` and ``counts`` (PANE/LATE/BAD) per stage;
-        ``first_dead_letter()``: see :meth:`record`."""
+        """Batch ``batch_id`` is done: write entry N+1 and report.
+
+        :arg stats: the batch's STATS rows. :arg gauges: each stage's GAUGE rows (of the buckets that ran).
+        :arg counts: each stage's PANE, LATE and BAD counts. :arg first_dead_letter: see :meth:`record`.
+        """
         entry = self.running(batch_id)
         sources, graph = self._graph(entry)
         merged = merge_split_stats(stats)
         per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}
         for label, (c, lo, hi) in merged.items():
-            name, _, split = label.partition("/")
+            name, split = self.source_of(label)
             per_source[name].append(SplitBatchStats(split, c, lo, hi))
         now = max(self.clock.now_ms(), entry.processing_time)
         for name, source in sources.items():
@@ -483,7 +392,9 @@ class PipelineController(ControlledBatches):
             next_watermark=written.watermark,
             processing_time=entry.processing_time,
             splits={
-                f"{name}/{split}": mark for name, s in sources.items() for split, mark in s.split_watermarks().items()
+                self.split_label(name, split): mark
+                for name, s in sources.items()
+                for split, mark in s.split_watermarks().items()
             },
             records=records,
             panes=sum(r.panes for r in stage_reports.values()),
@@ -499,3 +410,33 @@ class PipelineController(ControlledBatches):
             stages=stage_reports,
         )
         return self.record(report, first_dead_letter)
+
+    def write_next(self, entry: ControlEntry) -> ControlEntry:
+        """Write entry N+1 (a replayed batch keeps the one its first attempt wrote); prune the oldest."""
+        self.log.write(entry)
+        written = self.entry_for_batch(entry.seq)
+        self.next_entry = written
+        self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
+        return written
+
+    def plan_next_batch(
+        self, now: int, written: ControlEntry, gauges: BucketGauges, sources: list[SourceWatermarks]
+    ) -> None:
+        """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`)."""
+        bounded = self.end_when_exhausted is not None or self.end_of_input_requested or written.end_of_input
+        self.next_batch = next_batch(now, written.stage_watermarks, written.processing_time, gauges, sources, bounded)
+        if self.ticks is not None:
+            self.ticks.request(self.next_batch.at - now)
+
+    def record(self, report: BatchReport, first_dead_letter: Callable[[], str | None] | None = None) -> BatchReport:
+        """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters
+        (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason)."""
+        self.reports.append(report)
+        warning = dead_letter_warning(report, first_dead_letter)
+        if warning is not None:
+            _LOG.warning(warning)
+        if self.metrics_path is not None:
+            self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.metrics_path.open("a") as handle:
+                handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")
+        return report

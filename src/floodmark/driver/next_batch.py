@@ -41,7 +41,7 @@ GAUGES = ("fm_hold", "fm_oldest_pending", "fm_open_windows", "fm_next_fire", "fm
 
 
 class BucketGauges:
-    """What each state bucket reported the last time it ran, per stage (``""``: a query's single stage).
+    """What each state bucket reported the last time it ran, per stage.
 
     A bucket runs in a batch with its input or with ticks; in other batches its state did not change, so what
     it reported before still holds. Kept in the control entries (``ControlEntry.buckets``) across restarts.
@@ -123,7 +123,7 @@ def next_batch(
     """When the next batch must run (see the module docstring).
 
     :arg now: the driver's processing time (ms). :arg input_watermarks: each stage's input watermark in the
-        control entry just written (``""``: a single stage). :arg processing_time: that entry's processing time.
+        control entry just written. :arg processing_time: that entry's processing time.
     """
     if bounded:
         return NextBatch(now, "bounded input: every trigger runs")

@@ -14,10 +14,16 @@ windows, so ``window_pairs`` is ``records`` times that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from floodmark.driver.controller import BatchReport
+
+
+def committed(reports: Iterable[BatchReport]) -> list[BatchReport]:
+    """One report per batch: a batch reported twice (replayed after a restart) counts as its last report (the
+    attempt that was committed)."""
+    return list({report.batch_id: report for report in reports}.values())
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,7 @@ class Reconciliation:
     def of(cls, reports: Iterable[BatchReport]) -> Reconciliation:
         """The totals of ``reports``; a batch reported twice (replayed after a restart) counts once, as its
         last report (the attempt that was committed)."""
-        latest = {report.batch_id: report for report in reports}
-        batches = list(latest.values())
+        batches = committed(reports)
         return cls(
             rows_in=sum(r.rows_in for r in batches),
             records=sum(r.records for r in batches),
@@ -54,4 +59,69 @@ class Reconciliation:
         return (
             f"rows in {self.rows_in:,} = {self.records:,} records + {self.dead_letters:,} dead letters; "
             f"(record, window) pairs {self.window_pairs:,} = {self.in_windows:,} in windows + {self.late:,} late"
+        )
+
+
+@dataclass(frozen=True)
+class StageReconciliation:
+    """Where one stage's input rows went, over a run's batches.
+
+    A stage reads its sources' rows (``input_rows`` = their good records + the dead letters the stage's
+    combiner rejected) or its upstream stages' panes (``input_rows`` = those panes, one row each). Its good
+    records' (record, window) pairs are added to windows or late::
+
+        input_rows == records + dead_letters
+        window_pairs == in_windows + late
+
+    and ``window_pairs == records`` for assigners that give a record one window (tumbling, sessions, global).
+    """
+
+    stage: str
+    input_rows: int
+    dead_letters: int
+    in_windows: int
+    late: int
+    panes: int
+
+    @property
+    def records(self) -> int:
+        """The stage's good input rows."""
+        return self.input_rows - self.dead_letters
+
+    @property
+    def window_pairs(self) -> int:
+        return self.in_windows + self.late
+
+    @classmethod
+    def of(
+        cls, reports: Iterable[BatchReport], stage: str, upstream: Sequence[str], source_of: Callable[[str], str]
+    ) -> StageReconciliation:
+        """``stage``'s totals over ``reports`` (a replayed batch counts once, as its last report).
+
+        :arg upstream: the sources or stages ``stage`` reads. :arg source_of: a split label of the reports ->
+            its source (``Controller.source_of``).
+        """
+        batches = committed(reports)
+        mine = [r.stages[stage] for r in batches if stage in r.stages]
+        bad = sum(s.bad for s in mine)
+        if any(up in r.stages for r in batches for up in upstream):
+            input_rows = sum(r.stages[up].panes for r in batches for up in upstream if up in r.stages)
+        else:
+            split_records = [item for r in batches for item in r.split_records.items()]
+            input_rows = bad + sum(count for label, count in split_records if source_of(label) in upstream)
+        return cls(
+            stage=stage,
+            input_rows=input_rows,
+            dead_letters=bad,
+            in_windows=sum(s.accepted for s in mine),
+            late=sum(s.late for s in mine),
+            panes=sum(s.panes for s in mine),
+        )
+
+    def describe(self) -> str:
+        """``stage means: input 120 = 120 records + 0 dead letters; pairs 120 = 118 in windows + 2 late; 4 panes``."""
+        return (
+            f"stage {self.stage}: input {self.input_rows:,} = {self.records:,} records + {self.dead_letters:,} "
+            f"dead letters; (record, window) pairs {self.window_pairs:,} = {self.in_windows:,} in windows + "
+            f"{self.late:,} late; {self.panes:,} panes"
         )

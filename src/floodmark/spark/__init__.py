@@ -1,16 +1,16 @@
 """floodmark's Spark runtime: the only package that imports pyspark.
 
-It hosts :mod:`floodmark.core` on Spark Structured Streaming: the coordinator
-on the driver (:mod:`.controller`) writing each batch's watermark to a control
-log (:mod:`.control_log`; the executors get it with the batch's jobs: :mod:`.batch_entry`),
-the map-side combiner (:mod:`.combiner`), the core window operator inside a bucketed ``applyInPandasWithState``
-(:mod:`.processor`) and a ``foreachBatch`` function (:mod:`.batch_sink`) writing to the
-:class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function). Users start at
-:class:`EventTimeAggregation` with a :class:`SourceTime` (:mod:`.pipeline`) and :func:`local_session`
-(or :func:`cluster_session` for a cluster, :func:`configure_spark_with_floodmark` for a session of your own);
+It hosts :mod:`floodmark.core` on Spark Structured Streaming. A query is a graph of sources and windowed
+stages (:class:`Pipeline`, :mod:`.pipeline`; :class:`EventTimeAggregation`, :mod:`.aggregation`, is the graph
+of one source and one stage): each source through the map-side combiner (:mod:`.inputs`, :mod:`.combiner`),
+the stages hosted per level by stateful operators running the core window operator per bucket
+(:mod:`.levels`, :mod:`.processor`), a ``foreachBatch`` function (:mod:`.batch_sink`) writing each stage's
+:class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function) and calling the driver's controller
+(:mod:`floodmark.driver.controller`), which writes each batch's watermarks to a control log that the
+executors get with the batch's jobs (:mod:`.batch_entry`). :class:`FloodmarkQuery` (:mod:`.query`) is the
+running query. Sessions: :func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`;
 Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`), JSON-lines files that keep
-each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`). Several chained windowed
-stages (seed 003) run as one query through :class:`Pipeline` (:mod:`.stages`).
+each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`).
 """
 
 from typing import TYPE_CHECKING
@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from floodmark.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from floodmark.spark.aggregation import EventTimeAggregation
     from floodmark.spark.json_lines import read_json_lines
     from floodmark.spark.kafka import read_kafka, topic_partitions
-    from floodmark.spark.pipeline import EventTimeAggregation, FloodmarkQuery, SourceTime
+    from floodmark.spark.pipeline import Pipeline, SourceTime
+    from floodmark.spark.query import FloodmarkQuery
     from floodmark.spark.session import (
         cluster_session,
         configure_spark_with_floodmark,
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
         local_session,
     )
     from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
-    from floodmark.spark.stages import Pipeline, PipelineQuery
 
 __all__ = [
     "EventTimeAggregation",
@@ -39,7 +40,6 @@ __all__ = [
     "KafkaSink",
     "Outputs",
     "Pipeline",
-    "PipelineQuery",
     "SourceTime",
     "TableSink",
     "cluster_session",
@@ -60,8 +60,8 @@ __getattr__, __dir__ = lazy_exports(
         "read_json_lines": "floodmark.spark.json_lines",
         "read_kafka": "floodmark.spark.kafka",
         "topic_partitions": "floodmark.spark.kafka",
-        "EventTimeAggregation": "floodmark.spark.pipeline",
-        "FloodmarkQuery": "floodmark.spark.pipeline",
+        "EventTimeAggregation": "floodmark.spark.aggregation",
+        "FloodmarkQuery": "floodmark.spark.query",
         "SourceTime": "floodmark.spark.pipeline",
         "cluster_session": "floodmark.spark.session",
         "configure_spark_with_floodmark": "floodmark.spark.session",
@@ -73,7 +73,6 @@ __getattr__, __dir__ = lazy_exports(
         "KafkaSink": "floodmark.spark.sinks",
         "Outputs": "floodmark.spark.sinks",
         "TableSink": "floodmark.spark.sinks",
-        "Pipeline": "floodmark.spark.stages",
-        "PipelineQuery": "floodmark.spark.stages",
+        "Pipeline": "floodmark.spark.pipeline",
     },
 )

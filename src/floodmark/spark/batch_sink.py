@@ -1,15 +1,14 @@
-"""The ``foreachBatch`` function: route tagged rows to their outputs, report the batch to the controller.
+"""The ``foreachBatch`` function: route each stage's rows to its outputs, report the batch to the controller.
 
-Panes, late records and dead letters go to the :class:`~floodmark.spark.sinks.Outputs` the query was
+Each stage's panes, late records and dead letters go to the :class:`~floodmark.spark.sinks.Outputs` it was
 started with (files by default: exactly-once per batch id; see :mod:`floodmark.spark.sinks` for each
-sink's guarantee). STATS and GAUGE rows go to the driver's controller.
+sink's guarantee). STATS and GAUGE rows go to the driver's :class:`~floodmark.driver.controller.Controller`.
 
-A batch costs one Spark job in the common case: the pane write runs the whole
-micro-batch (combiner, shuffle, stateful processor) and an observation
-(``DataFrame.observe``) brings the small STATS and GAUGE rows to the driver in
-the same job. Late records and dead letters, rare, are written from the cached
-batch only when the gauges count some. A pane sink that is a user function runs
-after a no-op write that computes the batch (the function may run no Spark action).
+A batch costs one Spark job in the common case: the first stage's pane write runs the whole micro-batch
+(combiner, shuffle, stateful operators) and an observation (``DataFrame.observe``) brings the small STATS and
+GAUGE rows to the driver in the same job. Other outputs (late records and dead letters, rare; other stages'
+panes) are written from the cached batch only when the gauges count some. A pane sink that is a user function
+runs after a no-op write that computes the batch (the function may run no Spark action).
 """
 
 from __future__ import annotations
@@ -17,76 +16,109 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from floodmark.driver.controller import BatchReport, ControlledBatches
-from floodmark.spark import batch_entry, pane_blocks
+from floodmark.driver.controller import BatchReport, Controller
+from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
+from floodmark.spark.blocks import BLOCK
+from floodmark.spark.levels import KIND, OUTPUT, STAGE, UnpackOutput
 from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
 
 OUTPUT_KINDS = {p.PANE: PANES, p.LATE: LATE, p.BAD: DEAD_LETTER}
 """Row kind (``fm_kind``) -> output."""
 
+_COUNTS = ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
+"""Row kind -> the GAUGE column in which each bucket counts what it emitted of that kind."""
 
-class BatchSink:
-    """The function given to ``foreachBatch``.
 
-    :arg panes_in_blocks: the batch's PANE rows carry many panes each (:mod:`floodmark.spark.pane_blocks`,
-        a single-stage query); otherwise one pane per row (a pipeline's stage output).
+class StageRoute:
+    """Where one stage's rows of a batch go: its OUTPUT blocks unpacked, each kind projected to its
+    output's columns and written to its sink (:class:`~floodmark.spark.sinks.Outputs`).
+
+    The projections are built once per query (:class:`OutputProjection` says why).
     """
 
-    def __init__(
-        self, plan: p.RuntimePlan, outputs: Outputs, controller: ControlledBatches, panes_in_blocks: bool = True
-    ) -> None:
+    def __init__(self, plan: p.RuntimePlan, outputs: Outputs) -> None:
         self.plan = plan
-        self.panes_in_blocks = panes_in_blocks
         self.outputs = outputs
-        self.controller = controller
-        self.listeners: list[Callable[[BatchReport], None]] = []
-        self.doing = "computing the batch"
-        """What the batch was doing, for the error message if it fails."""
+        self.is_output = F.expr(f"{STAGE} = {_sql_text(plan.stage)} AND {KIND} = '{OUTPUT}'")
+        self.projections = {
+            kind: OutputProjection(F.expr(f"fm_kind = '{kind}'"), (self.columns(kind),)) for kind in OUTPUT_KINDS
+        }
 
-    def columns(self, kind: str, column: Callable[[str], str] = p.sql_name) -> list[Column]:
-        """``kind``'s output columns, each computed from ``column(name)`` (SQL): the batch's own column by
-        default. Parsed from SQL text: one py4j call per column (see :class:`OutputProjection`)."""
+    def columns(self, kind: str) -> list[Column]:
+        """``kind``'s output columns (SQL text: one py4j call per column, see :class:`OutputProjection`)."""
         if kind == p.PANE:
             names = self.plan.pane_columns()
         elif kind == p.LATE:
             names = self.plan.record_columns()
         else:
             names = [*self.plan.key_columns, "event_time", "reason", "record"]
-        columns = [f"{column(name)} AS {p.sql_name(name)}" for name in names]
+        columns = [p.sql_name(name) for name in names]
         if "window_start" in names:
             columns += [
-                f"timestamp_millis({column('window_start')}) AS window_start_time",
-                f"timestamp_millis({column('window_end')}) AS window_end_time",
+                "timestamp_millis(window_start) AS window_start_time",
+                "timestamp_millis(window_end) AS window_end_time",
             ]
         return [F.expr(c) for c in columns]
 
-    @cached_property
-    def _projections(self) -> dict[str, OutputProjection]:
-        projections = {}
-        for kind in OUTPUT_KINDS:
-            is_kind = f"fm_kind = '{kind}'"
-            if kind == p.PANE and self.panes_in_blocks:
-                unpacking = pane_blocks.Unpacking(self.plan, only=is_kind)
-                projections[kind] = OutputProjection(None, (unpacking.indexing, self.columns(kind, unpacking.element)))
-            else:
-                projections[kind] = OutputProjection(F.expr(is_kind), (self.columns(kind),))
-        return projections
+    def rows(self, frame: DataFrame) -> DataFrame:
+        """The stage's panes, late records and dead letters of the batch ``frame`` (carrier rows), one per row."""
+        schema = self.plan.emitted_schema()
+        return frame.filter(self.is_output).select(BLOCK).mapInArrow(UnpackOutput(), schema)
 
-    small_row_columns: tuple[str, ...] = ("fm_kind", *(f.name for f in p.STATS_META))
-    """The columns of the STATS and GAUGE rows the driver reads (a pipeline's sink adds the stage)."""
+    def batch(self, kind: str, rows: DataFrame, batch_id: int) -> OutputBatch:
+        """The rows of ``kind`` among the stage's ``rows``, in their output columns."""
+        values = tuple(self.plan.result_names) if kind == p.PANE else ()
+        return OutputBatch(
+            OUTPUT_KINDS[kind], self.projections[kind](rows), batch_id, tuple(self.plan.key_columns), values
+        )
+
+    def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
+        """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
+        when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
+        row = self.batch(p.BAD, self.rows(frame), batch_id).rows.select("reason").first()
+        return None if row is None else row["reason"]
+
+
+class BatchSink:
+    """The function given to ``foreachBatch``: each stage's rows to its outputs, the batch to the controller.
+
+    One Spark job computes the batch and collects its small STATS and GAUGE rows (an observation) into the
+    cache; when a stage's pane sink can run the whole batch (files, tables), that job writes that stage's panes
+    on the way (an empty write is discarded). Every other output is then written from the cache, only when
+    the gauges count some rows for it.
+
+    :arg plans: ``{stage: plan}``, upstream first. :arg outputs: ``{stage: Outputs}``.
+    """
+
+    def __init__(self, plans: dict[str, p.RuntimePlan], outputs: dict[str, Outputs], controller: Controller) -> None:
+        self.routes = {name: StageRoute(plan, outputs[name]) for name, plan in plans.items()}
+        self.controller = controller
+        self.listeners: list[Callable[[BatchReport], None]] = []
+        self.doing = "computing the batch"
+        """What the batch was doing, for the error message if it fails."""
+        # The stage whose pane write runs the whole batch (the first whose pane sink can), if any.
+        self.leader = next((name for name, route in self.routes.items() if route.outputs.panes.runs_the_batch), None)
+
+    def _owner(self, stage: str) -> str:
+        """Whose output a message is about: ``its`` in a query of one stage, else the stage by name."""
+        return f"stage {stage!r}'s" if len(self.routes) > 1 else "its"
+
+    small_row_columns: tuple[str, ...] = (STAGE, KIND, *(f.name for f in p.STATS_META))
+    """The columns of the STATS and GAUGE rows the driver reads."""
 
     @cached_property
     def _small_rows(self) -> Column:
         """The STATS and GAUGE rows, collected by the batch's observation."""
         fields = ", ".join(self.small_row_columns)
         return F.expr(
-            f"collect_list(CASE WHEN fm_kind IN ('{p.STATS}', '{p.GAUGE}') THEN struct({fields}) END) AS small"
+            f"collect_list(CASE WHEN {KIND} IN ('{p.STATS}', '{p.GAUGE}') THEN struct({fields}) END) AS small"
         )
 
     def _run_observed(self, frame: DataFrame, write: Callable[[DataFrame], None] | None) -> list[dict]:
@@ -99,18 +131,6 @@ class BatchSink:
         else:
             write(observed)
         return [row.asDict() for row in observation.get["small"]]
-
-    def _batch(self, row_kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
-        """The rows of ``row_kind`` in ``frame``, in their output columns."""
-        rows = self._projections[row_kind](frame)
-        values = tuple(self.plan.result_names) if row_kind == p.PANE else ()
-        return OutputBatch(OUTPUT_KINDS[row_kind], rows, batch_id, tuple(self.plan.key_columns), values)
-
-    def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
-        """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
-        when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
-        row = self._batch(p.BAD, frame, batch_id).rows.select("reason").first()
-        return None if row is None else row["reason"]
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         self.doing = "computing the batch"
@@ -137,41 +157,55 @@ class BatchSink:
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
-            pane_sink = self.outputs.panes
-            if pane_sink.runs_the_batch:
-                self.doing = f"computing the batch and writing its panes to {pane_sink!r}"
-                small = self._run_observed(frame, lambda rows: pane_sink.write(self._batch(p.PANE, rows, batch_id)))
-            else:
+            leader = self.leader
+            if leader is None:
+                self.doing = "computing the batch"
                 small = self._run_observed(frame, None)
-            gauges = [r for r in small if r["fm_kind"] == p.GAUGE]
+            else:
+                route = self.routes[leader]
+                self.doing = f"computing the batch and writing {self._owner(leader)} panes to {route.outputs.panes!r}"
+                small = self._run_observed(
+                    frame, lambda rows: route.outputs.panes.write(route.batch(p.PANE, route.rows(rows), batch_id))
+                )
+            stats = [r for r in small if r[KIND] == p.STATS]
+            gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
+            for row in small:
+                if row[KIND] == p.GAUGE:
+                    gauges[row[STAGE]].append(row)
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {
-                row_kind: sum(int(g[column] or 0) for g in gauges)
-                for row_kind, column in ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
+                name: {kind: sum(int(g[column] or 0) for g in rows) for kind, column in _COUNTS}
+                for name, rows in gauges.items()
             }
-            if not counts[p.PANE] and pane_sink.runs_the_batch:
-                pane_sink.discard_empty(frame.sparkSession, PANES, batch_id)
-            elif counts[p.PANE] and not pane_sink.runs_the_batch:
-                self.doing = f"writing its panes to {pane_sink!r}"
-                pane_sink.write(self._batch(p.PANE, frame, batch_id))
-            for row_kind in (p.LATE, p.BAD):
-                if counts[row_kind]:
-                    sink = self.outputs.sink(OUTPUT_KINDS[row_kind])
-                    self.doing = f"writing its {OUTPUT_KINDS[row_kind]} records to {sink!r}"
-                    sink.write(self._batch(row_kind, frame, batch_id))
-            stats = [r for r in small if r["fm_kind"] == p.STATS]
-            report = self.controller.on_batch(
-                batch_id, stats, gauges, counts, first_dead_letter=lambda: self.first_dead_letter(frame, batch_id)
-            )
+            for name, route in self.routes.items():
+                if name == leader and not counts[name][p.PANE]:
+                    route.outputs.panes.discard_empty(frame.sparkSession, PANES, batch_id)
+                # The leader's panes went out with the job that ran the batch.
+                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, p.PANE)]
+                if not kinds:
+                    continue
+                stage_rows = route.rows(frame)
+                for kind in kinds:
+                    sink = route.outputs.sink(OUTPUT_KINDS[kind])
+                    self.doing = f"writing {self._owner(name)} {OUTPUT_KINDS[kind]} output to {sink!r}"
+                    sink.write(route.batch(kind, stage_rows, batch_id))
+
+            def first_dead_letter() -> str | None:
+                stage = next((name for name in self.routes if counts[name][p.BAD]), None)
+                return None if stage is None else self.routes[stage].first_dead_letter(frame, batch_id)
+
+            report = self.controller.on_batch(batch_id, stats, gauges, counts, first_dead_letter)
         finally:
             frame.unpersist()
-        self._publish_and_notify(frame, report)
-
-    def _publish_and_notify(self, frame: DataFrame, report: BatchReport) -> None:
         # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
+
+
+def _sql_text(value: str) -> str:
+    """``value`` as a SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)

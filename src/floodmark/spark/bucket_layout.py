@@ -1,19 +1,16 @@
 """Which ``fm_bucket`` value stands for each state bucket, so that every Spark partition gets its share.
 
 A stateful operator's rows are hash-partitioned on its grouping columns: group
-``(bucket)`` (or ``(stage, bucket)`` in a pipeline) runs in partition
-``pmod(murmur3(columns, seed 42), N)``, N being ``spark.sql.shuffle.partitions``
+``(stage, bucket)`` runs in partition ``pmod(murmur3(columns, seed 42), N)``, N being ``spark.sql.shuffle.partitions``
 when the checkpoint was created. Buckets numbered 0..B-1 split by luck: 8 buckets
 land 5:3 on 2 partitions and 0:1:3:4 on 4, so one task does 5/8 of every batch
 (and of the final flush) while the other core waits, or a core gets nothing.
 
-So bucket i (0-based) is labelled with the smallest integer not yet used whose
-partition is ``i mod N`` (in a pipeline, counting the buckets of all stages in
-order): each partition gets ``floor(B/N)`` or ``ceil(B/N)`` buckets. The
-label depends on N; state is keyed by it. The layout is therefore fixed when a
-checkpoint is created and read back from it on restart (:func:`fixed`), whatever
-the session's settings then: a layout that changed would orphan every bucket's
-state. A checkpoint created before layouts were stored keeps labels 0..B-1.
+So bucket i (0-based) is labelled with the smallest integer not yet used whose partition is ``i mod N``
+(counting the buckets of all stages in order): each partition gets ``floor(B/N)`` or ``ceil(B/N)`` buckets.
+The label depends on N; state is keyed by it. The layout is therefore fixed when a checkpoint is created and
+read back from it on restart (:func:`fixed`), whatever the session's settings then: a layout that changed
+would orphan every bucket's state. A checkpoint created before layouts were stored keeps labels 0..B-1.
 
 The hash is Spark's ``Murmur3Hash`` (``functions.hash``), restated here for
 integer and string columns; ``tests/spark/test_bucket_layout.py`` checks it
@@ -84,15 +81,14 @@ def murmur3_string(text: str, seed: int = SEED) -> int:
     return _signed(_fmix(h1, len(data)))
 
 
-def partition_of(label: int, partitions: int, stage: str | None = None) -> int:
-    """The partition Spark's hash partitioning puts group ``(label)`` (or ``(stage, label)``) in."""
-    seed = SEED if stage is None else murmur3_string(stage)
-    return murmur3_int(label, seed) % partitions
+def partition_of(label: int, partitions: int, stage: str) -> int:
+    """The partition Spark's hash partitioning puts group ``(stage, label)`` in (a stage name, an int label)."""
+    return murmur3_int(label, murmur3_string(stage)) % partitions
 
 
 @dataclass(frozen=True)
 class BucketLayout:
-    """The ``fm_bucket`` value of each bucket, per stage (``""``: a single-stage query).
+    """The ``fm_bucket`` value of each bucket, per stage.
 
     :ivar partitions: the partition count the labels were balanced for (0: labels 0..B-1, not balanced).
     :ivar labels: stage -> label of bucket 0..B-1 (every stage has B buckets).
@@ -106,11 +102,11 @@ class BucketLayout:
         """B, the number of buckets per stage."""
         return len(next(iter(self.labels.values())))
 
-    def of(self, stage: str | None = None) -> tuple[int, ...]:
-        return self.labels["" if stage is None else stage]
+    def of(self, stage: str) -> tuple[int, ...]:
+        return self.labels[stage]
 
     @classmethod
-    def balanced(cls, count: int, partitions: int, stages: Sequence[str | None] = (None,)) -> BucketLayout:
+    def balanced(cls, count: int, partitions: int, stages: Sequence[str]) -> BucketLayout:
         """``count`` buckets per stage, the buckets of all ``stages`` (in order) dealt round-robin over
         ``partitions``."""
         labels: dict[str, tuple[int, ...]] = {}
@@ -127,14 +123,14 @@ class BucketLayout:
                     found[part].append(value)
                     if all(len(found[p]) == n for p, n in wanted.items()):
                         break
-            labels["" if stage is None else stage] = tuple(found[part].pop(0) for part in targets)
+            labels[stage] = tuple(found[part].pop(0) for part in targets)
             dealt += count
         return cls(partitions, labels)
 
     @classmethod
-    def numbered(cls, count: int, stages: Sequence[str | None] = (None,)) -> BucketLayout:
+    def numbered(cls, count: int, stages: Sequence[str]) -> BucketLayout:
         """Labels 0..count-1 for every stage (what checkpoints created before layouts were stored use)."""
-        return cls(0, {"" if s is None else s: tuple(range(count)) for s in stages})
+        return cls(0, {s: tuple(range(count)) for s in stages})
 
     def to_json(self) -> str:
         return json.dumps({"partitions": self.partitions, "labels": {s: list(v) for s, v in self.labels.items()}})
@@ -156,7 +152,7 @@ def fixed(
     requested: int | None,
     default: int,
     partitions: int,
-    stages: Sequence[str | None] = (None,),
+    stages: Sequence[str],
     existing: bool = False,
 ) -> BucketLayout:
     """The checkpoint's layout: stored at its creation, read back on every restart.
@@ -184,7 +180,7 @@ def fixed(
             f"the checkpoint {checkpoint} keeps its state in {layout.count} buckets; buckets={requested} cannot "
             f"resume it (start with buckets={layout.count}, or from a new checkpoint)"
         )
-    missing = [s for s in stages if ("" if s is None else s) not in layout.labels]
+    missing = [s for s in stages if s not in layout.labels]
     if missing:
         raise ValueError(f"the checkpoint {checkpoint} has no state buckets for stage(s) {missing}")
     return layout

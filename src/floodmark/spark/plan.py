@@ -7,6 +7,8 @@ to the executors inside the combiner and the stateful processor. It fixes the
 internal column names and the output schema (one wide schema whose ``fm_kind``
 column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
 
+A plan is one stage's: a single aggregation is a query of one stage.
+
 Between the map-side combiner and the stateful processor, rows are the input
 rows plus combiner columns; ``fm_row`` says what a row is: RAW (a record),
 PARTIAL (partial aggregates of one key and window), BAD_INPUT (a rejected
@@ -174,11 +176,12 @@ class RuntimePlan:
     text_column: str | None = None
     """:data:`TEXT` when the input has it (a string column): every row's original text, the ``record`` of its
     dead letter whatever made it bad. Only the combiner reads it: records cross the shuffle without it."""
-    stage: str | None = None
-    """The stage's name in a pipeline of several (its watermark is the control entry's ``stage_watermarks``
-    of that name; ``None``: a single-stage query, whose watermark is the entry's ``watermark``)."""
+    stage: str = ""
+    """The stage's name in its query's graph (its watermark is the control entry's ``stage_watermarks`` of
+    that name)."""
     source: str | None = None
-    """In a pipeline, the source a combiner reads: its split labels become ``"<source>/<split>"``."""
+    """The source a combiner reads when the graph has several: its split labels become ``"<source>/<split>"``
+    (``floodmark.driver.controller.Controller.split_label``)."""
     split_stats: bool = True
     """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
 
@@ -194,7 +197,7 @@ class RuntimePlan:
         max_future_skew_ms: int | None,
         buckets: int,
         corrupt_column: str | None = None,
-        stage: str | None = None,
+        stage: str = "",
     ) -> RuntimePlan:
         """The plan of ``spec`` over an input of ``schema``; a ``ValueError`` names what the input cannot run.
 
@@ -206,8 +209,6 @@ class RuntimePlan:
         """
         columns = schema.names
         types = {f.name: f.dataType for f in schema.fields}
-        if not key_columns and stage is None:
-            raise ValueError("key_by needs at least one column")
         check_columns(columns, key_columns, event_time, split)
         grouped = {*key_columns, *([split] if split is not None else [])}
         nested = [
@@ -285,13 +286,18 @@ class RuntimePlan:
     def result_names(self) -> list[str]:
         return [name for name, _ in self.result_types]
 
-    def output_schema(self) -> StructType:
+    def emitted_schema(self) -> StructType:
+        """What the stage emits, one row per pane, late record or dead letter (``fm_kind``: PANE, LATE, BAD)."""
         fields = [StructField("fm_kind", StringType())]
         fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
         fields += PANE_META
         fields += [StructField(name, dtype) for name, dtype in self.result_types]
-        fields += RECORD_META + STATS_META
+        fields += RECORD_META
         return StructType(fields)
+
+    def output_schema(self) -> StructType:
+        """Every row a bucket returns: :meth:`emitted_schema` plus the STATS and GAUGE columns."""
+        return StructType([*self.emitted_schema().fields, *STATS_META])
 
     def pane_columns(self) -> list[str]:
         return [*self.key_columns, *(f.name for f in PANE_META), *self.result_names]

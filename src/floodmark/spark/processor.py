@@ -1,20 +1,17 @@
 """The stateful processor: one core window operator per bucket of keys, inside Spark.
 
-Spark groups rows by ``fm_bucket`` (the label of bucket ``pmod(hash(keys), B)``:
-:mod:`floodmark.spark.bucket_layout`) and, through
-``applyInPandasWithState``, calls :class:`WindowBucketProcessor` once per bucket and batch with
-the bucket's rows from the map-side combiner (:mod:`floodmark.spark.combiner`:
-RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
-blocks: :mod:`floodmark.spark.blocks`) and one
-tick row, so that every bucket runs every batch, even without data. The
+Spark groups a stage's rows by ``(fm_stage, fm_bucket)`` (the label of bucket ``pmod(hash(keys), B)``:
+:mod:`floodmark.spark.bucket_layout`) and the stage's level (:mod:`floodmark.spark.levels`) calls
+:meth:`WindowBucketProcessor.run` once per bucket and batch with the bucket's rows from the map-side combiner
+(:mod:`floodmark.spark.combiner`: RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
+blocks: :mod:`floodmark.spark.blocks`) or an upstream stage's panes, when it has input or a tick. The
 watermark and processing time come from the batch's control entry
 (:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
 operator from its RocksDB value state (compressed: :mod:`floodmark.spark.state_codec`),
 runs the core's pure ``step`` (processing time, then watermark, then partials and records), writes
 the new snapshot back and returns one frame of tagged rows:
 
-* PANE - fired panes (to Spark, many per row: :mod:`floodmark.spark.pane_blocks`);
-  LATE - records beyond allowed lateness or for a closed window, with window
+* PANE - fired panes; LATE - records beyond allowed lateness or for a closed window, with window
   and lateness; BAD - the combiner's rejected records, with the reason;
 * STATS - per split and input partition: count, min and max timestamp of the
   good records (what the driver's generators need); GAUGE - per bucket:
@@ -26,13 +23,11 @@ No event-time logic lives here: it is all in :mod:`floodmark.core`.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from floodmark.core.combine import Partials
@@ -42,18 +37,18 @@ from floodmark.core.step import step
 from floodmark.core.values import plain
 from floodmark.driver.control_log import ControlEntry
 from floodmark.driver.next_batch import BucketGauges
-from floodmark.spark import blocks, pane_blocks, state_codec
+from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import conform, records_json, result_value
+from floodmark.spark.rows import records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
 
 class BucketOutput(NamedTuple):
     """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
-    not yet in one frame: the columnar panes, most of a flush, go to the pane blocks without the row form's
-    other ~20 (null) columns."""
+    not yet in one frame: the columnar panes, most of a flush, are stacked into the emitted rows without
+    the STATS and GAUGE columns."""
 
     rows: list[pd.DataFrame]
     """Dead letters, STATS rows, what the operator emitted as objects (late records, the general operator's
@@ -64,47 +59,13 @@ class BucketOutput(NamedTuple):
     """The bucket's new state; None when there is nothing to store (a bucket that never had a window)."""
 
 
-# Spark 4.3's applyInPandasWithState pads the frames a task returns with an empty, untyped frame before it
-# converts them to Arrow (pyspark/worker.py, construct_record_batch), and pandas 2.x warns about the dtypes
-# of that concatenation (pandas GH#39122), once per Python worker: 82 lines in one demo run. The frames are
-# typed on purpose; returning object columns instead would silence pandas at ~1.3 us per pane (measured:
-# 100k panes x 12 columns, +0.13 s per batch). So only that message, raised from Spark's worker, is ignored.
-warnings.filterwarnings(
-    "ignore",
-    message="The behavior of DataFrame concatenation with empty or all-NA entries",
-    category=FutureWarning,
-    module=r"pyspark\.worker",
-)
-
-
 class WindowBucketProcessor:
-    """Hosts the core window operator for one bucket of keys (see the module docstring).
-
-    The function given to ``applyInPandasWithState`` (state schema :data:`STATE_SCHEMA`, no timeout): the
-    bucket's operator snapshot is the group state, one compressed blob. :meth:`process` gives one row per
-    pane (:meth:`RuntimePlan.output_schema`, what a pipeline's stages carry); a single-stage query gets the
-    panes packed many per row (:mod:`floodmark.spark.pane_blocks`).
-    """
+    """Hosts the core window operator for one bucket of a stage (see the module docstring); the bucket's
+    operator snapshot is its state, one compressed blob (:data:`STATE_SCHEMA`)."""
 
     def __init__(self, plan: p.RuntimePlan) -> None:
         self.plan = plan
-        self.schema = plan.output_schema()
-        self.spark_schema = pane_blocks.schema(plan)
         self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
-
-    def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        frame = pd.concat(list(rows), ignore_index=True)
-        bucket = int(key[0]) if isinstance(key, tuple) else int(key)
-        stored = state.getOption  # a property: None when the bucket has no state yet
-        out = self.run(bucket, frame[blocks.BLOCK].tolist(), None if stored is None else stored[0])
-        if out.state is not None:
-            state.update((out.state,))
-        yield pane_blocks.pack(out.rows, out.pane_frames, self.plan, self.spark_schema)
-
-    def process(self, bucket: int, block_values: list[Any], stored: bytes | None) -> tuple[pd.DataFrame, bytes | None]:
-        """:meth:`run` with its output in the row form (one row per pane), and the new state."""
-        out = self.run(bucket, block_values, stored)
-        return conform([*out.rows, *out.pane_frames], self.schema), out.state
 
     def run(self, bucket: int, block_values: list[Any], stored: bytes | None) -> BucketOutput:
         """One bucket's batch: its blocks (ticks carry None) and stored state -> its output and new state."""
@@ -148,7 +109,7 @@ class WindowBucketProcessor:
     def _due(self, entry: ControlEntry, bucket: int) -> bool:
         """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported
         (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
-        gauges, stage = BucketGauges(entry.buckets), self.plan.stage or ""
+        gauges, stage = BucketGauges(entry.buckets), self.plan.stage
         if not gauges.reported(stage, bucket):
             return True
         return gauges.due(stage, entry.watermark_for(self.plan.stage), entry.processing_time, bucket) is not None

@@ -27,7 +27,7 @@ OPERATOR_MODULES = (
     "pyspark.sql.pandas.serializers",
     "floodmark.spark.combiner",
     "floodmark.spark.processor",
-    "floodmark.spark.stages",
+    "floodmark.spark.levels",
 )
 """What a floodmark query's Python workers import before their first row (pandas and pyarrow come with them)."""
 

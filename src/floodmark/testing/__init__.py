@@ -1,8 +1,8 @@
-"""Public test utilities.
+"""Public test utilities: :class:`WindowHarness`, :class:`TestStream`, a pipeline's event-time behaviour without
+Spark.
 
-* :class:`WindowHarness`, :class:`TestStream`: a pipeline's event-time behaviour without Spark.
-* :mod:`floodmark.testing.kafka`: a real Kafka broker on loopback (``KafkaBroker``, a pytest fixture).
-* :mod:`floodmark.testing.spark_cluster`: a Spark standalone master and workers on loopback.
+The helpers that start real servers for floodmark's own tests (a Kafka broker, a Spark standalone cluster) are
+not part of the package: they live in the source tree's ``devtools/floodmark_dev``.
 """
 
 from floodmark.testing.harness import WindowHarness

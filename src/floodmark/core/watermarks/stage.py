@@ -32,6 +32,13 @@ class StageTimes:
     processing_time_watermark: int
     now: int
 
+    @classmethod
+    def at(cls, now: int, input_watermark: int, output_watermark: int, oldest_pending: int | None) -> StageTimes:
+        """The times at processing time ``now`` of a stage whose oldest record taken in and not yet emitted
+        arrived at ``oldest_pending`` (``None``: nothing pending, the processing-time watermark is ``now``)."""
+        pending = now if oldest_pending is None else min(now, oldest_pending)
+        return cls(input_watermark, output_watermark, pending, now)
+
     @property
     def event_time_lag(self) -> int:
         return self.now - self.output_watermark
@@ -78,12 +85,7 @@ class StageWatermark:
 
     def times(self, now: int, oldest_pending: int | None) -> StageTimes:
         """The stage's watermarks at processing time ``now``."""
-        return StageTimes(
-            input_watermark=self.input_watermark,
-            output_watermark=self.output_watermark,
-            processing_time_watermark=now if oldest_pending is None else min(now, oldest_pending),
-            now=now,
-        )
+        return StageTimes.at(now, self.input_watermark, self.output_watermark, oldest_pending)
 
     def snapshot(self) -> dict[str, Any]:
         return {

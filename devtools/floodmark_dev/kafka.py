@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.jvm import KAFKA_BROKER, java_executable, require_jars
-from floodmark.testing.processes import free_port, tail
+from floodmark_dev.processes import free_port, tail
 
-CLIENT_LOG = logging.getLogger("floodmark.testing.kafka.client")
+CLIENT_LOG = logging.getLogger("floodmark_dev.kafka.client")
 """Where the clients' (librdkafka's) own messages go: not the console (a broker still starting refuses
 connections, and the client would print each retry); attach a handler to see them."""
 CLIENT_LOG.addHandler(logging.NullHandler())

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.jvm import ensure_java
-from floodmark.testing.processes import free_port, tail
+from floodmark_dev.processes import free_port, tail
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through $http_proxy

@@ -1,6 +1,7 @@
-"""Panes packed many per row (``spark/pane_blocks.py``) come back as the row form, nulls included, through the
-conversion Spark's worker applies (no Spark session here: the JVM's explode is covered by every Spark test that
-reads panes, and by the last test against Spark's own)."""
+"""A stage's panes, late records and dead letters leave its bucket as one OUTPUT carrier row (an Arrow IPC
+block, ``spark/levels.py``) and come back in the sink as the row form, nulls and exact longs included, through
+the conversion Spark's worker applies; the last test goes through Spark's own ``mapInArrow`` in the sink's
+projection (``batch_sink.StageRoute``)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from pyspark.sql.conversion import PandasToArrowConversion
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-from spark_helpers import explode_pane_blocks
 
 from floodmark import aggregates, windows
 from floodmark.core.spec import WindowSpec
-from floodmark.spark import pane_blocks
 from floodmark.spark import plan as p
+from floodmark.spark.batch_sink import StageRoute
+from floodmark.spark.levels import CARRIER, KIND, OUTPUT, STAGE, StageLevel, UnpackOutput
+from floodmark.spark.processor import BucketOutput
 from floodmark.spark.rows import conform
+from floodmark.spark.sinks import Outputs
 
 PLAN = p.RuntimePlan(
     spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
@@ -29,6 +33,7 @@ PLAN = p.RuntimePlan(
     numeric_fields=("v",),
     user_columns=("ts", "k", "id", "v"),
     max_future_skew_ms=None,
+    stage="s",
 )
 
 
@@ -65,7 +70,7 @@ def row_form_parts(panes: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
 
 def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.RecordBatch:
     """``frame`` as Spark 4.3's ``applyInPandasWithState`` worker turns it into Arrow (``construct_record_batch``)."""
-    with warnings.catch_warnings():  # pandas' notice about that empty padding frame (see spark/processor.py)
+    with warnings.catch_warnings():  # pandas' notice about that empty padding frame (see spark/levels.py)
         warnings.simplefilter("ignore", FutureWarning)
         padded = pd.concat([frame, pd.DataFrame(dict.fromkeys(schema.names), index=[])], ignore_index=True)
     batch = PandasToArrowConversion.convert(
@@ -80,59 +85,62 @@ def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.Reco
     return pa.RecordBatch.from_struct_array(batch.column(0))
 
 
-def packed_parts(panes: int, pane_frames: int) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
-    """:func:`pack`'s two inputs for :func:`row_form_parts`: its last ``pane_frames`` panes as a pane frame (the
-    columnar operator's panes), the others as rows among the late record and the gauge."""
+def bucket_output(panes: int, pane_frames: int) -> BucketOutput:
+    """:func:`row_form_parts` as a bucket's output: its last ``pane_frames`` panes as a pane frame (the columnar
+    operator's panes), the others as rows among the late record and the gauge."""
     late, pane_rows, gauge = row_form_parts(panes)
     split = panes - pane_frames
-    return [late, pane_rows[:split], gauge], [pane_rows[split:]]
+    return BucketOutput([late, pane_rows[:split], gauge], [pane_rows[split:]], None)
 
 
-@pytest.mark.parametrize(
-    "panes, per_row, pane_frames",
-    [(0, 4, 0), (1, 4, 0), (1, 4, 1), (9, 4, 0), (9, 4, 6), (9, 4, 9), (8, 4, 3), (50, 65_536, 50)],
-)
-def test_packed_panes_come_back_as_the_row_form(monkeypatch, panes, per_row, pane_frames):
-    monkeypatch.setattr(pane_blocks, "PANES_PER_ROW", per_row)
+def unpacked(batch: pa.RecordBatch) -> pd.DataFrame:
+    """The OUTPUT rows of carrier ``batch`` unpacked as the sink unpacks them (``UnpackOutput``)."""
+    output = batch.filter(pc.equal(batch.column(KIND), OUTPUT))
+    schema = to_arrow(PLAN.emitted_schema())
+    return pa.Table.from_batches(list(UnpackOutput()([output])), schema=schema).to_pandas(
+        types_mapper={pa.int64(): pd.Int64Dtype()}.get
+    )
+
+
+def to_arrow(schema: StructType) -> pa.Schema:
+    return to_arrow_schema(schema)
+
+
+@pytest.mark.parametrize("panes, pane_frames", [(0, 0), (1, 0), (1, 1), (9, 0), (9, 6), (9, 9), (50, 50)])
+def test_a_buckets_output_comes_back_as_the_row_form(panes, pane_frames):
     rows = row_form(panes)
-    schema = pane_blocks.schema(PLAN)
-    packed = pane_blocks.pack(*packed_parts(panes, pane_frames), PLAN, schema)
-    assert list(packed.columns) == schema.names
-    assert (packed["fm_kind"] == p.PANE).sum() == -(-panes // per_row), "one PANE row per PANES_PER_ROW panes"
-    assert not set(PLAN.pane_columns()) - set(PLAN.record_columns()) & set(schema.names), "no pane-only scalars"
+    level = StageLevel({"s": PLAN}, {}, ["s"])
+    carried = level.carry("s", 0, bucket_output(panes, pane_frames))
+    assert list(carried.columns) == CARRIER.names
+    assert (carried[KIND] == OUTPUT).sum() == 1, "one OUTPUT block per bucket and batch"
+    batch = through_spark_conversion(carried, CARRIER)
+    assert set(batch.column(STAGE).to_pylist()) == {"s"}
 
-    batch = through_spark_conversion(packed, schema)
-    blocks = batch.filter(pc.equal(batch.column("fm_kind"), p.PANE))
-    exploded = explode_pane_blocks(blocks, PLAN.pane_columns()).to_pydict()
-    expected = rows[rows["fm_kind"] == p.PANE]
-    for column in PLAN.pane_columns():
+    got = unpacked(batch)
+    expected = rows[rows["fm_kind"].isin([p.PANE, p.LATE])].reset_index(drop=True)
+    assert got.columns.tolist() == PLAN.emitted_schema().names
+    for column in PLAN.emitted_schema().names:
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
-        assert exploded[column] == want, column
+        assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column
+    late = got[got["fm_kind"] == p.LATE].iloc[0]
+    assert late["event_time"] == 2**63 - 1 and late["id"] == 2**63 - 1, "longs stay exact"
 
-    if panes:
-        first = blocks.column(pane_blocks.PREFIX + "timing").to_pylist()[0]
-        assert first == ["ON_TIME"], "a value the whole block shares crosses once"
-        assert len(blocks.column(pane_blocks.PREFIX + "k").to_pylist()[0]) == min(panes, per_row)
-
-    others = batch.filter(pc.not_equal(batch.column("fm_kind"), p.PANE)).to_pylist()
-    assert [r["fm_kind"] for r in others] == [p.LATE, p.GAUGE]
-    assert others[0]["event_time"] == 2**63 - 1 and others[0]["id"] == 2**63 - 1, "longs stay exact"
-    assert all(r[pane_blocks.PREFIX + "n"] is None for r in others)
+    small = batch.filter(pc.not_equal(batch.column(KIND), OUTPUT)).to_pylist()
+    assert [(r[KIND], r["fm_pane_count"]) for r in small] == [(p.GAUGE, panes)]
 
 
-def test_a_block_of_shared_values_nulls_included_comes_back_through_sparks_own_explode(spark):
+def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, tmp_path):
     rows = row_form(6)
     is_pane = rows["fm_kind"] == p.PANE
     rows.loc[is_pane, "id"] = pd.NA  # a null every pane shares
     rows.loc[is_pane, "lo"] = 1.5
-    schema = pane_blocks.schema(PLAN)
-    packed = pane_blocks.pack([rows], [], PLAN, schema)
-    blocks = packed[packed["fm_kind"] == p.PANE]
-    assert [len(blocks[pane_blocks.PREFIX + c].iloc[0]) for c in ("k", "id", "lo", "window_start")] == [6, 1, 1, 6]
-    frame = spark.createDataFrame(packed, schema)
-    got = pane_blocks.unpack(frame.filter(frame.fm_kind == p.PANE), PLAN).toPandas()
-    expected = rows[rows["fm_kind"] == p.PANE][PLAN.pane_columns()].reset_index(drop=True)
-    assert got.columns.tolist() == PLAN.pane_columns()
+    level = StageLevel({"s": PLAN}, {}, ["s"])
+    carried = level.carry("s", 0, BucketOutput([rows], [], None))
+    frame = spark.createDataFrame(carried, CARRIER)
+    route = StageRoute(PLAN, Outputs.of(str(tmp_path)))
+    got = route.batch(p.PANE, route.rows(frame), batch_id=0).rows.toPandas()
+    expected = rows[is_pane][PLAN.pane_columns()].reset_index(drop=True)
+    assert got.columns.tolist() == [*PLAN.pane_columns(), "window_start_time", "window_end_time"]
     for column in PLAN.pane_columns():
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column

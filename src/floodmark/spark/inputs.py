@@ -1,0 +1,68 @@
+"""A source's rows up to the shuffle: event time in ms, the bucket of each key, the map-side combiner."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from floodmark.spark import blocks, bucket_layout
+from floodmark.spark import plan as p
+from floodmark.spark.combiner import MapSideCombiner
+
+
+def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column]:
+    """``(event time in ms as a long, the raw value as text)`` for ``source``'s ``event_time`` column or expression.
+
+    Longs are ms since the epoch; timestamps are converted; whole doubles are taken as ms; text is parsed as a
+    long or as a timestamp. Anything else is null (a bad record, whose raw text is kept).
+    """
+    column = F.col(event_time) if isinstance(event_time, str) else event_time
+    dtype = source.select(column).schema.fields[0].dataType
+    if isinstance(dtype, TimestampType | TimestampNTZType):
+        ms = F.unix_millis(column.cast(TimestampType()))
+    elif isinstance(dtype, LongType | IntegerType | ShortType):
+        ms = column.cast("long")
+    elif isinstance(dtype, DoubleType | FloatType):
+        ms = F.when(column == F.floor(column), column.cast("long"))
+    else:
+        as_long = column.try_cast("long")
+        ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.cast("string"))))
+    return ms, column.cast("string")
+
+
+def combined_input(source: DataFrame, event_time: str | Column, split: str | Column | None, plan: p.RuntimePlan):
+    """``source`` through the map-side combiner of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``)."""
+    ms, raw = event_time_ms(source, event_time)
+    # The split travels as the user's own column (no copy, no string per record); only an expression
+    # adds a column. The combiner labels the few distinct values.
+    split_value = [split.alias(p.SPLIT_VALUE)] if isinstance(split, Column) else []
+    ts = [] if plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
+    bucket = (
+        bucket_layout.label_column(
+            plan.bucket_values, F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets))
+        )
+        if plan.key_columns
+        else F.lit(plan.bucket_values[0])  # one global key
+    )
+    data = source.select(
+        "*",
+        *ts,  # a long column of ms is used as it is; only bad rows need the raw text
+        *split_value,
+        bucket.alias(p.BUCKET),
+    )
+    # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
+    # no record. The original text is for the combiner's dead letters: records cross the shuffle without it.
+    inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.text_column]
+    combined_schema = StructType([*inputs, *plan.combiner_fields()])
+    return data.mapInArrow(MapSideCombiner(plan, combined_schema), blocks.SCHEMA)

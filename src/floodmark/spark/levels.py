@@ -1,0 +1,198 @@
+"""The stateful operators of a query: each hosts the stages of one *level* of its graph, on carrier rows.
+
+A stage's level is 1 + the longest path from a source to it. Spark 4.3 refuses two ``applyInPandasWithState``
+in one query (``bench/chained_stateful_probe.py``), so level 1 (the stages that read sources) runs on
+``applyInPandasWithState`` and every later level on ``transformWithStateInPandas``. Each groups by
+``(fm_stage, fm_bucket)``: one operator hosts every stage of its level, with a state value per stage and
+bucket. A single aggregation is the one-stage case: level 1 only.
+
+Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`), whose ``fm_kind`` says what they
+are:
+
+* IN: a block of a stage's input rows (the map-side combiner's rows, or an upstream stage's panes as rows);
+* TICK: one per stage, bucket and batch the driver asks for, so that every bucket runs without input;
+* OUTPUT: a block of one bucket's panes, late records and dead letters (Arrow IPC, in the stage's
+  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink by :class:`UnpackOutput`;
+* STATS and GAUGE: what the driver needs (``plan.STATS_META``), one row per split statistics or bucket.
+
+A level passes the rows of other levels' stages through unchanged. A stage's panes reach the next level in
+the same batch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.state import GroupState
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+from floodmark.core.pipeline import WindowedStage, stage_input_rows
+from floodmark.spark import blocks
+from floodmark.spark import plan as p
+from floodmark.spark.processor import STATE_SCHEMA, BucketOutput, WindowBucketProcessor
+from floodmark.spark.rows import conform
+
+STAGE = "fm_stage"
+KIND = "fm_kind"
+IN, TICK, OUTPUT = "IN", "TICK", "OUTPUT"
+CARRIER = StructType(
+    [
+        StructField(STAGE, StringType()),
+        StructField(KIND, StringType()),
+        StructField(blocks.BLOCK, BinaryType()),
+        *p.STATS_META,  # fm_bucket among them
+    ]
+)
+"""The rows between levels and into the sink (see the module docstring)."""
+
+_SMALL = [KIND, *(f.name for f in p.STATS_META)]
+
+# Spark 4.3's applyInPandasWithState pads the frames a task returns with an empty, untyped frame before it
+# converts them to Arrow (pyspark/worker.py, construct_record_batch), and pandas 2.x warns about the dtypes
+# of that concatenation (pandas GH#39122), once per Python worker: 82 lines in one demo run. The frames are
+# typed on purpose; returning object columns instead would silence pandas at a cost per row. So only that
+# message, raised from Spark's worker, is ignored.
+warnings.filterwarnings(
+    "ignore",
+    message="The behavior of DataFrame concatenation with empty or all-NA entries",
+    category=FutureWarning,
+    module=r"pyspark\.worker",
+)
+
+
+class StageLevel:
+    """Hosts the stages of one level: a bucket's batch per ``(stage, bucket)`` group, other groups passed on.
+
+    The function given to level 1's ``applyInPandasWithState`` (state :data:`STATE_SCHEMA`, no timeout);
+    :class:`LevelStatefulProcessor` wraps it for later levels.
+
+    :arg plans: this level's stages. :arg downstream: for every stage, the plans and definitions of the stages
+        that read it. :arg order: every stage, upstream first (fixes the order of forwarded blocks).
+    """
+
+    def __init__(
+        self,
+        plans: dict[str, p.RuntimePlan],
+        downstream: dict[str, list[tuple[p.RuntimePlan, WindowedStage]]],
+        order: list[str],
+    ) -> None:
+        self.processors = {name: WindowBucketProcessor(plan) for name, plan in plans.items()}
+        self.downstream = downstream
+        self.order = order
+        self.emitted_schemas = {name: plan.emitted_schema() for name, plan in plans.items()}
+        self.arrow_schemas = {name: to_arrow_schema(schema) for name, schema in self.emitted_schemas.items()}
+
+    def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        """``applyInPandasWithState`` form (level 1)."""
+        stage, bucket = key
+        frame = pd.concat(list(rows), ignore_index=True)
+        stored = state.getOption  # a property: None when the bucket has no state yet
+        out, new_state = self.run(str(stage), bucket, frame, None if stored is None else stored[0])
+        if new_state is not None:
+            state.update((new_state,))
+        yield out
+
+    def run(self, stage: str, bucket: Any, frame: pd.DataFrame, stored: bytes | None) -> tuple[pd.DataFrame, Any]:
+        """One group's carrier rows -> carrier rows out and the new state (None: leave it)."""
+        processor = self.processors.get(stage)
+        if processor is None:
+            return conform([frame], CARRIER), None
+        bucket = int(bucket)
+        kinds = frame[KIND].to_numpy()
+        out = processor.run(bucket, frame.loc[kinds == IN, blocks.BLOCK].tolist(), stored)
+        return self.carry(stage, bucket, out), out.state
+
+    def carry(self, stage: str, bucket: int, out: BucketOutput) -> pd.DataFrame:
+        """A bucket's output as carrier rows: its STATS and GAUGE rows, one OUTPUT block, and its panes as IN
+        blocks of the stages that read ``stage``."""
+        plan = self.processors[stage].plan
+        rows = conform(out.rows, plan.output_schema())
+        kinds = rows[KIND].to_numpy()
+        small = rows.loc[np.isin(kinds, [p.STATS, p.GAUGE]), _SMALL]
+        # STATS rows carry the bucket too: every carrier row belongs to a (stage, bucket) group downstream.
+        parts = [small.assign(**{STAGE: stage, p.BUCKET: np.int32(bucket)})]
+        emitted = conform(
+            [rows.loc[np.isin(kinds, [p.PANE, p.LATE, p.BAD])], *out.pane_frames], self.emitted_schemas[stage]
+        )
+        if len(emitted):
+            table = pa.Table.from_pandas(emitted, schema=self.arrow_schemas[stage], preserve_index=False)
+            parts.append(
+                pd.DataFrame({STAGE: [stage], KIND: [OUTPUT], p.BUCKET: [bucket], blocks.BLOCK: [ipc_bytes(table)]})
+            )
+            targets = self.downstream.get(stage, [])
+            if targets:
+                panes = emitted[emitted[KIND].to_numpy() == p.PANE][plan.pane_columns()].reset_index(drop=True)
+                if len(panes):
+                    parts += [
+                        self._forward(stage, bucket, panes, target_plan, target) for target_plan, target in targets
+                    ]
+        return conform(parts, CARRIER)
+
+    def _forward(
+        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: WindowedStage
+    ) -> pd.DataFrame:
+        """``panes`` as IN blocks of ``target``, one per target bucket."""
+        rows = stage_input_rows(panes, target)
+        if target.key_by:
+            hashes = pd.util.hash_pandas_object(rows[list(target.key_by)], index=False).to_numpy()
+            buckets = np.asarray(plan.bucket_values, dtype=np.int32)[hashes % np.uint64(plan.buckets)]
+        else:
+            buckets = np.full(len(rows), plan.bucket_values[0], dtype=np.int32)
+        rows = rows.assign(**{p.ROW: p.RAW, p.BUCKET: buckets})
+        # The block's partition orders a target bucket's blocks the same way on every replay.
+        partition = self.order.index(stage) * plan.buckets + self.processors[stage].plan.bucket_values.index(bucket)
+        packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition)
+        return pd.DataFrame(
+            {
+                STAGE: target.name,
+                KIND: IN,
+                p.BUCKET: packed.column(p.BUCKET).to_numpy(),
+                blocks.BLOCK: packed.column(blocks.BLOCK).to_pylist(),
+            }
+        )
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    """``table`` as one Arrow IPC stream (what an OUTPUT row's block holds)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+class LevelStatefulProcessor(StatefulProcessor):
+    """``transformWithStateInPandas`` form of a :class:`StageLevel` (levels 2 and later)."""
+
+    def __init__(self, level: StageLevel) -> None:
+        self.level = level
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("blob", STATE_SCHEMA)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        stage, bucket = key
+        frame = pd.concat(list(rows), ignore_index=True)
+        stored = self.state.get()[0] if self.state.exists() else None
+        out, new_state = self.level.run(str(stage), bucket, frame, stored)
+        if new_state is not None:
+            self.state.update((new_state,))
+        yield out
+
+    def close(self) -> None:
+        pass
+
+
+class UnpackOutput:
+    """``mapInArrow`` function: a stage's OUTPUT blocks -> its rows (``plan.emitted_schema()``)."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for block in batch.column(blocks.BLOCK).to_pylist():
+                yield from pa.ipc.open_stream(block).read_all().to_batches()

@@ -1,0 +1,234 @@
+"""A running floodmark query, and starting one: the Spark query with its controller and each stage's outputs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from floodmark.core.explain import Explanation, explain_window
+from floodmark.core.pipeline import WindowedStage
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.windows import Window
+from floodmark.driver import checkpoint_files
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import BatchReport, Controller
+from floodmark.driver.prometheus import PrometheusMetrics
+from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
+from floodmark.spark import batch_entry, bucket_layout, hadoop_files
+from floodmark.spark.sinks import Outputs
+from floodmark.spark.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.ticks import TickSchedule, schedule_path
+
+
+def check_locations(checkpoint: str, outputs: Sequence[Outputs]) -> None:
+    """Refuse, before anything is written, a checkpoint or file output that cannot be a directory (ValueError)."""
+    checkpoint_files.require_directory(checkpoint, "the checkpoint")
+    for each in outputs:
+        each.check_locations()
+
+
+def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
+    """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
+    files = hadoop_files.files_for(checkpoint, spark)
+    # A local file to append to; object stores cannot append (listeners and reports have it all).
+    remote = checkpoint_files.has_scheme(checkpoint)
+    metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
+    return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` of the session (what a new checkpoint's stateful operators get)."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
+
+
+def fixed_bucket_layout(
+    checkpoint: str, spark: SparkSession, log: ControlLog, requested: int | None, default: int, stages: Sequence[str]
+) -> bucket_layout.BucketLayout:
+    """The bucket layout of the query at ``checkpoint``: new, or as stored (:func:`bucket_layout.fixed`)."""
+    return bucket_layout.fixed(
+        log.files,
+        checkpoint,
+        requested,
+        default,
+        shuffle_partitions(spark),
+        stages,
+        existing=log.latest_seq() is not None,
+    )
+
+
+def start_query(
+    frame: DataFrame,
+    sink: Callable[[DataFrame, int], None],
+    controller: Controller,
+    checkpoint: str,
+    trigger_interval: str,
+    query_name: str | None,
+) -> tuple[StreamingQuery, SparkCheckpoint]:
+    """Start ``frame`` into the ``foreachBatch`` ``sink`` with the control entry of its first batch."""
+    spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller.log.files)
+    writer = (
+        frame.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", spark_checkpoint.directory)
+        .trigger(processingTime=trigger_interval)
+    )
+    if query_name:
+        writer = writer.queryName(query_name)
+    # The query's thread inherits this thread's job properties when it is created: that is how the first
+    # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
+    first = spark_checkpoint.first_batch_id()
+    controller.first_batch_id = first
+    controller.planned_at = spark_checkpoint.planned_at
+    controller.ticks = TickSchedule(schedule_path(checkpoint))
+    controller.ticks.request(0)  # the first batch runs at once, input or not
+    context = frame.sparkSession.sparkContext
+    previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
+    batch_entry.publish(context, controller.entry_for_batch(first))
+    try:
+        return writer.start(), spark_checkpoint
+    finally:
+        context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
+
+
+class FloodmarkQuery:
+    """A running floodmark query: the Spark query (``query``), its controller and each stage's outputs.
+
+    :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
+    :ivar sources_of: ``{stage: the source it reads}`` for the stages that read one source (what
+        :meth:`explain` needs).
+    """
+
+    def __init__(
+        self,
+        query: StreamingQuery,
+        controller: Controller,
+        stage_outputs: dict[str, Outputs],
+        stages: dict[str, WindowedStage],
+        spark: SparkSession,
+        spark_checkpoint: SparkCheckpoint,
+        metrics: PrometheusMetrics | None = None,
+    ) -> None:
+        self.query = query
+        self.controller = controller
+        self.stage_outputs = stage_outputs
+        self.stages = stages
+        self.spark = spark
+        self.spark_checkpoint = spark_checkpoint
+        """Spark's checkpoint of the query (its offset log says what each batch planned)."""
+        self.metrics = metrics
+        """The query's Prometheus endpoint (``start(metrics_port=...)``), closed when the query stops."""
+
+    def explain(self, key: Any, window: Window, stage: str | None = None) -> Explanation:
+        """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, from the
+        coordinator after the latest batch.
+
+        The window operators' state lives in the executors, so the trigger's state is not included; the
+        pane output says whether the window fired (``floodmark explain`` shows both).
+
+        :raises ValueError: ``stage`` is not one of the query's, or reads other stages (their input watermark
+            is made from the upstream stages' holds, which an explanation does not cover yet).
+        """
+        name = self._stage(stage)
+        upstream = self.stages[name].upstream
+        if len(upstream) != 1 or upstream[0] not in self.controller.sources:
+            raise ValueError(f"explain covers stages that read one source; {name!r} reads {list(upstream)}")
+        watermarks = self.controller.watermarks_at(source=upstream[0])
+        return explain_window(self.stages[name].spec, key, window, watermarks)
+
+    def _stage(self, stage: str | None) -> str:
+        if stage is None:
+            if len(self.stages) > 1:
+                raise ValueError(f"the query has stages {list(self.stages)}: say which one (stage=...)")
+            return next(iter(self.stages))
+        if stage not in self.stages:
+            raise ValueError(f"no stage {stage!r} in the query (it has {list(self.stages)})")
+        return stage
+
+    @property
+    def reports(self) -> list[BatchReport]:
+        return self.controller.reports
+
+    @property
+    def reconciliation(self) -> Reconciliation:
+        """Where this run's input rows went (rows in = records + dead letters; pairs = in windows + late), over
+        every stage; :meth:`stage_reconciliation` for one stage."""
+        return Reconciliation.of(self.reports)
+
+    def stage_reconciliation(self, stage: str | None = None) -> StageReconciliation:
+        """Where ``stage``'s (default: the only stage's) input rows went: its sources' rows or its upstream
+        stages' panes = records + dead letters; (record, window) pairs = in windows + late."""
+        name = self._stage(stage)
+        source_of = lambda label: self.controller.source_of(label)[0]  # noqa: E731
+        return StageReconciliation.of(self.reports, name, self.stages[name].upstream, source_of)
+
+    def stop(self) -> None:
+        self.query.stop()
+        if self.metrics is not None:
+            self.metrics.close()
+
+    def await_batches(self, count: int, timeout_s: float = 120.0) -> None:
+        """Wait until ``count`` more batches have completed."""
+        target = len(self.reports) + count
+        deadline = time.monotonic() + timeout_s
+        while len(self.reports) < target:
+            self._check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
+            time.sleep(0.05)
+
+    @property
+    def settled(self) -> bool:
+        """The query has read the input available so far and fired everything that can fire without more
+        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``)."""
+        planned = self.controller.next_batch
+        status = self.query.status
+        busy = status.get("isDataAvailable") or status.get("isTriggerActive")
+        return planned is not None and planned.waits_for_input and not busy
+
+    def await_settled(self, timeout_s: float = 120.0) -> None:
+        """Wait until :attr:`settled`."""
+        deadline = time.monotonic() + timeout_s
+        while not self.settled:
+            self._check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the query did not settle in {timeout_s} s (plan: {self.controller.next_batch})")
+            time.sleep(0.05)
+
+    def finish_when_input_exhausted(
+        self, timeout_s: float = 3600.0, exhausted: Callable[[], bool] | None = None
+    ) -> None:
+        """End the input after the next batch that reads no records, then stop after the flush.
+
+        Every input row is either a good record or a dead letter, so a batch with neither read nothing. The
+        controller decides at the end of that batch and the very next batch runs with every source's watermark
+        MAX; every stage, upstream first, gets it (one batch per level), and every window fires. The first
+        batch after a restart does not count: Spark may replay offsets it planned before the restart, when
+        newer input did not exist yet.
+
+        :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
+            paced source can have batches without records before it is done. Called on the driver from
+            the batch's sink. By default: Spark's offset log shows the batch planned no new input (only the
+            ticks moved; an empty file in the middle of the input still moves its source).
+        """
+        self.controller.end_when_exhausted = exhausted or self.spark_checkpoint.planned_no_new_input
+        deadline = time.monotonic() + timeout_s
+        while not any(report.watermark == MAX_TIMESTAMP for report in self.reports[-1:]):
+            self._check()
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError("the bounded run did not finish in time")
+            time.sleep(0.05)
+        self.stop()
+        # The trigger after the flush may have started before the stop: it had nothing to emit, and what its
+        # interrupted write left behind would never be replaced by a replay.
+        for outputs in self.stage_outputs.values():
+            outputs.discard_after(self.spark, self.reports[-1].batch_id)
+
+    def _check(self) -> None:
+        error = self.query.exception()
+        if error is not None:
+            raise RuntimeError(f"the floodmark query failed: {error}") from None

@@ -1,0 +1,53 @@
+"""What floodmark reads from Spark's own checkpoint of a query (``<checkpoint>/spark``): the one place.
+
+Spark writes ``offsets/N`` when it plans batch N (line 1 the log's version, line 2 the batch's metadata with
+``batchTimestampMs``, then one line per source with the offsets the batch reads up to) and ``commits/N`` once
+batch N's sink returned. On a restart it re-runs the batch after the last commit, with the offsets it logged.
+"""
+
+from __future__ import annotations
+
+import json
+
+from floodmark.driver.checkpoint_files import CheckpointFiles, join
+
+
+class SparkCheckpoint:
+    """Spark's checkpoint directory of a query, on ``files`` (local or any Hadoop file system)."""
+
+    def __init__(self, directory: str, files: CheckpointFiles) -> None:
+        self.directory = directory
+        self.files = files
+
+    def _batches(self, log: str) -> list[int]:
+        return sorted(int(name) for name in self.files.list_names(join(self.directory, log)) if name.isdigit())
+
+    def first_batch_id(self) -> int:
+        """The micro-batch a query started on this checkpoint runs first: the one after the last commit (a new
+        query starts at batch 0)."""
+        committed = self._batches("commits")
+        return committed[-1] + 1 if committed else 0
+
+    def planned_at(self, batch_id: int) -> int | None:
+        """When Spark planned batch ``batch_id`` (ms, ``batchTimestampMs`` of its offsets), or None."""
+        text = self.files.read_text(join(self.directory, "offsets", str(batch_id)))
+        lines = text.splitlines() if text else []
+        if len(lines) < 2:
+            return None
+        return int(json.loads(lines[1]).get("batchTimestampMs", 0)) or None
+
+    def planned_no_new_input(self, moving_sources: int = 1) -> bool:
+        """Whether the newest batch planned no new input: its offsets and the previous batch's differ in at
+        most ``moving_sources`` sources (those that move every batch: the ticks). An empty file in the middle
+        of a file input still moves that source. True when there are fewer than two batches.
+
+        Called from batch N's sink, when ``offsets/N`` is the newest entry of the log.
+        """
+        batches = self._batches("offsets")
+        if len(batches) < 2:
+            return True
+        newest, previous = (self.files.read_text(join(self.directory, "offsets", str(b))) for b in batches[-1:-3:-1])
+        if newest is None or previous is None:
+            return True
+        changed = [a != b for a, b in zip(newest.splitlines()[2:], previous.splitlines()[2:], strict=False)]
+        return sum(changed) <= moving_sources

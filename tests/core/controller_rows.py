@@ -1,0 +1,20 @@
+"""Rows a controller gets from a batch, made by hand for tests that drive it without Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def gauge_rows(hold: int | None, pending: int | None, open_windows: int, accepted: int = 0) -> list[dict[str, Any]]:
+    """One bucket's GAUGE row (bucket 0, no deadlines)."""
+    return [
+        {
+            "fm_bucket": 0,
+            "fm_hold": hold,
+            "fm_oldest_pending": pending,
+            "fm_open_windows": open_windows,
+            "fm_next_fire": None,
+            "fm_next_timer": None,
+            "fm_accepted": accepted,
+        }
+    ]
