@@ -124,7 +124,8 @@ class FloodmarkQuery:
 
     def explain(self, key: Any, window: Window, stage: str | None = None) -> Explanation:
         """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, from the
-        coordinator after the latest batch.
+        coordinator after the latest batch; the status follows the watermark that batch ran with (the one its
+        panes were fired with; MAX after the end of a bounded input).
 
         The window operators' state lives in the executors, so the trigger's state is not included; the
         pane output says whether the window fired (``floodmark explain`` shows both).
@@ -137,7 +138,8 @@ class FloodmarkQuery:
         if len(upstream) != 1 or upstream[0] not in self.controller.sources:
             raise ValueError(f"explain covers stages that read one source; {name!r} reads {list(upstream)}")
         watermarks = self.controller.watermarks_at(source=upstream[0])
-        return explain_window(self.stages[name].spec, key, window, watermarks)
+        applied = self.reports[-1].stages[name].input_watermark if self.reports else None
+        return explain_window(self.stages[name].spec, key, window, watermarks, applied_watermark=applied)
 
     def _stage(self, stage: str | None) -> str:
         if stage is None:
