@@ -38,11 +38,46 @@ def test_core_driver_testing_and_apps_import_without_pyspark():
         import floodmark, floodmark.core.explain, floodmark.core.step, floodmark.core.pipeline
         import floodmark.core.watermarks.projection, floodmark.testing
         import floodmark.driver.controller, floodmark.driver.control_log, floodmark.driver.checkpoint_files
+        import floodmark.protocol.wire, floodmark.protocol.output, floodmark.protocol.control
         import floodmark.apps.cli, floodmark.apps.inspection, floodmark.apps.config, floodmark.apps.advisor
         assert not [m for m in sys.modules if m.startswith("pyspark")]
         print("ok")
         """
     )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_protocol_imports_alone():
+    """The declarations executors and the driver share import nothing else of floodmark, no engine and no
+    dataframe library; the control entry and the bucket gauges stay importable from the driver, where they were."""
+    result = run_without_pyspark(
+        """
+        import floodmark.protocol.wire, floodmark.protocol.output, floodmark.protocol.control
+        loaded = [m for m in sys.modules if m.split(".")[0] in ("pandas", "pyarrow", "numpy")]
+        loaded += [m for m in sys.modules if m.startswith("floodmark.") and not m.startswith("floodmark.protocol")]
+        assert loaded == ["floodmark.lazy"], loaded
+        from floodmark.protocol.control import BucketGauges, ControlEntry
+        from floodmark.driver import control_log, next_batch
+        assert control_log.ControlEntry is ControlEntry and next_batch.BucketGauges is BucketGauges
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_executors_import_nothing_of_the_driver():
+    """What Spark's Python workers run (the map-side combiner, the stateful levels and their processor, the
+    batch's control entry) reads the protocol, not ``floodmark.driver``."""
+    code = """
+        import sys
+        import floodmark.spark.batch_entry, floodmark.spark.combiner, floodmark.spark.levels, floodmark.spark.processor
+        driver = [m for m in sys.modules if m.startswith("floodmark.driver")]
+        assert not driver, driver
+        print("ok")
+    """
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 

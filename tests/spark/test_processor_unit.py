@@ -17,11 +17,12 @@ from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.driver.control_log import ControlEntry
+from floodmark.protocol.control import ControlEntry
+from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.levels import CARRIER, IN, KIND, OUTPUT, STAGE, TICK, StageLevel, UnpackOutput
+from floodmark.spark.levels import CARRIER, StageLevel, UnpackOutput
 from floodmark.spark.rows import conform
 
 STAGE_NAME = "s"

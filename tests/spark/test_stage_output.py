@@ -18,9 +18,10 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from floodmark import aggregates, windows
 from floodmark.core.spec import WindowSpec
+from floodmark.protocol.wire import KIND, OUTPUT, STAGE
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import StageRoute
-from floodmark.spark.levels import CARRIER, KIND, OUTPUT, STAGE, StageLevel, UnpackOutput
+from floodmark.spark.levels import CARRIER, StageLevel, UnpackOutput
 from floodmark.spark.processor import BucketOutput
 from floodmark.spark.rows import conform
 from floodmark.spark.sinks import Outputs

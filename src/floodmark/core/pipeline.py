@@ -45,6 +45,8 @@ from floodmark.core.step import step
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes, StageWatermark
+from floodmark.protocol import output
+from floodmark.protocol.columns import names
 
 
 @dataclass(frozen=True)
@@ -150,18 +152,11 @@ class StagedPipeline:
 
 
 # ------------------------------------------------------------------ graphs of stages over named columns
-PANE_ROW_COLUMNS = (
-    "window_start",
-    "window_end",
-    "pane_timestamp",
-    "timing",
-    "pane_index",
-    "nonspeculative_index",
-    "is_last",
-)
-"""What a pane row holds besides its key and aggregate columns (times in ms; ``window_end`` exclusive)."""
+PANE_ROW_COLUMNS = names(output.PANE_COLUMNS)
+"""What a pane row holds besides its key and aggregate columns (times in ms; ``window_end`` exclusive): the pane
+metadata of :mod:`floodmark.protocol.output`, which Spark's pane rows have too."""
 
-EVENT_TIME = "pane_timestamp"
+EVENT_TIME = output.PANE_TIMESTAMP
 """A downstream stage's event time: the upstream pane's output timestamp."""
 
 
@@ -213,20 +208,20 @@ def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequen
             pd.DataFrame(
                 {
                     "key": _objects([p.key for p in panes]),
-                    "window_start": [p.window.start for p in panes],
-                    "window_end": [p.window.end for p in panes],
-                    "pane_timestamp": [p.timestamp for p in panes],
-                    "timing": [p.timing.value for p in panes],
-                    "pane_index": [p.pane_index for p in panes],
-                    "nonspeculative_index": [p.nonspeculative_index for p in panes],
-                    "is_last": [p.is_last for p in panes],
+                    output.WINDOW_START: [p.window.start for p in panes],
+                    output.WINDOW_END: [p.window.end for p in panes],
+                    output.PANE_TIMESTAMP: [p.timestamp for p in panes],
+                    output.TIMING: [p.timing.value for p in panes],
+                    output.PANE_INDEX: [p.pane_index for p in panes],
+                    output.NONSPECULATIVE_INDEX: [p.nonspeculative_index for p in panes],
+                    output.IS_LAST: [p.is_last for p in panes],
                     **{name: [p.value[name] for p in panes] for name in result_names},
                 }
             )
         )
     for frame in emitted.pane_frames:
         if len(frame):
-            renamed = {"timestamp": "pane_timestamp"}
+            renamed = {"timestamp": output.PANE_TIMESTAMP}  # the columnar panes' name for it
             renamed.update({f"value.{name}": name for name in result_names})
             parts.append(frame.rename(columns=renamed)[["key", *PANE_ROW_COLUMNS, *result_names]])
     if not parts:

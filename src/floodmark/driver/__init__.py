@@ -4,7 +4,8 @@
   gauges in, the core's :class:`~floodmark.core.watermarks.SourceWatermarks` (one per source) and
   :class:`~floodmark.core.watermarks.graph.StageGraph` run, the next batch's control entry out;
 * :mod:`.control_log` - the immutable per-batch control entries (watermark, processing time, coordinator
-  snapshot) that make a replayed batch decide as its first attempt did;
+  snapshot: :class:`~floodmark.protocol.control.ControlEntry`) that make a replayed batch decide as its first
+  attempt did;
 * :mod:`.prometheus` - :class:`~.prometheus.PrometheusMetrics`: a batch listener serving the reports as
   Prometheus metrics over HTTP (opt in: ``start(metrics_port=...)``);
 * :mod:`.reconciliation` - where every input row went, over a run and per stage;

@@ -14,7 +14,8 @@ offset log makes the watermark sequence exactly-once across restarts.
 
 The directory may be local or on any Hadoop file system
 (:mod:`floodmark.driver.checkpoint_files`); with the default local files this
-module needs no Spark and is unit-tested on its own.
+module needs no Spark and is unit-tested on its own. The entries themselves are
+:class:`~floodmark.protocol.control.ControlEntry` (importable from here too).
 """
 
 from __future__ import annotations
@@ -22,40 +23,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict
 
 from floodmark.driver.checkpoint_files import CheckpointFiles, LocalFiles, join
+from floodmark.protocol.control import ControlEntry
 
 _ENTRY = re.compile(r"^(\d{12})\.json$")
-
-
-@dataclass(frozen=True)
-class ControlEntry:
-    """What one micro-batch is told.
-
-    :ivar seq: the control offset (entry N is for the batch that reads offset N).
-    :ivar watermark: the MIN of the stages' input watermarks for the batch (ms).
-    :ivar processing_time: the batch's processing time (ms), fixed here so replays agree.
-    :ivar end_of_input: the input is bounded and exhausted: the watermark is MAX.
-    :ivar coordinator: the coordinator's snapshot after the previous batch.
-    :ivar stage_watermarks: each stage's input watermark for the batch (ms), by stage name.
-    :ivar buckets: what each state bucket reported the last time it ran, after the previous batch
-        (:class:`~floodmark.driver.next_batch.BucketGauges`).
-    """
-
-    seq: int
-    watermark: int
-    processing_time: int
-    end_of_input: bool = False
-    coordinator: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    stage_watermarks: dict[str, int] = field(default_factory=dict)
-    buckets: dict[str, list[Any]] = field(default_factory=dict)
-
-    def watermark_for(self, stage: str) -> int:
-        """The input watermark of ``stage`` for this batch (ms)."""
-        return self.stage_watermarks[stage]
 
 
 class ControlLog:

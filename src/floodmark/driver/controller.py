@@ -22,8 +22,10 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes
-from floodmark.driver.control_log import ControlEntry, ControlLog
-from floodmark.driver.next_batch import BucketGauges, NextBatch, next_batch
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.next_batch import NextBatch, next_batch
+from floodmark.protocol import wire
+from floodmark.protocol.control import BucketGauges, ControlEntry
 
 
 class TickRequests(Protocol):
@@ -124,10 +126,11 @@ def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, i
     """The STATS rows of a batch (one per split, partition and bucket) as ``{split: (count, min ts, max ts)}``."""
     merged: dict[str, list[int]] = {}
     for row in stats:
-        acc = merged.setdefault(str(row["fm_split"]), [0, row["fm_min_ts"], row["fm_max_ts"]])
-        acc[0] += int(row["fm_count"])
-        acc[1] = min(acc[1], int(row["fm_min_ts"]))
-        acc[2] = max(acc[2], int(row["fm_max_ts"]))
+        low, high = row[wire.MIN_TS], row[wire.MAX_TS]
+        acc = merged.setdefault(str(row[wire.SPLIT]), [0, low, high])
+        acc[0] += int(row[wire.COUNT])
+        acc[1] = min(acc[1], int(low))
+        acc[2] = max(acc[2], int(high))
     return {split: (c, lo, hi) for split, (c, lo, hi) in sorted(merged.items())}
 
 
@@ -346,13 +349,13 @@ class Controller:
             source.on_batch(per_source[name])
             source.advance_processing_time(now)
         records = sum(c for c, _, _ in merged.values())
-        bad_in = sum(counts.get(stage, {}).get("BAD", 0) for stage in graph.order if graph.levels[stage] == 1)
+        bad_in = sum(counts.get(stage, {}).get(wire.BAD, 0) for stage in graph.order if graph.levels[stage] == 1)
         end = self.ends_input(entry, batch_id, records, bad_in)
         watermarks = {name: (MAX_TIMESTAMP, False) if end else (s.watermark, s.idle) for name, s in sources.items()}
         buckets = BucketGauges(entry.buckets)
         for stage, rows in gauges.items():
             buckets.update(stage, rows)
-        holds = {stage: buckets.lowest(stage, "fm_hold") for stage in graph.order}
+        holds = {stage: buckets.lowest(stage, wire.HOLD) for stage in graph.order}
         next_inputs = graph.advance(watermarks, holds)
         written = self.write_next(
             ControlEntry(
@@ -370,17 +373,17 @@ class Controller:
         stage_reports = {}
         for stage in graph.order:
             rows = gauges.get(stage, [])
-            pending = buckets.values(stage, "fm_oldest_pending")
+            pending = buckets.values(stage, wire.OLDEST_PENDING)
             stage_counts = counts.get(stage, {})
             stage_reports[stage] = StageReport(
                 input_watermark=entry.stage_watermarks[stage],
                 output_watermark=graph.watermarks[stage].output_watermark,
                 next_input_watermark=written.stage_watermarks[stage],
-                panes=stage_counts.get("PANE", 0),
-                late=stage_counts.get("LATE", 0),
-                bad=stage_counts.get("BAD", 0),
-                accepted=sum(int(g.get("fm_accepted") or 0) for g in rows),
-                open_windows=buckets.total(stage, "fm_open_windows"),
+                panes=stage_counts.get(wire.PANE, 0),
+                late=stage_counts.get(wire.LATE, 0),
+                bad=stage_counts.get(wire.BAD, 0),
+                accepted=sum(int(g.get(wire.ACCEPTED) or 0) for g in rows),
+                open_windows=buckets.total(stage, wire.OPEN_WINDOWS),
                 oldest_pending=min(pending) if pending else None,
                 processing_time=entry.processing_time,
             )

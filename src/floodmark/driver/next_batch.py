@@ -19,83 +19,25 @@ per trigger. Input arriving meanwhile runs a batch anyway (its buckets only): no
 since its entry reached no deadline. A batch that runs for one bucket runs every bucket of the query (the ticks
 go to all): a bucket without input that has nothing due itself returns at once (:meth:`BucketGauges.due`).
 Buckets that did not run, or returned at once, keep what they last reported (:class:`BucketGauges`), which is
-what the stage's output watermark and the next decision read.
+what the stage's output watermark and the next decision read. :class:`BucketGauges` lives beside the control
+entry that carries it (:mod:`floodmark.protocol.control`), which the executors read too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from floodmark.core.watermarks import SourceWatermarks
+from floodmark.protocol.control import BucketGauges
+from floodmark.protocol.wire import GAUGES as GAUGES  # re-exported: what BucketGauges keeps
+from floodmark.protocol.wire import NEXT_FIRE, NEXT_TIMER
 
 HEARTBEAT_MS = 60_000
 """An idle query still runs a batch this often (ms): metrics keep flowing, and nothing waits longer than this
 if a deadline was missed."""
 
 HEARTBEAT = "heartbeat"
-
-GAUGES = ("fm_hold", "fm_oldest_pending", "fm_open_windows", "fm_next_fire", "fm_next_timer")
-"""What a bucket reports after it ran (the GAUGE row's fields, ``floodmark.spark.plan.STATS_META``)."""
-
-
-class BucketGauges:
-    """What each state bucket reported the last time it ran, per stage.
-
-    A bucket runs in a batch with its input or with ticks; in other batches its state did not change, so what
-    it reported before still holds. Kept in the control entries (``ControlEntry.buckets``) across restarts.
-    """
-
-    def __init__(self, saved: dict[str, list[Any]] | None = None) -> None:
-        self.buckets: dict[str, list[Any]] = {label: list(values) for label, values in (saved or {}).items()}
-
-    def update(self, stage: str, rows: Iterable[dict[str, Any]]) -> None:
-        """The GAUGE rows of the buckets of ``stage`` that ran in a batch."""
-        for row in rows:
-            self.buckets[f"{stage}/{row['fm_bucket']}"] = [row.get(name) for name in GAUGES]
-
-    def reported(self, stage: str, bucket: Any) -> bool:
-        """Whether ``stage``'s bucket ``bucket`` (its label, ``fm_bucket``) has reported."""
-        return f"{stage}/{bucket}" in self.buckets
-
-    def values(self, stage: str, gauge: str, bucket: Any = None) -> list[int]:
-        """The non-null values of ``gauge`` over ``stage``'s buckets (or only ``bucket``'s)."""
-        i = GAUGES.index(gauge)
-        if bucket is not None:
-            report = self.buckets.get(f"{stage}/{bucket}")
-            reports = [] if report is None else [report]
-        else:
-            prefix = f"{stage}/"
-            reports = [v for label, v in self.buckets.items() if label.startswith(prefix)]
-        return [int(v[i]) for v in reports if v[i] is not None]
-
-    def lowest(self, stage: str, gauge: str, bucket: Any = None) -> int | None:
-        values = self.values(stage, gauge, bucket)
-        return min(values) if values else None
-
-    def due(self, stage: str, watermark: int, processing_time: int, bucket: Any = None) -> str | None:
-        """Why a batch whose control entry has ``watermark`` (``stage``'s input watermark) and
-        ``processing_time`` lets ``stage``'s buckets (or only ``bucket``) fire or collect a window without new
-        input; None if it does not.
-
-        The operators' contract: below its ``next_watermark_deadline`` (``fm_next_fire``) and
-        ``next_processing_deadline`` (``fm_next_timer``) a bucket without input changes nothing. So the driver
-        asks for no batch then, and a bucket that runs anyway (with another's ticks) skips it.
-        """
-        deadline = self.lowest(stage, "fm_next_fire", bucket)
-        if deadline is not None and watermark >= deadline:
-            return f"{stage or 'the stage'}'s watermark reached a window"
-        timer = self.lowest(stage, "fm_next_timer", bucket)
-        if timer is not None and processing_time >= timer:
-            return f"{stage or 'the stage'}'s processing-time trigger is due"
-        return None
-
-    def total(self, stage: str, gauge: str) -> int:
-        return sum(self.values(stage, gauge))
-
-    def snapshot(self) -> dict[str, list[Any]]:
-        return {label: list(values) for label, values in sorted(self.buckets.items())}
 
 
 @dataclass(frozen=True)
@@ -132,11 +74,11 @@ def next_batch(
         due = gauges.due(stage, watermark, processing_time)
         if due is not None:
             return NextBatch(now, due)
-        deadline = gauges.lowest(stage, "fm_next_fire")
+        deadline = gauges.lowest(stage, NEXT_FIRE)
         if deadline is not None:
             fire_at.append(deadline)
     candidates = [(now + heartbeat, HEARTBEAT)]
-    timers = [t for stage in input_watermarks if (t := gauges.lowest(stage, "fm_next_timer")) is not None]
+    timers = [t for stage in input_watermarks if (t := gauges.lowest(stage, NEXT_TIMER)) is not None]
     if timers:
         candidates.append((min(timers), "a processing-time trigger"))
     if fire_at:

@@ -24,7 +24,7 @@ from typing import Any
 from py4j.clientserver import ClientServer
 from pyspark import SparkContext, TaskContext
 
-from floodmark.driver.control_log import ControlEntry
+from floodmark.protocol.control import ControlEntry
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 ENTRY_PROPERTY = "floodmark.control.entry"

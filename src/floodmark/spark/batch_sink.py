@@ -23,17 +23,15 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from floodmark.driver.controller import BatchReport, Controller
+from floodmark.protocol import output, wire
+from floodmark.protocol.columns import names
 from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
-from floodmark.spark.blocks import BLOCK
-from floodmark.spark.levels import KIND, OUTPUT, STAGE, UnpackOutput
+from floodmark.spark.levels import UnpackOutput
 from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
 
-OUTPUT_KINDS = {p.PANE: PANES, p.LATE: LATE, p.BAD: DEAD_LETTER}
+OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 """Row kind (``fm_kind``) -> output."""
-
-_COUNTS = ((p.PANE, "fm_pane_count"), (p.LATE, "fm_late_count"), (p.BAD, "fm_bad_count"))
-"""Row kind -> the GAUGE column in which each bucket counts what it emitted of that kind."""
 
 
 class StageRoute:
@@ -46,35 +44,35 @@ class StageRoute:
     def __init__(self, plan: p.RuntimePlan, outputs: Outputs) -> None:
         self.plan = plan
         self.outputs = outputs
-        self.is_output = F.expr(f"{STAGE} = {_sql_text(plan.stage)} AND {KIND} = '{OUTPUT}'")
+        self.is_output = F.expr(f"{wire.STAGE} = {_sql_text(plan.stage)} AND {wire.KIND} = '{wire.OUTPUT}'")
         self.projections = {
-            kind: OutputProjection(F.expr(f"fm_kind = '{kind}'"), (self.columns(kind),)) for kind in OUTPUT_KINDS
+            kind: OutputProjection(F.expr(f"{wire.KIND} = '{kind}'"), (self.columns(kind),)) for kind in OUTPUT_KINDS
         }
 
     def columns(self, kind: str) -> list[Column]:
         """``kind``'s output columns (SQL text: one py4j call per column, see :class:`OutputProjection`)."""
-        if kind == p.PANE:
-            names = self.plan.pane_columns()
-        elif kind == p.LATE:
-            names = self.plan.record_columns()
+        if kind == wire.PANE:
+            selected = self.plan.pane_columns()
+        elif kind == wire.LATE:
+            selected = self.plan.record_columns()
         else:
-            names = [*self.plan.key_columns, "event_time", "reason", "record"]
-        columns = [p.sql_name(name) for name in names]
-        if "window_start" in names:
+            selected = self.plan.dead_letter_columns()
+        columns = [p.sql_name(name) for name in selected]
+        if output.WINDOW_START in selected:
             columns += [
-                "timestamp_millis(window_start) AS window_start_time",
-                "timestamp_millis(window_end) AS window_end_time",
+                f"timestamp_millis({output.WINDOW_START}) AS {output.WINDOW_START_TIME}",
+                f"timestamp_millis({output.WINDOW_END}) AS {output.WINDOW_END_TIME}",
             ]
         return [F.expr(c) for c in columns]
 
     def rows(self, frame: DataFrame) -> DataFrame:
         """The stage's panes, late records and dead letters of the batch ``frame`` (carrier rows), one per row."""
         schema = self.plan.emitted_schema()
-        return frame.filter(self.is_output).select(BLOCK).mapInArrow(UnpackOutput(), schema)
+        return frame.filter(self.is_output).select(wire.BLOCK).mapInArrow(UnpackOutput(), schema)
 
     def batch(self, kind: str, rows: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``kind`` among the stage's ``rows``, in their output columns."""
-        values = tuple(self.plan.result_names) if kind == p.PANE else ()
+        values = tuple(self.plan.result_names) if kind == wire.PANE else ()
         return OutputBatch(
             OUTPUT_KINDS[kind], self.projections[kind](rows), batch_id, tuple(self.plan.key_columns), values
         )
@@ -82,8 +80,8 @@ class StageRoute:
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
         when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
-        row = self.batch(p.BAD, self.rows(frame), batch_id).rows.select("reason").first()
-        return None if row is None else row["reason"]
+        row = self.batch(wire.BAD, self.rows(frame), batch_id).rows.select(output.REASON).first()
+        return None if row is None else row[output.REASON]
 
 
 class BatchSink:
@@ -110,16 +108,15 @@ class BatchSink:
         """Whose output a message is about: ``its`` in a query of one stage, else the stage by name."""
         return f"stage {stage!r}'s" if len(self.routes) > 1 else "its"
 
-    small_row_columns: tuple[str, ...] = (STAGE, KIND, *(f.name for f in p.STATS_META))
+    small_row_columns: tuple[str, ...] = (wire.STAGE, wire.KIND, *names(wire.REPORT_COLUMNS))
     """The columns of the STATS and GAUGE rows the driver reads."""
 
     @cached_property
     def _small_rows(self) -> Column:
         """The STATS and GAUGE rows, collected by the batch's observation."""
         fields = ", ".join(self.small_row_columns)
-        return F.expr(
-            f"collect_list(CASE WHEN {KIND} IN ('{p.STATS}', '{p.GAUGE}') THEN struct({fields}) END) AS small"
-        )
+        kinds = ", ".join(f"'{kind}'" for kind in wire.REPORT_KINDS)
+        return F.expr(f"collect_list(CASE WHEN {wire.KIND} IN ({kinds}) THEN struct({fields}) END) AS small")
 
     def _run_observed(self, frame: DataFrame, write: Callable[[DataFrame], None] | None) -> list[dict]:
         """Run the batch once, collecting its STATS and GAUGE rows on the way: ``write(observed)`` when it
@@ -165,23 +162,23 @@ class BatchSink:
                 route = self.routes[leader]
                 self.doing = f"computing the batch and writing {self._owner(leader)} panes to {route.outputs.panes!r}"
                 small = self._run_observed(
-                    frame, lambda rows: route.outputs.panes.write(route.batch(p.PANE, route.rows(rows), batch_id))
+                    frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, route.rows(rows), batch_id))
                 )
-            stats = [r for r in small if r[KIND] == p.STATS]
+            stats = [r for r in small if r[wire.KIND] == wire.STATS]
             gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
             for row in small:
-                if row[KIND] == p.GAUGE:
-                    gauges[row[STAGE]].append(row)
+                if row[wire.KIND] == wire.GAUGE:
+                    gauges[row[wire.STAGE]].append(row)
             # Each bucket reports what it emitted, so no extra Spark job is needed to count.
             counts = {
-                name: {kind: sum(int(g[column] or 0) for g in rows) for kind, column in _COUNTS}
+                name: {kind: sum(int(g[column] or 0) for g in rows) for kind, column in wire.COUNTS.items()}
                 for name, rows in gauges.items()
             }
             for name, route in self.routes.items():
-                if name == leader and not counts[name][p.PANE]:
+                if name == leader and not counts[name][wire.PANE]:
                     route.outputs.panes.discard_empty(frame.sparkSession, PANES, batch_id)
                 # The leader's panes went out with the job that ran the batch.
-                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, p.PANE)]
+                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, wire.PANE)]
                 if not kinds:
                     continue
                 stage_rows = route.rows(frame)
@@ -191,7 +188,7 @@ class BatchSink:
                     sink.write(route.batch(kind, stage_rows, batch_id))
 
             def first_dead_letter() -> str | None:
-                stage = next((name for name in self.routes if counts[name][p.BAD]), None)
+                stage = next((name for name in self.routes if counts[name][wire.BAD]), None)
                 return None if stage is None else self.routes[stage].first_dead_letter(frame, batch_id)
 
             report = self.controller.on_batch(batch_id, stats, gauges, counts, first_dead_letter)

@@ -20,14 +20,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
-from floodmark.spark import plan as p
+from floodmark.protocol.wire import BLOCK, BUCKET, SHUFFLE_COLUMNS
+from floodmark.spark.plan import spark_fields
 from floodmark.spark.rows import spark_like_pandas
 
-BLOCK = "fm_block"
-SCHEMA = StructType([StructField(p.BUCKET, IntegerType()), StructField(BLOCK, BinaryType())])
+SCHEMA = StructType(spark_fields(SHUFFLE_COLUMNS))
 """The schema of the rows the combiner returns to Spark."""
+_ARROW_SCHEMA = to_arrow_schema(SCHEMA)
 
 
 PARTITION_KEY = b"floodmark.partition"
@@ -41,8 +43,8 @@ def pack(table: pa.Table, partition: int = 0) -> pa.RecordBatch:
     ids: list[int] = []
     blocks: list[bytes] = []
     if table.num_rows == 0:
-        return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.array(blocks, pa.binary())], [p.BUCKET, BLOCK])
-    buckets = table.column(p.BUCKET).to_numpy()
+        return pa.RecordBatch.from_pydict({BUCKET: ids, BLOCK: blocks}, schema=_ARROW_SCHEMA)
+    buckets = table.column(BUCKET).to_numpy()
     order = np.argsort(buckets, kind="stable")
     sorted_buckets = buckets[order]
     starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
@@ -55,7 +57,7 @@ def pack(table: pa.Table, partition: int = 0) -> pa.RecordBatch:
             writer.write_table(ordered.slice(int(start), int(end - start)))
         ids.append(int(sorted_buckets[start]))
         blocks.append(sink.getvalue().to_pybytes())
-    return pa.RecordBatch.from_arrays([pa.array(ids, pa.int32()), pa.array(blocks, pa.binary())], [p.BUCKET, BLOCK])
+    return pa.RecordBatch.from_pydict({BUCKET: ids, BLOCK: blocks}, schema=_ARROW_SCHEMA)
 
 
 def unpack(blocks: list[bytes | bytearray]) -> pd.DataFrame:

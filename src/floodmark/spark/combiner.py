@@ -50,6 +50,7 @@ from floodmark.core.combine import accumulator_reductions, open_window_pairs
 from floodmark.core.time import event_time_in_range, out_of_range_reason
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import plain
+from floodmark.protocol import wire
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
@@ -104,7 +105,7 @@ class MapSideCombiner:
             good_values = {f: v if good is None else v[good] for f, v in values.items()}
             out.append(self._partials(rows, pairs, starts, ends, out_times, good_values))
         if len(raw):
-            out.append({**_columns(rows if len(raw) == rows.num_rows else rows.take(raw)), p.ROW: p.RAW})
+            out.append({**_columns(rows if len(raw) == rows.num_rows else rows.take(raw)), wire.ROW: wire.RAW})
         return arrow_table(out, self.schema, like=data.schema)
 
     # ------------------------------------------------------------- validation
@@ -155,7 +156,7 @@ class MapSideCombiner:
         if not len(positions):
             return {}
         rows = data.take(positions)
-        columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, p.BUCKET, self.plan.ts_column]))))
+        columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, wire.BUCKET, self.plan.ts_column]))))
         frame = spark_like_pandas(rows.select(self.user_columns))
         records = records_json(frame, self.user_columns, self.plan.integral_columns)
         # A record is its original text where the input kept it (the text column last: it has every row's),
@@ -165,7 +166,7 @@ class MapSideCombiner:
             if column is not None:
                 texts = rows.column(column).to_pylist()
                 records = [record if text is None else text for record, text in zip(records, texts, strict=True)]
-        return {**columns, p.ROW: p.BAD_INPUT, p.REASON: reasons.tolist(), p.RECORD: records}
+        return {**columns, wire.ROW: wire.BAD_INPUT, wire.REASON: reasons.tolist(), wire.RECORD: records}
 
     # ------------------------------------------------------------- statistics
     def _stats(self, rows: pa.Table, timestamps: np.ndarray, partition: int) -> dict[str, Any]:
@@ -186,13 +187,13 @@ class MapSideCombiner:
         if self.plan.source is not None:
             labels = [f"{self.plan.source}/{label}" for label in labels]
         return {
-            p.ROW: p.SPLIT_STATS,
-            p.SPLIT: labels,
-            p.COUNT: counts,
-            p.MIN_TS: lows,
-            p.MAX_TS: highs,
+            wire.ROW: wire.SPLIT_STATS,
+            wire.SPLIT: labels,
+            wire.COUNT: counts,
+            wire.MIN_TS: lows,
+            wire.MAX_TS: highs,
             # Statistics of one partition go to one bucket (any will do: the driver merges them).
-            p.BUCKET: self.plan.bucket_values[partition % max(self.plan.buckets, 1)],
+            wire.BUCKET: self.plan.bucket_values[partition % max(self.plan.buckets, 1)],
         }
 
     # --------------------------------------------------------------- partials
@@ -209,7 +210,7 @@ class MapSideCombiner:
         if not len(pairs):
             return {}
         identity = len(pairs) == rows.num_rows and bool((pairs == np.arange(len(pairs))).all())
-        group_columns = [*self.plan.key_columns, p.BUCKET]
+        group_columns = [*self.plan.key_columns, wire.BUCKET]
         columns = {c: rows.column(c) if identity else rows.column(c).take(pairs) for c in group_columns}
         columns.update({_START: starts, _END: ends, _HOLD: out_times})
         columns.update({f"fm_c_{f}": v[pairs] for f, v in values.items()})
@@ -221,16 +222,16 @@ class MapSideCombiner:
         counts = grouped.column("count_all")
         out.update(
             {
-                p.ROW: p.PARTIAL,
-                p.WINDOW_START: grouped.column(_START),
-                p.WINDOW_END: grouped.column(_END),
-                p.COUNT: counts,
-                p.HOLD: grouped.column(f"{_HOLD}_{aggregations[0][1]}"),
+                wire.ROW: wire.PARTIAL,
+                wire.WINDOW_START: grouped.column(_START),
+                wire.WINDOW_END: grouped.column(_END),
+                wire.COUNT: counts,
+                wire.HOLD: grouped.column(f"{_HOLD}_{aggregations[0][1]}"),
             }
         )
         accumulators = zip(self.reductions, self.plan.accumulator_columns(), strict=True)
-        for (_, reduction, field), (_, column, _) in accumulators:
-            out[column] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
+        for (_, reduction, field), (_, column) in accumulators:
+            out[column.name] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
         return out
 
 

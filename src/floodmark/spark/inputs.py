@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from floodmark.protocol import wire
 from floodmark.spark import blocks, bucket_layout
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
@@ -59,7 +60,7 @@ def combined_input(source: DataFrame, event_time: str | Column, split: str | Col
         "*",
         *ts,  # a long column of ms is used as it is; only bad rows need the raw text
         *split_value,
-        bucket.alias(p.BUCKET),
+        bucket.alias(wire.BUCKET),
     )
     # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
     # no record. The original text is for the combiner's dead letters: records cross the shuffle without it.

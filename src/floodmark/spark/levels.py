@@ -6,14 +6,15 @@ in one query (``bench/chained_stateful_probe.py``), so level 1 (the stages that 
 ``(fm_stage, fm_bucket)``: one operator hosts every stage of its level, with a state value per stage and
 bucket. A single aggregation is the one-stage case: level 1 only.
 
-Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`), whose ``fm_kind`` says what they
-are:
+Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`, the Spark form of
+``floodmark.protocol.wire.CARRIER_COLUMNS``), whose ``fm_kind`` says what they are:
 
 * IN: a block of a stage's input rows (the map-side combiner's rows, or an upstream stage's panes as rows);
 * TICK: one per stage, bucket and batch the driver asks for, so that every bucket runs without input;
 * OUTPUT: a block of one bucket's panes, late records and dead letters (Arrow IPC, in the stage's
   :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink by :class:`UnpackOutput`;
-* STATS and GAUGE: what the driver needs (``plan.STATS_META``), one row per split statistics or bucket.
+* STATS and GAUGE: what the driver needs (``floodmark.protocol.wire.REPORT_COLUMNS``), one row per split
+  statistics or bucket.
 
 A level passes the rows of other levels' stages through unchanged. A stage's panes reach the next level in
 the same batch.
@@ -31,28 +32,21 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from floodmark.core.pipeline import WindowedStage, stage_input_rows
+from floodmark.protocol import wire
+from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.processor import STATE_SCHEMA, BucketOutput, WindowBucketProcessor
-from floodmark.spark.rows import conform
+from floodmark.spark.rows import conform, numpy_type
 
-STAGE = "fm_stage"
-KIND = "fm_kind"
-IN, TICK, OUTPUT = "IN", "TICK", "OUTPUT"
-CARRIER = StructType(
-    [
-        StructField(STAGE, StringType()),
-        StructField(KIND, StringType()),
-        StructField(blocks.BLOCK, BinaryType()),
-        *p.STATS_META,  # fm_bucket among them
-    ]
-)
+CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
 """The rows between levels and into the sink (see the module docstring)."""
 
-_SMALL = [KIND, *(f.name for f in p.STATS_META)]
+_SMALL = [wire.KIND, *names(wire.REPORT_COLUMNS)]
+_BUCKET_TYPE = numpy_type(wire.TYPES[wire.BUCKET])
 
 # Spark 4.3's applyInPandasWithState pads the frames a task returns with an empty, untyped frame before it
 # converts them to Arrow (pyspark/worker.py, construct_record_batch), and pandas 2.x warns about the dtypes
@@ -105,8 +99,8 @@ class StageLevel:
         if processor is None:
             return conform([frame], CARRIER), None
         bucket = int(bucket)
-        kinds = frame[KIND].to_numpy()
-        out = processor.run(bucket, frame.loc[kinds == IN, blocks.BLOCK].tolist(), stored)
+        kinds = frame[wire.KIND].to_numpy()
+        out = processor.run(bucket, frame.loc[kinds == wire.IN, wire.BLOCK].tolist(), stored)
         return self.carry(stage, bucket, out), out.state
 
     def carry(self, stage: str, bucket: int, out: BucketOutput) -> pd.DataFrame:
@@ -114,21 +108,26 @@ class StageLevel:
         blocks of the stages that read ``stage``."""
         plan = self.processors[stage].plan
         rows = conform(out.rows, plan.output_schema())
-        kinds = rows[KIND].to_numpy()
-        small = rows.loc[np.isin(kinds, [p.STATS, p.GAUGE]), _SMALL]
+        kinds = rows[wire.KIND].to_numpy()
+        small = rows.loc[np.isin(kinds, wire.REPORT_KINDS), _SMALL]
         # STATS rows carry the bucket too: every carrier row belongs to a (stage, bucket) group downstream.
-        parts = [small.assign(**{STAGE: stage, p.BUCKET: np.int32(bucket)})]
-        emitted = conform(
-            [rows.loc[np.isin(kinds, [p.PANE, p.LATE, p.BAD])], *out.pane_frames], self.emitted_schemas[stage]
-        )
+        parts = [small.assign(**{wire.STAGE: stage, wire.BUCKET: _BUCKET_TYPE(bucket)})]
+        emitted = conform([rows.loc[np.isin(kinds, wire.EMITTED_KINDS)], *out.pane_frames], self.emitted_schemas[stage])
         if len(emitted):
             table = pa.Table.from_pandas(emitted, schema=self.arrow_schemas[stage], preserve_index=False)
             parts.append(
-                pd.DataFrame({STAGE: [stage], KIND: [OUTPUT], p.BUCKET: [bucket], blocks.BLOCK: [ipc_bytes(table)]})
+                pd.DataFrame(
+                    {
+                        wire.STAGE: [stage],
+                        wire.KIND: [wire.OUTPUT],
+                        wire.BUCKET: [bucket],
+                        wire.BLOCK: [ipc_bytes(table)],
+                    }
+                )
             )
             targets = self.downstream.get(stage, [])
             if targets:
-                panes = emitted[emitted[KIND].to_numpy() == p.PANE][plan.pane_columns()].reset_index(drop=True)
+                panes = emitted[emitted[wire.KIND].to_numpy() == wire.PANE][plan.pane_columns()].reset_index(drop=True)
                 if len(panes):
                     parts += [
                         self._forward(stage, bucket, panes, target_plan, target) for target_plan, target in targets
@@ -142,19 +141,19 @@ class StageLevel:
         rows = stage_input_rows(panes, target)
         if target.key_by:
             hashes = pd.util.hash_pandas_object(rows[list(target.key_by)], index=False).to_numpy()
-            buckets = np.asarray(plan.bucket_values, dtype=np.int32)[hashes % np.uint64(plan.buckets)]
+            buckets = np.asarray(plan.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(plan.buckets)]
         else:
-            buckets = np.full(len(rows), plan.bucket_values[0], dtype=np.int32)
-        rows = rows.assign(**{p.ROW: p.RAW, p.BUCKET: buckets})
+            buckets = np.full(len(rows), plan.bucket_values[0], dtype=_BUCKET_TYPE)
+        rows = rows.assign(**{wire.ROW: wire.RAW, wire.BUCKET: buckets})
         # The block's partition orders a target bucket's blocks the same way on every replay.
         partition = self.order.index(stage) * plan.buckets + self.processors[stage].plan.bucket_values.index(bucket)
         packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition)
         return pd.DataFrame(
             {
-                STAGE: target.name,
-                KIND: IN,
-                p.BUCKET: packed.column(p.BUCKET).to_numpy(),
-                blocks.BLOCK: packed.column(blocks.BLOCK).to_pylist(),
+                wire.STAGE: target.name,
+                wire.KIND: wire.IN,
+                wire.BUCKET: packed.column(wire.BUCKET).to_numpy(),
+                wire.BLOCK: packed.column(wire.BLOCK).to_pylist(),
             }
         )
 
@@ -194,5 +193,5 @@ class UnpackOutput:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for block in batch.column(blocks.BLOCK).to_pylist():
+            for block in batch.column(wire.BLOCK).to_pylist():
                 yield from pa.ipc.open_stream(block).read_all().to_batches()

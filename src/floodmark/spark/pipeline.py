@@ -46,12 +46,12 @@ from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings
 from floodmark.driver.prometheus import PrometheusMetrics
+from floodmark.protocol import wire
 from floodmark.spark import bucket_layout, python_workers
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
-from floodmark.spark.blocks import BLOCK
 from floodmark.spark.inputs import combined_input
-from floodmark.spark.levels import CARRIER, IN, KIND, STAGE, TICK, LevelStatefulProcessor, StageLevel
+from floodmark.spark.levels import CARRIER, LevelStatefulProcessor, StageLevel
 from floodmark.spark.processor import STATE_SCHEMA
 from floodmark.spark.query import (
     FloodmarkQuery,
@@ -250,9 +250,9 @@ class Pipeline:
         names = F.array(*[F.lit(n) for n in order])
         # Tick i is bucket i % B of stage i // B.
         ticks = tick_rows(spark, schedule_path(checkpoint), len(order) * bucket_count).select(
-            F.element_at(names, (F.col("tick") / bucket_count).cast("int") + 1).alias(STAGE),
-            F.lit(TICK).alias(KIND),
-            bucket_layout.label_column([v for n in order for v in layout.of(n)], F.col("tick")).alias(p.BUCKET),
+            F.element_at(names, (F.col("tick") / bucket_count).cast("int") + 1).alias(wire.STAGE),
+            F.lit(wire.TICK).alias(wire.KIND),
+            bucket_layout.label_column([v for n in order for v in layout.of(n)], F.col("tick")).alias(wire.BUCKET),
         )
         inputs = [ticks]
         reporting: set[str] = set()  # a source read by several stages reports its statistics once
@@ -270,7 +270,11 @@ class Pipeline:
                 )
                 reporting.add(source_name)
                 combined = combined_input(source.frame, source.event_time, split, combiner_plan)
-                inputs.append(combined.select(F.lit(name).alias(STAGE), F.lit(IN).alias(KIND), p.BUCKET, BLOCK))
+                inputs.append(
+                    combined.select(
+                        F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND), wire.BUCKET, wire.BLOCK
+                    )
+                )
         rows = inputs[0]
         for more in inputs[1:]:
             rows = rows.unionByName(more, allowMissingColumns=True)
@@ -281,7 +285,7 @@ class Pipeline:
                 {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order},
                 order,
             )
-            grouped = rows.groupBy(STAGE, p.BUCKET)
+            grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
             if level == 1:
                 rows = grouped.applyInPandasWithState(host, CARRIER, STATE_SCHEMA, "append", "NoTimeout")
             else:

@@ -4,26 +4,26 @@
 input schema (:meth:`RuntimePlan.for_input`, which also refuses definitions
 the input cannot run: missing or nested columns, clashing names), and shipped
 to the executors inside the combiner and the stateful processor. It fixes the
-internal column names and the output schema (one wide schema whose ``fm_kind``
-column says which kind of row it is: PANE, LATE, BAD, STATS, GAUGE).
+output schema (one wide schema whose ``fm_kind`` column says which kind of row
+it is: PANE, LATE, BAD, STATS, GAUGE) and the combiner's columns, both the Spark
+form (:func:`spark_fields`) of what :mod:`floodmark.protocol` declares.
 
 A plan is one stage's: a single aggregation is a query of one stage.
 
 Between the map-side combiner and the stateful processor, rows are the input
-rows plus combiner columns; ``fm_row`` says what a row is: RAW (a record),
-PARTIAL (partial aggregates of one key and window), BAD_INPUT (a rejected
-record with its reason) or SPLIT_STATS (count, min and max timestamp of one
-split's good records in one partition).
+rows plus combiner columns (:meth:`RuntimePlan.combiner_fields`); ``fm_row`` says
+what a row is (:mod:`floodmark.protocol.wire`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     DataType,
     DoubleType,
@@ -39,6 +39,32 @@ from pyspark.sql.types import (
 from floodmark.core import aggregates
 from floodmark.core.combine import accumulator_layout
 from floodmark.core.spec import WindowSpec
+from floodmark.protocol import output, wire
+from floodmark.protocol.columns import BINARY, BOOL, DOUBLE, INT, LONG, STRING, Column, names, typed
+
+# The row kinds and combiner columns under the names this module gave them before floodmark.protocol declared them.
+from floodmark.protocol.wire import (  # noqa: F401
+    BAD,
+    BAD_INPUT,
+    BUCKET,
+    COUNT,
+    GAUGE,
+    HOLD,
+    LATE,
+    MAX_TS,
+    MIN_TS,
+    PANE,
+    PARTIAL,
+    RAW,
+    REASON,
+    RECORD,
+    ROW,
+    SPLIT,
+    SPLIT_STATS,
+    STATS,
+    WINDOW_END,
+    WINDOW_START,
+)
 
 
 def sql_name(name: str) -> str:
@@ -46,66 +72,36 @@ def sql_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-# Internal columns (prefixed so that they never clash with user columns).
-BUCKET = "fm_bucket"
+# Input columns the runtime adds before the combiner (prefixed so that they never clash with user columns).
 TS = "fm_ts"
 TS_RAW = "fm_ts_raw"
-SPLIT = "fm_split"
 SPLIT_VALUE = "fm_split_value"
-
-PANE, LATE, BAD, STATS, GAUGE = "PANE", "LATE", "BAD", "STATS", "GAUGE"
-
-# Combiner -> processor rows.
-ROW = "fm_row"
-RAW, PARTIAL, BAD_INPUT, SPLIT_STATS = "R", "P", "B", "S"
-WINDOW_START = "fm_window_start"
-WINDOW_END = "fm_window_end"
-COUNT = "fm_count"
-HOLD = "fm_hold"
-REASON = "fm_reason"
-RECORD = "fm_record"
-MIN_TS = "fm_min_ts"
-MAX_TS = "fm_max_ts"
 
 TEXT = "fm_text"
 """The input column that keeps each row's original text (:func:`floodmark.spark.read_json_lines`,
 :func:`floodmark.spark.read_kafka`): a dead letter's ``record`` is that text, not the parsed columns
 written back as JSON. The only ``fm_`` column an input may have."""
 
-PANE_META = [
-    StructField("window_start", LongType()),
-    StructField("window_end", LongType()),
-    StructField("pane_timestamp", LongType()),
-    StructField("timing", StringType()),
-    StructField("pane_index", LongType()),
-    StructField("nonspeculative_index", LongType()),
-    StructField("is_last", BooleanType()),
-]
-RECORD_META = [
-    StructField("event_time", LongType()),
-    StructField("watermark", LongType()),
-    StructField("lateness", LongType()),
-    StructField("horizon", LongType()),
-    StructField("reason", StringType()),
-    StructField("record", StringType()),
-]
-STATS_META = [
-    StructField("fm_split", StringType()),
-    StructField("fm_count", LongType()),
-    StructField("fm_min_ts", LongType()),
-    StructField("fm_max_ts", LongType()),
-    StructField("fm_seq", LongType()),
-    StructField("fm_bucket", IntegerType()),
-    StructField("fm_hold", LongType()),
-    StructField("fm_oldest_pending", LongType()),
-    StructField("fm_open_windows", LongType()),
-    StructField("fm_next_fire", LongType()),
-    StructField("fm_next_timer", LongType()),
-    StructField("fm_pane_count", LongType()),
-    StructField("fm_late_count", LongType()),
-    StructField("fm_bad_count", LongType()),
-    StructField("fm_accepted", LongType()),
-]
+SPARK_TYPES: dict[str, DataType] = {
+    LONG: LongType(),
+    INT: IntegerType(),
+    DOUBLE: DoubleType(),
+    STRING: StringType(),
+    BOOL: BooleanType(),
+    BINARY: BinaryType(),
+}
+"""Each neutral column type (:mod:`floodmark.protocol.columns`) as Spark's."""
+
+
+def spark_fields(columns: Iterable[Column]) -> list[StructField]:
+    """``columns`` (:mod:`floodmark.protocol`) as Spark fields, in order."""
+    return [StructField(column.name, SPARK_TYPES[column.type]) for column in columns]
+
+
+PANE_META = spark_fields(output.PANE_COLUMNS)
+RECORD_META = spark_fields(output.RECORD_COLUMNS)
+STATS_META = spark_fields(wire.REPORT_COLUMNS)
+"""The STATS and GAUGE rows' columns."""
 
 
 def corrupt_record_column(spark) -> str:
@@ -225,12 +221,11 @@ class RuntimePlan:
             if aggregate.field is not None and aggregate.field not in columns:
                 raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
         outputs = [*key_columns, *named]
-        reserved = {f.name for f in [*PANE_META, *RECORD_META]} | {"batch_id", "window_start_time", "window_end_time"}
-        taken = sorted({n for n in outputs if n in reserved or outputs.count(n) > 1})
+        taken = sorted({n for n in outputs if n in output.RESERVED or outputs.count(n) > 1})
         if taken:
             raise ValueError(
                 f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
-                f"{sorted(reserved)}"
+                f"{sorted(output.RESERVED)}"
             )
         text = TEXT if isinstance(types.get(TEXT), StringType) else None
         clashes = [c for c in columns if c.startswith("fm_") and c != text]
@@ -265,22 +260,19 @@ class RuntimePlan:
         """Whether records are aggregated before the shuffle (most of the columnar operator's specs)."""
         return self.spec.combines_records
 
-    def accumulator_columns(self) -> list[tuple[str, str, DataType]]:
-        """``(core accumulator, Spark column, type)`` for the PARTIAL rows' accumulators."""
+    def accumulator_columns(self) -> list[tuple[str, Column]]:
+        """``(core accumulator, column)`` for the PARTIAL rows' accumulators (a long or a double each)."""
         if not self.combines:
             return []
         return [
-            (name, f"fm_acc_{i}", LongType() if np.dtype(dtype).kind == "i" else DoubleType())
+            (name, Column(wire.accumulator(i), LONG if np.dtype(dtype).kind == "i" else DOUBLE))
             for i, (name, dtype) in enumerate(accumulator_layout(self.spec))
         ]
 
     def combiner_fields(self) -> list[StructField]:
         """The columns the combiner adds to the input rows."""
-        fields = [StructField(ROW, StringType()), StructField(SPLIT, StringType())]
-        fields += [StructField(c, LongType()) for c in (WINDOW_START, WINDOW_END, COUNT, HOLD, MIN_TS, MAX_TS)]
-        fields += [StructField(column, dtype) for _, column, dtype in self.accumulator_columns()]
-        fields += [StructField(REASON, StringType()), StructField(RECORD, StringType())]
-        return fields
+        accumulators = [column for _, column in self.accumulator_columns()]
+        return spark_fields([*wire.COMBINER_COLUMNS, *accumulators, *wire.REJECTED_COLUMNS])
 
     @property
     def result_names(self) -> list[str]:
@@ -288,7 +280,7 @@ class RuntimePlan:
 
     def emitted_schema(self) -> StructType:
         """What the stage emits, one row per pane, late record or dead letter (``fm_kind``: PANE, LATE, BAD)."""
-        fields = [StructField("fm_kind", StringType())]
+        fields = spark_fields(typed(wire.TYPES, [wire.KIND]))
         fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
         fields += PANE_META
         fields += [StructField(name, dtype) for name, dtype in self.result_types]
@@ -300,7 +292,10 @@ class RuntimePlan:
         return StructType([*self.emitted_schema().fields, *STATS_META])
 
     def pane_columns(self) -> list[str]:
-        return [*self.key_columns, *(f.name for f in PANE_META), *self.result_names]
+        return [*self.key_columns, *names(output.PANE_COLUMNS), *self.result_names]
 
     def record_columns(self) -> list[str]:
-        return [*self.key_columns, "window_start", "window_end", *(f.name for f in RECORD_META)]
+        return [*self.key_columns, *names(output.LATE_COLUMNS)]
+
+    def dead_letter_columns(self) -> list[str]:
+        return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]

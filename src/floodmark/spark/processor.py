@@ -28,19 +28,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.pipeline import frame_records, key_array
 from floodmark.core.step import step
 from floodmark.core.values import plain
-from floodmark.driver.control_log import ControlEntry
-from floodmark.driver.next_batch import BucketGauges
+from floodmark.protocol import output, wire
+from floodmark.protocol.columns import names
+from floodmark.protocol.control import BucketGauges, ControlEntry
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.rows import records_json, result_value
+from floodmark.spark.rows import numpy_type, records_json, result_value
 
 STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
@@ -76,11 +77,11 @@ class WindowBucketProcessor:
             return BucketOutput([], [], None)  # the state and the bucket's last report stand
         snapshot = state_codec.decode(stored) if stored is not None else None
         data = blocks.unpack(data_blocks)
-        kinds = data[p.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
-        raw = data[kinds == p.RAW].reset_index(drop=True)
-        bad = data[kinds == p.BAD_INPUT]
-        out = [self._bad(bad), self._stats(data[kinds == p.SPLIT_STATS])]
-        partials = self._partials(data[kinds == p.PARTIAL])
+        kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
+        raw = data[kinds == wire.RAW].reset_index(drop=True)
+        bad = data[kinds == wire.BAD_INPUT]
+        out = [self._bad(bad), self._stats(data[kinds == wire.SPLIT_STATS])]
+        partials = self._partials(data[kinds == wire.PARTIAL])
         batch = frame_records(raw, self.plan.key_columns, self.plan.ts_column, self.plan.spec)
         watermark = entry.watermark_for(self.plan.stage)
         new_snapshot, emitted, operator = step(
@@ -89,18 +90,18 @@ class WindowBucketProcessor:
         new_state = state_codec.encode(new_snapshot) if operator.window_count() or snapshot is not None else None
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         gauge = {
-            "fm_kind": p.GAUGE,
-            "fm_seq": entry.seq,
-            "fm_bucket": bucket,
-            "fm_hold": operator.output_hold(),
-            "fm_oldest_pending": operator.oldest_pending_processing_time(),
-            "fm_open_windows": operator.window_count(),
-            "fm_next_fire": operator.next_watermark_deadline(),
-            "fm_next_timer": operator.next_processing_deadline(),
-            "fm_pane_count": emitted.pane_count(),
-            "fm_late_count": len(emitted.late),
-            "fm_bad_count": len(bad) + len(emitted.bad),
-            "fm_accepted": emitted.accepted,
+            wire.KIND: wire.GAUGE,
+            wire.SEQ: entry.seq,
+            wire.BUCKET: bucket,
+            wire.HOLD: operator.output_hold(),
+            wire.OLDEST_PENDING: operator.oldest_pending_processing_time(),
+            wire.OPEN_WINDOWS: operator.window_count(),
+            wire.NEXT_FIRE: operator.next_watermark_deadline(),
+            wire.NEXT_TIMER: operator.next_processing_deadline(),
+            wire.PANE_COUNT: emitted.pane_count(),
+            wire.LATE_COUNT: len(emitted.late),
+            wire.BAD_COUNT: len(bad) + len(emitted.bad),
+            wire.ACCEPTED: emitted.accepted,
         }
         out.append(pd.DataFrame([gauge]))
         pane_frames = [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
@@ -119,39 +120,31 @@ class WindowBucketProcessor:
         if not len(rows):
             return pd.DataFrame()
         frame = rows[list(self.plan.key_columns)].reset_index(drop=True)
-        frame["fm_kind"] = p.BAD
-        frame["reason"] = rows[p.REASON].to_numpy()
-        frame["record"] = rows[p.RECORD].to_numpy()
-        frame["event_time"] = rows[self.plan.ts_column].to_numpy()
+        frame[wire.KIND] = wire.BAD
+        frame[output.REASON] = rows[wire.REASON].to_numpy()
+        frame[output.RECORD] = rows[wire.RECORD].to_numpy()
+        frame[output.EVENT_TIME] = rows[self.plan.ts_column].to_numpy()
         return frame
 
     def _stats(self, rows: pd.DataFrame) -> pd.DataFrame:
         if not len(rows):
             return pd.DataFrame()
-        return pd.DataFrame(
-            {
-                "fm_kind": p.STATS,
-                "fm_split": rows[p.SPLIT].to_numpy(),
-                "fm_count": rows[p.COUNT].to_numpy(),
-                "fm_min_ts": rows[p.MIN_TS].to_numpy(),
-                "fm_max_ts": rows[p.MAX_TS].to_numpy(),
-            }
-        )
+        # The combiner's SPLIT_STATS rows have the STATS columns.
+        return pd.DataFrame({wire.KIND: wire.STATS, **{c: rows[c].to_numpy() for c in names(wire.STATS_COLUMNS)}})
 
     def _partials(self, rows: pd.DataFrame) -> Partials | None:
         if not len(rows):
             return None
         accumulators = {}
-        for name, column, spark_type in self.plan.accumulator_columns():
+        for name, column in self.plan.accumulator_columns():
             # Arrow gives long columns with nulls (other row kinds) as float64: cast back by the layout's type.
-            dtype = np.int64 if isinstance(spark_type, LongType) else np.float64
-            accumulators[name] = rows[column].to_numpy(dtype=dtype)
+            accumulators[name] = rows[column.name].to_numpy(dtype=numpy_type(column.type))
         return Partials(
             key_array(rows, self.plan.key_columns),
-            rows[p.WINDOW_START].to_numpy(dtype=np.int64),
-            rows[p.WINDOW_END].to_numpy(dtype=np.int64),
-            rows[p.COUNT].to_numpy(dtype=np.int64),
-            rows[p.HOLD].to_numpy(dtype=np.int64),
+            rows[wire.WINDOW_START].to_numpy(dtype=np.int64),
+            rows[wire.WINDOW_END].to_numpy(dtype=np.int64),
+            rows[wire.COUNT].to_numpy(dtype=np.int64),
+            rows[wire.HOLD].to_numpy(dtype=np.int64),
             accumulators,
         )
 
@@ -169,14 +162,14 @@ class WindowBucketProcessor:
         result_types = dict(self.plan.result_types)
         for pane in emitted.panes:
             row = {
-                "fm_kind": p.PANE,
-                "window_start": pane.window.start,
-                "window_end": pane.window.end,
-                "pane_timestamp": pane.timestamp,
-                "timing": pane.timing.value,
-                "pane_index": pane.pane_index,
-                "nonspeculative_index": pane.nonspeculative_index,
-                "is_last": pane.is_last,
+                wire.KIND: wire.PANE,
+                output.WINDOW_START: pane.window.start,
+                output.WINDOW_END: pane.window.end,
+                output.PANE_TIMESTAMP: pane.timestamp,
+                output.TIMING: pane.timing.value,
+                output.PANE_INDEX: pane.pane_index,
+                output.NONSPECULATIVE_INDEX: pane.nonspeculative_index,
+                output.IS_LAST: pane.is_last,
             }
             row.update(self._key_dict(pane.key))
             for name in names:
@@ -190,15 +183,15 @@ class WindowBucketProcessor:
                 strict=True,
             ):
                 row = {
-                    "fm_kind": p.LATE,
-                    "window_start": late.window.start,
-                    "window_end": late.window.end,
-                    "event_time": late.timestamp,
-                    "watermark": late.watermark,
-                    "lateness": late.lateness,
-                    "horizon": late.horizon,
-                    "reason": late.reason.value,
-                    "record": record,
+                    wire.KIND: wire.LATE,
+                    output.WINDOW_START: late.window.start,
+                    output.WINDOW_END: late.window.end,
+                    output.EVENT_TIME: late.timestamp,
+                    output.WATERMARK: late.watermark,
+                    output.LATENESS: late.lateness,
+                    output.HORIZON: late.horizon,
+                    output.REASON: late.reason.value,
+                    output.RECORD: record,
                 }
                 row.update(self._key_dict(late.key))
                 rows.append(row)
@@ -208,14 +201,19 @@ class WindowBucketProcessor:
             positions = np.array([int(r.value) for r in emitted.bad], dtype=np.int64)
             records = records_json(data.iloc[positions], self.plan.user_columns, self.plan.integral_columns)
             for bad, record in zip(emitted.bad, records, strict=True):
-                row = {"fm_kind": p.BAD, "event_time": plain(bad.raw_timestamp), "reason": bad.reason, "record": record}
+                row = {
+                    wire.KIND: wire.BAD,
+                    output.EVENT_TIME: plain(bad.raw_timestamp),
+                    output.REASON: bad.reason,
+                    output.RECORD: record,
+                }
                 row.update(self._key_dict(bad.key))
                 rows.append(row)
         return rows
 
     def _pane_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Columnar panes (see ``Emitted.pane_frames``) as output rows, without a Python object per pane."""
-        columns: dict[str, Any] = {"fm_kind": np.full(len(frame), p.PANE, dtype=object)}
+        columns: dict[str, Any] = {wire.KIND: np.full(len(frame), wire.PANE, dtype=object)}
         integral = self.plan.integral_columns
         if len(self.plan.key_columns) == 1:
             name = self.plan.key_columns[0]
@@ -227,15 +225,14 @@ class WindowBucketProcessor:
             parts = list(zip(*frame["key"].tolist(), strict=True))
             for name, values in zip(self.plan.key_columns, parts, strict=True):
                 columns[name] = [plain(v, name in integral) for v in values]
-        columns.update(
-            window_start=frame["window_start"].to_numpy(),
-            window_end=frame["window_end"].to_numpy(),
-            pane_timestamp=frame["timestamp"].to_numpy(),
-            timing=frame["timing"].to_numpy(dtype=object),
-            pane_index=frame["pane_index"].to_numpy(),
-            nonspeculative_index=frame["nonspeculative_index"].to_numpy(),
-            is_last=frame["is_last"].to_numpy(dtype=bool),
-        )
+        # The core's pane frame columns, by their names there.
+        columns[output.WINDOW_START] = frame["window_start"].to_numpy()
+        columns[output.WINDOW_END] = frame["window_end"].to_numpy()
+        columns[output.PANE_TIMESTAMP] = frame["timestamp"].to_numpy()
+        columns[output.TIMING] = frame["timing"].to_numpy(dtype=object)
+        columns[output.PANE_INDEX] = frame["pane_index"].to_numpy()
+        columns[output.NONSPECULATIVE_INDEX] = frame["nonspeculative_index"].to_numpy()
+        columns[output.IS_LAST] = frame["is_last"].to_numpy(dtype=bool)
         for name in self.plan.result_names:
             columns[name] = frame[f"value.{name}"].to_numpy()
         return pd.DataFrame(columns, copy=False)  # no consolidation into 2-d blocks: conform() restacks anyway

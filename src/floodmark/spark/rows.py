@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,14 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core.values import plain
+from floodmark.spark.plan import SPARK_TYPES
+
+
+@cache
+def numpy_type(kind: str) -> Any:
+    """The numpy type of a neutral column type's values without nulls (:mod:`floodmark.protocol.columns`): that
+    of its Arrow type, which is its Spark type's."""
+    return to_arrow_type(SPARK_TYPES[kind]).to_pandas_dtype()
 
 
 def pandas_dtype(spark_type: Any) -> Any:

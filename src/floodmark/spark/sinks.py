@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from floodmark.driver import checkpoint_files
+from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
 from floodmark.spark.hadoop_files import HadoopFiles
 from floodmark.spark.plan import sql_name
 
@@ -92,7 +93,7 @@ class FileSink(Sink):
     runs_the_batch: ClassVar[bool] = True
 
     def batch_path(self, batch_id: int) -> str:
-        return f"{self.path}/batch_id={batch_id}"
+        return f"{self.path}/{BATCH_ID}={batch_id}"
 
     def write(self, batch: OutputBatch) -> None:
         writer = batch.rows.write.mode("overwrite").format(self.format).options(**self.options)
@@ -105,7 +106,7 @@ class FileSink(Sink):
     def discard_after(self, spark: SparkSession, kind: str, batch_id: int) -> None:
         files = HadoopFiles(spark)
         for name in files.list_names(self.path):
-            number = name.removeprefix("batch_id=")
+            number = name.removeprefix(f"{BATCH_ID}=")
             if number.isdigit() and int(number) > batch_id:
                 files.delete_tree(checkpoint_files.join(self.path, name))
 
@@ -131,8 +132,8 @@ class TableSink(Sink):
         spark = batch.rows.sparkSession
         if not spark.catalog.tableExists(self.table):
             if self.location is None or not HadoopFiles(spark).list_names(self.location):
-                rows = batch.rows.withColumn("batch_id", F.lit(batch.batch_id))
-                writer = rows.write.format(self.format).partitionBy("batch_id")
+                rows = batch.rows.withColumn(BATCH_ID, F.lit(batch.batch_id))
+                writer = rows.write.format(self.format).partitionBy(BATCH_ID)
                 if self.location is not None:
                     writer = writer.option("path", self.location)
                 writer.saveAsTable(self.table)
@@ -140,7 +141,7 @@ class TableSink(Sink):
             # The catalog forgot the table (an in-memory catalog after a driver restart): register its files.
             spark.catalog.createTable(self.table, path=self.location, source=self.format)
             spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
-        columns = [c for c in spark.table(self.table).columns if c != "batch_id"]
+        columns = [c for c in spark.table(self.table).columns if c != BATCH_ID]
         missing = sorted(set(columns) - set(batch.rows.columns))
         if missing:
             raise ValueError(f"table {self.table} has columns {missing} that floodmark's {batch.kind} rows lack")
@@ -151,7 +152,7 @@ class TableSink(Sink):
         try:
             selected = ", ".join(sql_name(c) for c in columns)
             spark.sql(
-                f"INSERT OVERWRITE TABLE {self.table} PARTITION (batch_id = {batch.batch_id}) "
+                f"INSERT OVERWRITE TABLE {self.table} PARTITION ({BATCH_ID} = {batch.batch_id}) "
                 f"SELECT {selected} FROM {view}"
             )
         finally:
@@ -188,9 +189,7 @@ class KafkaSink(Sink):
         # Only the batch id header changes from batch to batch: one py4j call, the rest was built once.
         headers = [_header_sql(BATCH_ID_HEADER, f"'{batch.batch_id}'")]
         if batch.kind == PANES:
-            dedupe_key = ", ".join(
-                sql_name(c) for c in (*batch.key_columns, "window_start", "window_end", "pane_index")
-            )
+            dedupe_key = ", ".join(sql_name(c) for c in (*batch.key_columns, WINDOW_START, WINDOW_END, PANE_INDEX))
             headers.append(_header_sql(PANE_ID_HEADER, f"to_json(struct({dedupe_key}))"))
         writer = (
             batch.rows.select(key, value, F.expr(f"array({', '.join(headers)}) AS headers"))
@@ -310,6 +309,6 @@ def text_line(column_types: Mapping[str, str]) -> str:
             return f"CASE WHEN {column} = floor({column}) THEN {whole} ELSE CAST({column} AS STRING) END"
         return f"CAST({column} AS STRING)"
 
-    parts = [compact_utc("window_start"), compact_utc("window_end")]
+    parts = [compact_utc(WINDOW_START), compact_utc(WINDOW_END)]
     parts += [text(name, spark_type) for name, spark_type in column_types.items()]
     return f"concat_ws(' ', {', '.join(parts)})"
