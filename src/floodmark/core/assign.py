@@ -65,6 +65,24 @@ def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[s
     return values, bad, reasons
 
 
+def validate_future_skew(
+    timestamps: np.ndarray, processing_time: int, max_future_skew: int
+) -> tuple[np.ndarray, Callable[[int], str]]:
+    """Which of ``timestamps`` (ms) are more than ``max_future_skew`` ms ahead of ``processing_time`` (ms): a
+    mask of those bad records and the reason of record ``i`` (called only for the masked ones).
+
+    A record exactly ``max_future_skew`` ahead is good. The rule guards the watermark: one corrupt far-future
+    record must not push it past every window.
+    """
+    bad = timestamps > processing_time + max_future_skew
+
+    def reason(i: int) -> str:
+        ahead = f"is more than {max_future_skew} ms ahead of processing time {processing_time}"
+        return f"timestamp {int(timestamps[i])} {ahead}"
+
+    return bad, reason
+
+
 def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """An aggregate's numeric input as ``float64``, a bad-record mask and the reasons (as :func:`validate_timestamps`).
 

@@ -40,6 +40,14 @@ class TimestampCombiner(enum.StrEnum):
         """The hold of a window no record holds: MAX for EARLIEST (and END_OF_WINDOW), MIN for LATEST."""
         return MIN_TIMESTAMP if self is TimestampCombiner.LATEST else MAX_TIMESTAMP
 
+    @property
+    def reduction(self) -> str:
+        """How holds combine, by name (``"max"`` for LATEST, else ``"min"``), for engines that reduce by name
+        (Arrow's group-by): the rule :meth:`fold`, :meth:`reduce` and :meth:`reduce_at` apply. END_OF_WINDOW's
+        holds do not set its panes' timestamps (:meth:`pane_timestamps`), but they hold the output watermark at
+        the earliest."""
+        return "max" if self is TimestampCombiner.LATEST else "min"
+
     def fold(self, holds, times):
         """Holds after adding records (or partial holds) with output times ``times``: min, max, or unchanged."""
         if self is TimestampCombiner.EARLIEST:
@@ -68,7 +76,7 @@ class TimestampCombiner(enum.StrEnum):
         """The one hold a slice of output times (or of holds) makes: min, max, or empty for END_OF_WINDOW."""
         if self is TimestampCombiner.END_OF_WINDOW or not len(times):
             return self.empty_hold
-        return int(times.max() if self is TimestampCombiner.LATEST else times.min())
+        return int(_NUMPY[self.reduction].reduce(times))
 
     def reduce_at(self, times: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         """One hold per group of ``times`` (sorted by group; groups start at ``bounds``)."""
@@ -76,8 +84,7 @@ class TimestampCombiner(enum.StrEnum):
             return np.full(len(bounds), self.empty_hold, dtype=np.int64)
         if not len(times):
             return times
-        reduce = np.maximum if self is TimestampCombiner.LATEST else np.minimum
-        return reduce.reduceat(times, bounds)
+        return _NUMPY[self.reduction].reduceat(times, bounds)
 
     def pane_timestamps(self, holds, max_timestamps):
         """The output timestamp of panes: the hold capped at the max timestamp, or the max timestamp itself
@@ -85,3 +92,7 @@ class TimestampCombiner(enum.StrEnum):
         if self is TimestampCombiner.END_OF_WINDOW:
             return max_timestamps
         return np.where(np.equal(holds, self.empty_hold), max_timestamps, np.minimum(holds, max_timestamps))
+
+
+_NUMPY = {"min": np.minimum, "max": np.maximum}
+""":attr:`TimestampCombiner.reduction` as a numpy ufunc."""

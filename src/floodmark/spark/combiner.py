@@ -45,10 +45,9 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
-from floodmark.core.assign import validate_numbers
+from floodmark.core.assign import validate_future_skew, validate_numbers
 from floodmark.core.combine import accumulator_reductions, open_window_pairs
 from floodmark.core.time import event_time_in_range, out_of_range_reason
-from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import plain
 from floodmark.protocol import wire
 from floodmark.spark import blocks
@@ -129,14 +128,9 @@ class MapSideCombiner:
         if missing.any():
             raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
             reject(missing, lambda i: "missing timestamp" if raw[i] is None else f"unparsable timestamp: {raw[i]!r}")
-        skew = self.plan.max_future_skew_ms
-        if skew is not None:
-            reject(
-                ~missing & (timestamps > processing_time + skew),
-                lambda i: (
-                    f"timestamp {int(timestamps[i])} is more than {skew} ms ahead of processing time {processing_time}"
-                ),
-            )
+        if self.plan.max_future_skew_ms is not None:
+            ahead, why_ahead = validate_future_skew(timestamps, processing_time, self.plan.max_future_skew_ms)
+            reject(~missing & ahead, why_ahead)
         outside = ~missing & ~event_time_in_range(timestamps)
         reject(outside, lambda i: out_of_range_reason(int(timestamps[i])))
         values: dict[str, np.ndarray] = {}
@@ -214,9 +208,8 @@ class MapSideCombiner:
         columns = {c: rows.column(c) if identity else rows.column(c).take(pairs) for c in group_columns}
         columns.update({_START: starts, _END: ends, _HOLD: out_times})
         columns.update({f"fm_c_{f}": v[pairs] for f, v in values.items()})
-        latest = self.plan.spec.timestamp_combiner is TimestampCombiner.LATEST
         reduced = dict.fromkeys((f"fm_c_{f}", r) for _, r, f in self.reductions if f is not None)
-        aggregations = [(_HOLD, "max" if latest else "min"), ([], "count_all"), *reduced]
+        aggregations = [(_HOLD, self.plan.spec.timestamp_combiner.reduction), ([], "count_all"), *reduced]
         grouped = pa.table(columns).group_by([*group_columns, _START, _END], use_threads=False).aggregate(aggregations)
         out = _columns(grouped.select(group_columns))
         counts = grouped.column("count_all")
