@@ -86,12 +86,12 @@ def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.Reco
     return pa.RecordBatch.from_struct_array(batch.column(0))
 
 
-def bucket_output(panes: int, pane_frames: int) -> BucketOutput:
-    """:func:`row_form_parts` as a bucket's output: its last ``pane_frames`` panes as a pane frame (the columnar
+def bucket_output(panes: int, pane_columns: int) -> BucketOutput:
+    """:func:`row_form_parts` as a bucket's output: its last ``pane_columns`` panes as columns (the columnar
     operator's panes), the others as rows among the late record and the gauge."""
     late, pane_rows, gauge = row_form_parts(panes)
-    split = panes - pane_frames
-    return BucketOutput([late, pane_rows[:split], gauge], [pane_rows[split:]], None)
+    split = panes - pane_columns
+    return BucketOutput([late, pane_rows[:split], gauge], [dict(pane_rows[split:].items())], None)
 
 
 def unpacked(batch: pa.RecordBatch) -> pd.DataFrame:
@@ -107,11 +107,11 @@ def to_arrow(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema)
 
 
-@pytest.mark.parametrize("panes, pane_frames", [(0, 0), (1, 0), (1, 1), (9, 0), (9, 6), (9, 9), (50, 50)])
-def test_a_buckets_output_comes_back_as_the_row_form(panes, pane_frames):
+@pytest.mark.parametrize("panes, pane_columns", [(0, 0), (1, 0), (1, 1), (9, 0), (9, 6), (9, 9), (50, 50)])
+def test_a_buckets_output_comes_back_as_the_row_form(panes, pane_columns):
     rows = row_form(panes)
     level = StageLevel({"s": PLAN}, {}, ["s"])
-    carried = level.carry("s", 0, bucket_output(panes, pane_frames))
+    carried = level.carry("s", 0, bucket_output(panes, pane_columns))
     assert list(carried.columns) == CARRIER.names
     assert (carried[KIND] == OUTPUT).sum() == 1, "one OUTPUT block per bucket and batch"
     batch = through_spark_conversion(carried, CARRIER)

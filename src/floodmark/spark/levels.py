@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
@@ -40,7 +41,7 @@ from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.processor import STATE_SCHEMA, BucketOutput, WindowBucketProcessor
-from floodmark.spark.rows import conform, numpy_type
+from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 
 CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
 """The rows between levels and into the sink (see the module docstring)."""
@@ -112,9 +113,8 @@ class StageLevel:
         small = rows.loc[np.isin(kinds, wire.REPORT_KINDS), _SMALL]
         # STATS rows carry the bucket too: every carrier row belongs to a (stage, bucket) group downstream.
         parts = [small.assign(**{wire.STAGE: stage, wire.BUCKET: _BUCKET_TYPE(bucket)})]
-        emitted = conform([rows.loc[np.isin(kinds, wire.EMITTED_KINDS)], *out.pane_frames], self.emitted_schemas[stage])
-        if len(emitted):
-            table = pa.Table.from_pandas(emitted, schema=self.arrow_schemas[stage], preserve_index=False)
+        table = self._emitted_table(stage, rows.loc[np.isin(kinds, wire.EMITTED_KINDS)], out.pane_columns)
+        if table.num_rows:
             parts.append(
                 pd.DataFrame(
                     {
@@ -127,12 +127,22 @@ class StageLevel:
             )
             targets = self.downstream.get(stage, [])
             if targets:
-                panes = emitted[emitted[wire.KIND].to_numpy() == wire.PANE][plan.pane_columns()].reset_index(drop=True)
+                is_pane = pc.equal(table.column(wire.KIND), wire.PANE)
+                panes = spark_like_pandas(table.filter(is_pane).select(plan.pane_columns()))
                 if len(panes):
                     parts += [
                         self._forward(stage, bucket, panes, target_plan, target) for target_plan, target in targets
                     ]
         return conform(parts, CARRIER)
+
+    def _emitted_table(self, stage: str, rows: pd.DataFrame, pane_columns: list[dict[str, Any]]) -> pa.Table:
+        """A bucket's panes, late records and dead letters as one Arrow table of the stage's emitted schema:
+        ``rows`` through pandas, the columnar panes straight from their arrays."""
+        schema, arrow_schema = self.emitted_schemas[stage], self.arrow_schemas[stage]
+        tables = [arrow_table(pane_columns, schema, like=arrow_schema, nan_is_null=True)]
+        if len(rows):
+            tables.insert(0, pa.Table.from_pandas(conform([rows], schema), schema=arrow_schema, preserve_index=False))
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def _forward(
         self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: WindowedStage

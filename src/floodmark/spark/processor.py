@@ -48,14 +48,15 @@ STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
 class BucketOutput(NamedTuple):
     """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
-    not yet in one frame: the columnar panes, most of a flush, are stacked into the emitted rows without
-    the STATS and GAUGE columns."""
+    not yet in one frame: the columnar operator's panes, most of a flush, go to Arrow column by column
+    without a pandas frame (:meth:`floodmark.spark.levels.StageLevel.carry`)."""
 
     rows: list[pd.DataFrame]
     """Dead letters, STATS rows, what the operator emitted as objects (late records, the general operator's
     panes), the GAUGE row."""
-    pane_frames: list[pd.DataFrame]
-    """The columnar operator's panes, in the row form's pane columns."""
+    pane_columns: list[dict[str, Any]]
+    """The columnar operator's panes: per part, the row form's pane column -> its values (arrays of one
+    length; a float NaN is a null)."""
     state: bytes | None
     """The bucket's new state; None when there is nothing to store (a bucket that never had a window)."""
 
@@ -104,8 +105,8 @@ class WindowBucketProcessor:
             wire.ACCEPTED: emitted.accepted,
         }
         out.append(pd.DataFrame([gauge]))
-        pane_frames = [self._pane_frame(frame) for frame in emitted.pane_frames if len(frame)]
-        return BucketOutput(out, pane_frames, new_state)
+        pane_columns = [self._pane_columns(frame) for frame in emitted.pane_frames if len(frame)]
+        return BucketOutput(out, pane_columns, new_state)
 
     def _due(self, entry: ControlEntry, bucket: int) -> bool:
         """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported
@@ -211,9 +212,10 @@ class WindowBucketProcessor:
                 rows.append(row)
         return rows
 
-    def _pane_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Columnar panes (see ``Emitted.pane_frames``) as output rows, without a Python object per pane."""
-        columns: dict[str, Any] = {wire.KIND: np.full(len(frame), wire.PANE, dtype=object)}
+    def _pane_columns(self, frame: pd.DataFrame) -> dict[str, Any]:
+        """Columnar panes (see ``Emitted.pane_frames``) as the row form's columns, without a Python object per
+        pane."""
+        columns: dict[str, Any] = {wire.KIND: wire.PANE}
         integral = self.plan.integral_columns
         if len(self.plan.key_columns) == 1:
             name = self.plan.key_columns[0]
@@ -235,7 +237,7 @@ class WindowBucketProcessor:
         columns[output.IS_LAST] = frame["is_last"].to_numpy(dtype=bool)
         for name in self.plan.result_names:
             columns[name] = frame[f"value.{name}"].to_numpy()
-        return pd.DataFrame(columns, copy=False)  # no consolidation into 2-d blocks: conform() restacks anyway
+        return columns
 
     def close(self) -> None:
         pass

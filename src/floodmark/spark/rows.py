@@ -156,15 +156,19 @@ def _masked(piece: pd.Series | None, size: int, dtype: Any, np_type: Any) -> tup
     return typed.to_numpy(dtype=np_type, na_value=np_type(0)), mask
 
 
-def arrow_table(parts: Sequence[dict[str, Any]], schema: StructType, like: pa.Schema) -> pa.Table:
+def arrow_table(
+    parts: Sequence[dict[str, Any]], schema: StructType, like: pa.Schema, nan_is_null: bool = False
+) -> pa.Table:
     """Stack ``parts`` into one Arrow table with exactly ``schema``'s columns, in order.
 
-    Each part maps column names to arrays (Arrow, numpy or lists, all of one
+    Each part maps column names to arrays (Arrow, numpy, pandas or lists, all of one
     length) or scalars (repeated); an empty dict is no rows. A column a part
-    lacks is null there. Columns in ``like`` (the input as Spark gave it) keep
-    their Arrow type, so user columns go back to Spark unchanged; the others
-    get the Arrow type of their Spark type (Spark reads what the ``mapInArrow``
-    function returns by position and type: an int32 where it expects a long fails).
+    lacks is null there. With ``nan_is_null`` a float NaN becomes null, as in
+    Spark's conversion of a pandas frame (a record's NaN stays NaN without it).
+    Columns in ``like`` (the input as Spark gave it) keep their Arrow type, so
+    user columns go back to Spark unchanged; the others get the Arrow type of
+    their Spark type (Spark reads what the ``mapInArrow`` function returns by
+    position and type: an int32 where it expects a long fails).
     """
     types = [
         like.field(f.name).type if f.name in like.names else to_arrow_type(f.dataType, timezone="UTC")
@@ -186,7 +190,7 @@ def arrow_table(parts: Sequence[dict[str, Any]], schema: StructType, like: pa.Sc
             elif isinstance(value, pa.Array | pa.ChunkedArray):
                 columns.append(value if value.type == dtype else value.cast(dtype))
             else:
-                columns.append(pa.array(value, dtype))
+                columns.append(pa.array(value, dtype, from_pandas=nan_is_null))
         tables.append(pa.Table.from_arrays(columns, schema=target))
     if not tables:
         return target.empty_table()
