@@ -18,3 +18,8 @@ def gauge_rows(hold: int | None, pending: int | None, open_windows: int, accepte
             "fm_accepted": accepted,
         }
     ]
+
+
+def stats(split: str, count: int, lo: int, hi: int) -> dict[str, Any]:
+    """One split's STATS row: ``count`` good records with event times ``lo..hi`` (ms)."""
+    return {"fm_split": split, "fm_count": count, "fm_min_ts": lo, "fm_max_ts": hi}

@@ -1,18 +1,24 @@
 """``explain_window``: why a window has not fired, from the source's splits and the operator's state."""
 
 import pytest
+from controller_rows import gauge_rows, stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark.core import aggregates, triggers, windows
+from floodmark.core.clock import ManualClock
 from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.explain import WindowStatus, explain_window
 from floodmark.core.operator import WindowOperator
+from floodmark.core.pipeline import WindowedStage
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP, format_duration, format_instant
 from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
 from floodmark.core.windows import Window
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import Controller, SourceSettings
+from floodmark.driver.explain import explain_stage
 
 BOUND, IDLE, TICK = 50, 300, 100
 WINDOW = Window(0, 1_000)  # max timestamp 999
@@ -358,3 +364,54 @@ def test_empty_source_and_global_window_do_not_break():
     e = explain_window(sp, "k", windows.GLOBAL_WINDOW, src, op)
     assert e.status is WindowStatus.WAITING_FOR_TRIGGER and e.pane_state.records_until_check == 1
     assert "MAX" in e.text()
+
+
+def test_a_stage_reading_a_stage_names_the_upstream_that_holds_it(tmp_path):
+    """Stage b reads stage a (``driver.explain.explain_stage`` from the control log): a's pending panes hold its
+    output watermark at 60 s although its input is at 78.999 s, so b's window [60 s, 120 s) waits for a's
+    panes; b's window [0, 60 s) ran with 28.999 s and is DUE with the 60 s a handed on after the batch."""
+    clock = ManualClock(1_000_000)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(1_000)
+    ctl = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, {"a": ["src"], "b": ["a"]}, clock=clock)
+    ctl.ensure_initial_entry()
+    batches = [
+        ([stats("0", 5, 10_000, 30_000)], {"a": gauge_rows(None, None, 2, 5)}),
+        ([stats("0", 2, 70_000, 80_000)], {"a": gauge_rows(60_000, 1_001_500, 1, 2)}),
+        ([], {}),
+    ]
+    for batch_id, (rows, gauges) in enumerate(batches):
+        clock.advance_to(1_000_000 + (batch_id + 1) * 1_000)  # each batch after a periodic emit
+        ctl.on_batch(batch_id, rows, gauges, {})
+    spec = WindowSpec(windows.Tumbling(60_000), aggregates.several(n=aggregates.count()))
+    a, b = WindowedStage("a", "src", spec), WindowedStage("b", "a", spec)
+
+    waiting = explain_stage(ctl, b, None, Window(60_000, 120_000))
+    assert waiting.status is WindowStatus.WAITING_FOR_WATERMARK, waiting.text()
+    assert (waiting.operator_watermark, waiting.combined_watermark) == (28_999, 60_000)
+    assert not waiting.splits and [u.name for u in waiting.upstreams] == ["a"]
+    upstream = waiting.upstreams[0]
+    assert (upstream.watermark, upstream.input_watermark, upstream.hold) == (60_000, 78_999, 60_000)
+    assert upstream.held_by_panes and upstream.gap_ms == 59_999
+    assert "upstream stage 'a' holds the input watermark" in waiting.reason and "pending panes" in waiting.reason
+    assert "stage 'a' needs to fire the panes it holds" in waiting.fires_when
+    text = waiting.text()
+    assert "Input watermark (MIN over the non-idle upstreams)" in text and "Upstreams:" in text
+    assert "stage 'a': watermark" in text and "HOLDING THE WINDOW BACK" in text
+
+    due = explain_stage(ctl, b, None, Window(0, 60_000))
+    assert due.status is WindowStatus.DUE, due.text()
+    # After batch 1, a had handed on 28.999 s, but its input (78.999 s) and its panes (60 s) were past 59.999 s.
+    before = explain_stage(ctl, b, None, Window(0, 60_000), batch=1)
+    assert before.status is WindowStatus.WAITING_FOR_WATERMARK, before.text()
+    assert before.upstreams[0].watermark == 28_999 and before.upstreams[0].next_watermark == 60_000
+    assert "hands on" in before.reason and "the batch after" in before.reason
+    assert "stage 'a' gets there in its next batch" in before.fires_when
+    first = explain_stage(ctl, b, None, Window(0, 60_000), batch=0)
+    assert first.upstreams[0].next_watermark == 28_999 and "its input watermark, " in first.reason, first.text()
+
+    # A stage reading a source is explained from the source's splits, as always.
+    source_stage = explain_stage(ctl, a, None, Window(60_000, 120_000))
+    assert [s.split for s in source_stage.splits] == ["0"] and not source_stage.upstreams
+    assert source_stage.operator_watermark == 78_999
+    with pytest.raises(LookupError, match="no control entry 7"):
+        explain_stage(ctl, b, None, Window(0, 60_000), batch=7)

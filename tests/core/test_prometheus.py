@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from controller_rows import gauge_rows
+from controller_rows import gauge_rows, stats
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,10 +44,6 @@ def same(a, b) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same(a[key], b[key]) for key in a)
     return a == b or (math.isnan(a) and math.isnan(b))
-
-
-def stats(split: str, count: int, lo: int, hi: int) -> dict:
-    return {"fm_split": split, "fm_count": count, "fm_min_ts": lo, "fm_max_ts": hi}
 
 
 def test_a_single_aggregation_scraped_over_http_with_a_replay_counted_once(tmp_path):
@@ -186,9 +182,18 @@ def test_a_pipeline_of_two_stages_exports_each_stage(tmp_path):
     for metric, (a, b) in totals.items():
         assert value(s, f"floodmark_stage_{metric}_total", "sessions", stage="a") == a, metric
         assert value(s, f"floodmark_stage_{metric}_total", "sessions", stage="b") == b, metric
+    # Pane latency: once per batch in which the stage emitted panes, from its entry (1 s apart) to its end.
+    for stage, batches in (("a", 1), ("b", 1)):
+        assert value(s, "floodmark_stage_pane_latency_seconds_count", "sessions", stage=stage) == batches
+        assert value(s, "floodmark_stage_pane_latency_seconds_sum", "sessions", stage=stage) == pytest.approx(1.0)
+    latency_buckets = {"0.5": 0, "1.0": 1, "+Inf": 1}
+    for bound, count in latency_buckets.items():
+        assert value(s, "floodmark_stage_pane_latency_seconds_bucket", "sessions", stage="a", le=bound) == count
     assert value(s, "floodmark_stage_open_windows", "sessions", stage="a") == 1
     assert value(s, "floodmark_stage_open_windows", "sessions", stage="b") == 0
     assert value(s, "floodmark_dead_letters_total", "sessions") == 1
+    # b's dead letter was a pane of a, not a row read: the input is a's 7 records.
+    assert value(s, "floodmark_input_rows_total", "sessions") == 7
     assert value(s, "floodmark_batches_total", "sessions") == 3
 
 

@@ -136,10 +136,12 @@ def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs)
     assert any(e < w < MAX_TIMESTAMP for e, w in zip(earliest, eow, strict=True)), "EARLIEST holds the means back"
 
 
-def test_every_stage_reconciles_and_a_source_stage_explains(spark, game_input, runs):
+def test_every_stage_reconciles_and_explains(spark, game_input, runs):
     """Each stage's input is its sources' rows or its upstream stages' panes, and every one of them reached a
-    window or the late output; a stage reading a source explains a key's window from that source's splits."""
-    records, _ = game_input
+    window or the late output; a stage reading a source explains a key's window from that source's splits, the
+    means stage from its upstream stages (with EARLIEST, sessions still open hold it back by their panes), and
+    a pipeline's definition explains the same from the checkpoint after the query stopped."""
+    records, directory = game_input
     query, out = runs[TimestampCombiner.END_OF_WINDOW]
     panes = {stage: read_output(spark, out / stage / "panes") for stage in STAGES}
     for source in SOURCES:
@@ -162,8 +164,26 @@ def test_every_stage_reconciles_and_a_source_stage_explains(spark, game_input, r
     assert explanation.combined_watermark == query.controller.watermarks_at(source="mobile").watermark
     with pytest.raises(ValueError, match="say which one"):
         query.explain(session["user"], Window(0, 60_000))
-    with pytest.raises(ValueError, match="reads"):
-        query.explain(None, Window(0, WINDOW_MS), "means")
+    means = query.explain(None, Window(0, WINDOW_MS), "means")
+    assert means.status is WindowStatus.EXPIRED and not means.splits, means.text()
+    assert {u.name for u in means.upstreams} == {"mobile_sessions", "console_sessions"}
+
+    early, early_out = runs[TimestampCombiner.EARLIEST]
+    definition = game_pipeline(spark, directory / "in", TimestampCombiner.EARLIEST)
+    held_by_panes = []
+    for report in early.reports:
+        watermark = report.stages["means"].next_input_watermark
+        if not 0 <= watermark < MAX_TIMESTAMP:
+            continue
+        window = Window(watermark // WINDOW_MS * WINDOW_MS, watermark // WINDOW_MS * WINDOW_MS + WINDOW_MS)
+        explanation = early.explain(None, window, "means", batch=report.batch_id)
+        # DUE only if the watermark sits on the window's last millisecond.
+        assert explanation.status in (WindowStatus.WAITING_FOR_WATERMARK, WindowStatus.DUE), explanation.text()
+        assert explanation.combined_watermark == watermark
+        checkpoint = str(early_out.parent / "ckpt")
+        assert definition.explain(checkpoint, None, window, "means", report.batch_id) == explanation
+        held_by_panes += [u.name for u in explanation.upstreams if u.held_by_panes and u.watermark == watermark]
+    assert held_by_panes, "with EARLIEST an open session's pane holds the means stage at some batch"
 
 
 def test_the_metrics_endpoint_and_the_live_view_show_every_split_and_stage(spark, game_input, tmp_path):
@@ -321,3 +341,17 @@ def test_a_stuck_stage_is_told_from_a_buffering_one(spark, game_input, runs):
     assert all(b > a for a, b in itertools.pairwise(event)), event
     assert all(b >= a for a, b in itertools.pairwise(processing)), processing
     assert processing[-1] > processing_bound and event[-1] > event_bound
+
+    # Why the means stage's next window waits: the console sessions, held by their input (the silent split).
+    watermark = query.reports[ending - 1].stages["means"].next_input_watermark
+    start = watermark // WINDOW_MS * WINDOW_MS
+    explanation = query.explain(
+        None, Window(start, start + WINDOW_MS), "means", batch=query.reports[ending - 1].batch_id
+    )
+    holder = explanation.upstreams[0]
+    assert (holder.name, holder.held_by_panes) == ("console_sessions", False), explanation.text()
+    assert "upstream stage 'console_sessions' holds the input watermark" in explanation.reason
+    console_window = query.explain(
+        None, Window(start, start + WINDOW_MS), "console_sessions", batch=query.reports[ending - 1].batch_id
+    )
+    assert "1" in {s.split.split("/")[-1] for s in console_window.holding_splits}, console_window.text()

@@ -16,10 +16,12 @@ from typing import Any
 
 from floodmark.apps.config import PipelineConfig
 from floodmark.apps.outputs import read_output
-from floodmark.core.explain import Explanation, explain_window
+from floodmark.core.explain import Explanation
+from floodmark.core.pipeline import WindowedStage
 from floodmark.core.windows import Tumbling, Window
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import KEPT_ENTRIES, Controller, SourceSettings
+from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
+from floodmark.driver.explain import explain_stage
 
 
 @dataclass(frozen=True)
@@ -83,13 +85,9 @@ def explain_run(
     window = window_at(pipeline, window_start)
     log = ControlLog(run / "checkpoint" / "floodmark" / "control")
     batch = _batch_to_explain(run, log.seqs(), batch)
-    # Batch N ran with entry N; entry N+1 holds the sources as batch N left them.
-    ran = log.read(batch)
-    assert ran is not None  # _batch_to_explain checked that entries N and N+1 exist
-    watermarks = Controller.of_aggregation(log, SourceSettings(pipeline.strategy())).watermarks_at(batch + 1)
-    explanation = explain_window(
-        pipeline.window_spec(), keys[0] if len(keys) == 1 else keys, window, watermarks, applied_watermark=ran.watermark
-    )
+    controller = Controller.of_aggregation(log, SourceSettings(pipeline.strategy()))
+    stage = WindowedStage(AGGREGATION_STAGE, AGGREGATION_SOURCE, pipeline.window_spec(), pipeline.key_by)
+    explanation = explain_stage(controller, stage, keys[0] if len(keys) == 1 else keys, window, batch)
     emitted: list[dict[str, Any]] = []
     if not panes.empty:
         mask = (panes["window_start"] == window_start) & (panes["batch_id"] <= batch)

@@ -22,7 +22,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import event_time_in_range, out_of_range_reason
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import unwrap
-from floodmark.core.windows import Window, horizon
+from floodmark.core.windows import Window, window_expired
 
 
 def validate_timestamps(timestamps: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -246,7 +246,7 @@ def assign_batch(
         if len(behind):
             key_watermarks = output_watermarks(keys[rows[behind]])
             out_times[behind] = spec.timestamp_combiner.element_holds(out_times[behind], key_watermarks)
-    expired = horizon(ends, spec.allowed_lateness) <= watermark
+    expired = window_expired(ends, spec.allowed_lateness, watermark)
     for i in np.flatnonzero(expired):
         row = rows[i]
         window = Window(int(starts[i]), int(ends[i]))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from floodmark.core.spec import WindowSpec
@@ -43,10 +43,18 @@ from floodmark.core.triggers import TriggerContext
 from floodmark.core.watermarks.coordinator import SourceWatermarks
 from floodmark.core.watermarks.percentile import allowed_behind
 from floodmark.core.watermarks.projection import Projection, SplitProjection, project
-from floodmark.core.window_table import WindowView
-from floodmark.core.windows import Window
+from floodmark.core.window_table import PaneBook, WindowView
+from floodmark.core.windows import Window, window_reached
 
-__all__ = ["Explanation", "PaneState", "SplitReport", "WindowStatus", "explain_window"]
+__all__ = [
+    "Explanation",
+    "PaneState",
+    "SplitReport",
+    "UpstreamReport",
+    "WindowStatus",
+    "explain_stage_window",
+    "explain_window",
+]
 
 
 class OperatorView(Protocol):
@@ -138,31 +146,62 @@ class SplitReport:
 
 
 @dataclass(frozen=True)
-class PaneState:
-    """The operator's state for one key and window (both operators).
+class UpstreamReport:
+    """One upstream of a stage, seen from one window of that stage (:func:`explain_stage_window`).
 
-    :ivar records_since_last_pane: records added since the previous pane (0: the next pane is empty).
-    :ivar panes_emitted: panes emitted so far (the next pane's index).
-    :ivar nonearly_fired: an ON_TIME or LATE pane has been emitted.
-    :ivar finished: the trigger finished (the window is closed until garbage collection).
-    :ivar holds_output_watermark: a record arrived before the watermark reached the max timestamp and no
-        ON_TIME/LATE pane has fired since (its first non-early pane will be ON_TIME).
-    :ivar output_hold: the output timestamp its next pane carries (holds the stage's output watermark).
-    :ivar pending_since: processing time (ms) of the oldest record not yet emitted in a pane.
+    A stage's input watermark is the MIN over its non-idle upstreams (:mod:`floodmark.core.watermarks.graph`):
+    a source hands on its combined watermark; an upstream stage its output watermark,
+    ``MIN(its input watermark, hold)`` (never regressing), the hold being the lowest timestamp of the panes it
+    still owes.
+
+    :ivar name: the source or stage. :ivar is_stage: an upstream stage (else a source).
+    :ivar watermark: what it hands on after the batch (ms). :ivar idle: it does not hold the stage back (an
+        idle source; a stage whose upstreams are all idle).
+    :ivar gap_ms: ``max_timestamp - watermark`` clamped to ``[0, MAX_TIMESTAMP]``.
+    :ivar input_watermark: an upstream stage's input watermark for the next batch (``None`` for a source).
+    :ivar hold: an upstream stage's lowest hold after the batch (``None``: it owes no pane, or a source).
+    """
+
+    name: str
+    is_stage: bool
+    watermark: int
+    idle: bool
+    gap_ms: int
+    input_watermark: int | None = None
+    hold: int | None = None
+
+    @property
+    def next_watermark(self) -> int:
+        """What it hands on after its next batch if no record arrives and nothing fires: an upstream stage's
+        output watermark becomes ``MIN(input watermark, hold)`` (never lower than now); a source's stays."""
+        if not self.is_stage or self.input_watermark is None:
+            return self.watermark
+        candidate = self.input_watermark if self.hold is None else min(self.input_watermark, self.hold)
+        return max(self.watermark, candidate)
+
+    @property
+    def held_by_panes(self) -> bool:
+        """Its own pending panes keep its output watermark below its input watermark."""
+        return (
+            self.is_stage
+            and self.hold is not None
+            and self.input_watermark is not None
+            and (self.hold < self.input_watermark)
+        )
+
+
+@dataclass(frozen=True)
+class PaneState(PaneBook):
+    """The operator's state for one key and window (both operators): its bookkeeping
+    (:class:`~floodmark.core.window_table.PaneBook`, as ``window_view`` gives it) and what its trigger says.
+
     :ivar records_until_check: records after which the trigger is asked again (``None``: records alone
         never make it fire now).
     :ivar processing_deadline: processing time (ms) of its processing-time timer, if one is armed.
     """
 
-    records_since_last_pane: int
-    panes_emitted: int
-    nonearly_fired: bool
-    finished: bool
-    holds_output_watermark: bool
-    output_hold: int | None
-    pending_since: int | None
-    records_until_check: int | None
-    processing_deadline: int | None
+    records_until_check: int | None = None
+    processing_deadline: int | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +234,9 @@ class Explanation:
     :ivar pane_state: the operator's state for the window (``None``: no operator or no state).
     :ivar trigger_state: that state in words, with the trigger's own state.
     :ivar fires_when: in words: what makes it fire next. :ivar notes: further remarks.
+    :ivar upstreams: for a stage that reads other stages or several sources (:func:`explain_stage_window`):
+        its upstreams, by watermark then name; ``combined_watermark`` is then the stage's input watermark,
+        their MIN, and the split fields are empty.
     """
 
     key: Any
@@ -222,6 +264,7 @@ class Explanation:
     trigger_state: str | None
     fires_when: str
     notes: tuple[str, ...] = ()
+    upstreams: tuple[UpstreamReport, ...] = ()
 
     def text(self) -> str:
         """A multi-line plain-English explanation (times as UTC ISO with ms plus raw ms)."""
@@ -232,17 +275,23 @@ class Explanation:
             f"Window max timestamp (end - 1): {format_instant(self.max_timestamp)}; horizon (max timestamp + "
             f"allowed lateness {format_duration(self.allowed_lateness_ms)}): {format_instant(self.horizon)}.",
         ]
-        how = "MIN over the non-idle splits" if self.percentile == 100.0 else f"{self.percentile:g}th percentile"
+        parts = "upstreams" if self.upstreams else "splits"
+        how = f"MIN over the non-idle {parts}" if self.percentile == 100.0 else f"{self.percentile:g}th percentile"
         if self.all_splits_idle:
-            how = "every split is idle: the highest split watermark"
-        line = f"Combined watermark ({how}): {format_instant(self.combined_watermark)}"
+            how = f"every {parts[:-1]} is idle: the highest {parts[:-1]} watermark"
+        head = "Input watermark" if self.upstreams else "Combined watermark"
+        line = f"{head} ({how}): {format_instant(self.combined_watermark)}"
         if self.remaining_ms > 0:
             line += f", {format_duration(self.remaining_ms)} short of the max timestamp"
         lines.append(line + ".")
         if self.operator_watermark is not None and self.operator_watermark != self.combined_watermark:
             lines.append(f"Operator watermark: {format_instant(self.operator_watermark)}.")
         lines.append(f"Processing time now: {format_instant(self.processing_time)}.")
-        if self.splits:
+        if self.upstreams:
+            lines.append("Upstreams:")
+            for upstream in self.upstreams:
+                lines.append(f"  - {_upstream_line(upstream, self.max_timestamp, self.combined_watermark)}")
+        elif self.splits:
             lines.append("Splits:")
             holding = {s.split for s in self.holding_splits}
             for report in self.splits:
@@ -253,6 +302,7 @@ class Explanation:
             lines.append(f"Trigger and pane state: {self.trigger_state}")
         # One requirement per line: the sentence is built from "; split ..." items and a closing projection.
         fires = self.fires_when.replace("; split ", ";\n    split ").replace(". If no record", ".\n  If no record")
+        fires = fires.replace("; stage ", ";\n    stage ").replace("; source ", ";\n    source ")
         lines.append(f"Fires when: {fires}")
         lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines)
@@ -338,17 +388,10 @@ def _splits(watermarks: SourceWatermarks, projection: Projection) -> list[_Split
 # ------------------------------------------------------------------------------------------ operator state
 def _pane_state(spec: WindowSpec, view: WindowView, ctx: TriggerContext) -> PaneState:
     book, trigger = view.book, spec.trigger
-    closed = book.finished
     return PaneState(
-        records_since_last_pane=book.records_since_last_pane,
-        panes_emitted=book.panes_emitted,
-        nonearly_fired=book.nonearly_fired,
-        finished=closed,
-        holds_output_watermark=book.holds_output_watermark,
-        output_hold=book.output_hold,
-        pending_since=book.pending_since,
-        records_until_check=None if closed else trigger.elements_until_check(view.trigger_state, ctx),
-        processing_deadline=None if closed else trigger.processing_deadline(view.trigger_state),
+        **{f.name: getattr(book, f.name) for f in fields(book)},
+        records_until_check=None if book.finished else trigger.elements_until_check(view.trigger_state, ctx),
+        processing_deadline=None if book.finished else trigger.processing_deadline(view.trigger_state),
     )
 
 
@@ -406,7 +449,6 @@ def explain_window(
             if view.note:
                 notes.append(view.note)
     max_ts = window.max_timestamp
-    horizon = spec.horizon(window)
 
     # Operator side: the trigger's view at the operator's own watermark and "now".
     pane: PaneState | None = None
@@ -422,8 +464,9 @@ def explain_window(
     reports = sorted((s.report(max_ts) for s in splits), key=lambda r: (r.watermark, r.split))
     active = [r for r in reports if not r.idle]
     all_idle = bool(reports) and not active
-    holding = tuple(r for r in active if r.watermark < max_ts) if combined < max_ts else ()
-    if combined >= max_ts:
+    reached = window_reached(window.end, combined)
+    holding = () if reached else tuple(r for r in active if r.watermark < max_ts)
+    if reached:
         needed = 0
     elif all_idle:
         needed = 1
@@ -455,11 +498,7 @@ def explain_window(
     fires_when = _fires_when(status, facts)
     notes.extend(_notes(facts))
     return Explanation(
-        key=key,
-        window=window,
-        max_timestamp=max_ts,
-        horizon=horizon,
-        allowed_lateness_ms=spec.allowed_lateness,
+        **_window_fields(spec, key, window, combined),
         status=status,
         reason=_reason(status, facts),
         combined_watermark=combined,
@@ -467,8 +506,6 @@ def explain_window(
         processing_time=now,
         percentile=percentile,
         all_splits_idle=all_idle,
-        remaining_ms=min(MAX_TIMESTAMP, max(0, max_ts - combined)),
-        horizon_remaining_ms=min(MAX_TIMESTAMP, max(0, horizon - combined)),
         target_watermark=target,
         splits=tuple(reports),
         holding_splits=holding,
@@ -481,6 +518,20 @@ def explain_window(
         fires_when=fires_when,
         notes=tuple(notes),
     )
+
+
+def _window_fields(spec: WindowSpec, key: Any, window: Window, watermark: int) -> dict[str, Any]:
+    """The fields of an :class:`Explanation` that follow from the window and the watermark it is measured from."""
+    max_ts, horizon = window.max_timestamp, spec.horizon(window)
+    return {
+        "key": key,
+        "window": window,
+        "max_timestamp": max_ts,
+        "horizon": horizon,
+        "allowed_lateness_ms": spec.allowed_lateness,
+        "remaining_ms": min(MAX_TIMESTAMP, max(0, max_ts - watermark)),
+        "horizon_remaining_ms": min(MAX_TIMESTAMP, max(0, horizon - watermark)),
+    }
 
 
 def _next_pane_watermark(spec: WindowSpec, view: WindowView, op_watermark: int) -> tuple[int | None, bool]:
@@ -505,29 +556,30 @@ def _status(
     op_watermark: int | None,
     ctx: TriggerContext,
 ) -> tuple[WindowStatus, int | None, bool]:
-    """The status, the target watermark and whether the target is the garbage-collection pane."""
-    max_ts, horizon = window.max_timestamp, spec.horizon(window)
+    """The status, the target watermark and whether the target is the garbage-collection pane (the window's
+    boundaries asked of :mod:`floodmark.core.windows`: reached at its max timestamp, expired at its horizon)."""
+    max_ts = window.max_timestamp
     if not has_operator:
         applied = combined if op_watermark is None else op_watermark
-        if applied >= horizon:
+        if spec.expired(window, applied):
             return WindowStatus.EXPIRED, None, False
-        if applied >= max_ts:
+        if window_reached(window.end, applied):
             return WindowStatus.WATERMARK_PASSED, None, False
-        if combined >= max_ts:
+        if window_reached(window.end, combined):
             return WindowStatus.DUE, max_ts, False
         return WindowStatus.WAITING_FOR_WATERMARK, max_ts, False
     assert op_watermark is not None
     if view is None:
-        expired = max(combined, op_watermark) >= horizon
+        expired = spec.expired(window, max(combined, op_watermark))
         return (WindowStatus.EXPIRED if expired else WindowStatus.NO_DATA), None, False
     nxt, gc = _next_pane_watermark(spec, view, op_watermark)
     if view.book.finished:
-        return (WindowStatus.EXPIRED if combined >= horizon else WindowStatus.FIRED_FINAL), None, False
+        return (WindowStatus.EXPIRED if spec.expired(window, combined) else WindowStatus.FIRED_FINAL), None, False
     if nxt is not None and combined >= nxt:
         return WindowStatus.DUE, nxt, gc
     if nxt is not None and not gc:
         return WindowStatus.WAITING_FOR_WATERMARK, nxt, gc
-    if combined >= horizon:
+    if spec.expired(window, combined):
         return WindowStatus.EXPIRED, None, False  # nothing unemitted: the state just goes at the next watermark
     if view.book.nonearly_fired:
         return WindowStatus.FIRED_CAN_FIRE_LATE, nxt, gc
@@ -865,3 +917,181 @@ def _first_late_record(spec: WindowSpec, window: Window, watermark: int, now: in
     if trigger.on_fire(state, ctx):
         return "fires one LATE pane at once and closes"
     return "fires a LATE pane at once, and later records follow the trigger's late firings"
+
+
+# -------------------------------------------------------------------------- stages that read other stages
+def explain_stage_window(
+    spec: WindowSpec,
+    key: Any,
+    window: Window,
+    input_watermark: int,
+    upstreams: Iterable[UpstreamReport],
+    processing_time: int,
+    applied_watermark: int | None = None,
+) -> Explanation:
+    """Explain why ``window`` of ``key`` in a stage fed by ``upstreams`` has (not) fired. Reads only.
+
+    For a stage that reads other stages (or several sources): its watermark is not made from splits but
+    from its upstreams' (:mod:`floodmark.core.watermarks.graph`), so the explanation names the upstream that
+    holds it back and why (an upstream stage's own pending panes, or its input watermark). For a stage reading
+    one source, :func:`explain_window` says which split holds that source.
+
+    :arg input_watermark: the stage's input watermark for its next batch (ms): the MIN over ``upstreams``'
+        non-idle watermarks, as the graph computed it. :arg processing_time: "now" (ms).
+    :arg applied_watermark: the input watermark the stage's last batch ran with (its panes so far were fired
+        with it); the status follows it as :func:`explain_window`'s does without an operator: ``DUE`` when
+        only ``input_watermark`` covers the window.
+    """
+    max_ts, horizon = window.max_timestamp, spec.horizon(window)
+    reports = tuple(sorted(upstreams, key=lambda u: (u.watermark, u.name)))
+    ctx = TriggerContext(
+        window, applied_watermark if applied_watermark is not None else input_watermark, processing_time
+    )
+    status, target, _ = _status(spec, None, False, window, input_watermark, applied_watermark, ctx)
+    active = [u for u in reports if not u.idle]
+    all_idle = bool(reports) and not active
+    reached = window_reached(window.end, input_watermark)
+    holding = () if reached else tuple(u for u in active if u.watermark < max_ts)
+    applied = input_watermark if applied_watermark is None else applied_watermark
+    notes = [
+        "a stage reading stages gets their watermarks one batch later (panes travel downstream within the batch "
+        "that fires them, and the next batch's input watermark is made from the upstreams' output watermarks "
+        "after it): one trigger of event-time latency per stage."
+    ]
+    if status is WindowStatus.EXPIRED:
+        reason = (
+            f"the stage's watermark {format_instant(max(applied, input_watermark))} reached the horizon "
+            f"{format_instant(horizon)}: the window is closed for good."
+        )
+        fires_when = (
+            f"never: the watermark reached the horizon {format_instant(horizon)}; records for this window go to the "
+            "late output (EXPIRED)"
+        )
+    elif status is WindowStatus.WATERMARK_PASSED:
+        reason = "the stage's input watermark has passed the window's max timestamp: it has fired if it had records."
+        fires_when = (
+            "it fired ON_TIME when the watermark passed its max timestamp if it had records; late panes from "
+            f"upstream make LATE panes, if the trigger has late firings, until the watermark reaches "
+            f"{format_instant(horizon)} ({format_duration(max(0, horizon - applied))} to go)"
+        )
+    elif status is WindowStatus.DUE:
+        reason = (
+            f"its upstreams' watermarks after the last batch, {format_instant(input_watermark)}, cover it; the stage "
+            f"(watermark {format_instant(applied)}) fires it in its next batch."
+        )
+        fires_when = "in the stage's next batch, which runs with the input watermark that covers it"
+    else:  # WAITING_FOR_WATERMARK
+        reason = _upstream_reason(reports, holding, all_idle, input_watermark, max_ts)
+        fires_when = _upstream_condition(holding, all_idle, input_watermark, max_ts)
+    return Explanation(
+        **_window_fields(spec, key, window, input_watermark),
+        status=status,
+        reason=reason,
+        combined_watermark=input_watermark,
+        operator_watermark=applied_watermark,
+        processing_time=processing_time,
+        percentile=100.0,
+        all_splits_idle=all_idle,
+        target_watermark=target,
+        splits=(),
+        holding_splits=(),
+        idle_splits=(),
+        splits_without_records=(),
+        splits_needed=0 if reached else (1 if all_idle else len(holding)),
+        watermark_reaches_at=None,
+        pane_state=None,
+        trigger_state=None,
+        fires_when=fires_when,
+        notes=tuple(notes),
+        upstreams=reports,
+    )
+
+
+def _upstream_what(upstream: UpstreamReport, max_timestamp: int) -> str:
+    """What ``upstream``'s watermark is made of, in words, looking one batch ahead."""
+    if not upstream.is_stage:
+        return "the source's combined watermark"
+    if upstream.next_watermark >= max_timestamp > upstream.watermark:
+        return (
+            f"its last batch; it hands on {format_instant(upstream.next_watermark)} after its next batch (its "
+            f"input watermark is already there{'' if upstream.hold is None else ' and so are its pending panes'}), "
+            "and this stage fires the window the batch after"
+        )
+    if upstream.held_by_panes:
+        assert upstream.hold is not None
+        return (
+            f"its own pending panes: the earliest it still owes is timestamped {format_instant(upstream.hold)}, "
+            "so its output watermark stays there until that pane fires"
+        )
+    if upstream.input_watermark is None or upstream.input_watermark <= MIN_TIMESTAMP:
+        return "its input watermark: it has none yet"
+    return f"its input watermark, {format_instant(upstream.input_watermark)}"
+
+
+def _upstream_line(upstream: UpstreamReport, max_timestamp: int, input_watermark: int) -> str:
+    kind = "stage" if upstream.is_stage else "source"
+    if upstream.watermark <= MIN_TIMESTAMP:
+        head = f"{kind} {upstream.name!r}: no watermark yet"
+    else:
+        head = f"{kind} {upstream.name!r}: watermark {format_instant(upstream.watermark)}"
+    if upstream.idle:
+        state = "IDLE (excluded from the input watermark)"
+    elif upstream.watermark < max_timestamp and input_watermark < max_timestamp:
+        state = f"HOLDING THE WINDOW BACK, {format_duration(upstream.gap_ms)} behind"
+    elif upstream.gap_ms == 0:
+        state = "past the max timestamp"
+    else:
+        state = f"active, {format_duration(upstream.gap_ms)} behind"
+    return f"{head}: {state} (held by {_upstream_what(upstream, max_timestamp)})"
+
+
+def _upstream_reason(
+    reports: tuple[UpstreamReport, ...],
+    holding: tuple[UpstreamReport, ...],
+    all_idle: bool,
+    input_watermark: int,
+    max_ts: int,
+) -> str:
+    if all_idle:
+        return (
+            f"every upstream is idle; the input watermark is the highest of theirs, "
+            f"{format_instant(input_watermark)}, {format_duration(max_ts - input_watermark)} short."
+        )
+    if not holding:
+        return f"the input watermark {format_instant(input_watermark)} is below the window's max timestamp."
+    lowest = holding[0]
+    kind = "stage" if lowest.is_stage else "source"
+    text = (
+        f"upstream {kind} {lowest.name!r} holds the input watermark at {format_instant(lowest.watermark)}, "
+        f"{format_duration(lowest.gap_ms)} below the window's max timestamp: held by {_upstream_what(lowest, max_ts)}"
+    )
+    if len(holding) > 1:
+        text += f" (also below: {', '.join(repr(u.name) for u in holding[1:])})"
+    return text + "."
+
+
+def _upstream_condition(holding: tuple[UpstreamReport, ...], all_idle: bool, input_watermark: int, max_ts: int) -> str:
+    head = (
+        f"the ON_TIME pane fires in the stage's first batch after its input watermark reaches "
+        f"{format_instant(max_ts)} ({format_duration(max_ts - input_watermark)} to go)"
+    )
+    if all_idle or not holding:
+        return head + ": any upstream whose watermark gets that far lifts it"
+    needs = []
+    for upstream in holding:
+        if upstream.next_watermark >= max_ts:
+            needs.append(f"stage {upstream.name!r} gets there in its next batch")
+        elif not upstream.is_stage:
+            needs.append(
+                f"source {upstream.name!r} needs its combined watermark to reach it (explain a stage that reads "
+                "only that source for its splits)"
+            )
+        elif upstream.held_by_panes:
+            needs.append(
+                f"stage {upstream.name!r} needs to fire the panes it holds (explain its windows: they wait for its "
+                "own watermark or trigger)"
+            )
+        else:
+            needs.append(f"stage {upstream.name!r} needs its input watermark to reach it (explain that stage)")
+    quantifier = "every one of these upstreams must get there or go idle: " if len(needs) > 1 else ""
+    return f"{head}: {quantifier}" + "; ".join(needs)

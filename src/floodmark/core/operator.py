@@ -129,7 +129,7 @@ class WindowOperator:
         kept: list[int] = []
         for row in self._due(self._watermark_timers, watermark, 0):
             ctx = self._ctx(row)
-            collect = self.spec.horizon(ctx.window) <= watermark
+            collect = self.spec.expired(ctx.window, watermark)
             if not c["closed"][row] and self.spec.trigger.should_fire(c["trigger"][row], ctx):
                 done = self.spec.trigger.on_fire(c["trigger"][row], ctx)
                 firing.append(row)

@@ -11,7 +11,7 @@ from floodmark.core.panes import AccumulationMode
 from floodmark.core.time import Duration, non_negative_millis
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import ColumnarTrigger, Default, Trigger
-from floodmark.core.windows import Window, WindowAssigner, horizon
+from floodmark.core.windows import Window, WindowAssigner, horizon, window_expired
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class WindowSpec:
     def horizon(self, window: Window) -> int:
         """The watermark at which ``window`` is garbage collected: max timestamp + allowed lateness."""
         return horizon(window.end, self.allowed_lateness)
+
+    def expired(self, window: Window, watermark: int) -> bool:
+        """Has ``watermark`` reached ``window``'s horizon (its state goes, its records are ``EXPIRED``)?"""
+        return bool(window_expired(window.end, self.allowed_lateness, watermark))
 
     @cached_property
     def columnar_trigger(self) -> ColumnarTrigger | None:

@@ -53,7 +53,7 @@ import pandas as pd
 from floodmark.core.panes import AccumulationMode, Pane, Timing
 from floodmark.core.time import format_instant
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.windows import Window, horizon, max_timestamp, window_reached
+from floodmark.core.windows import Window, horizon, max_timestamp, window_expired, window_reached
 
 NO_TIME = np.iinfo(np.int64).max
 """'No value' in int64 processing-time columns."""
@@ -422,7 +422,7 @@ class WindowTable:
     def expired(self, watermark: int) -> np.ndarray:
         """Open rows whose horizon the watermark has reached (garbage collected at this watermark)."""
         c = self.cols
-        return np.flatnonzero(c["live"] & (horizon(c["end"], self.allowed_lateness) <= watermark))
+        return np.flatnonzero(c["live"] & window_expired(c["end"], self.allowed_lateness, watermark))
 
     def needs_final_pane(self, rows: np.ndarray) -> np.ndarray:
         """Garbage collection emits a last pane for these windows: trigger not finished, records unemitted."""

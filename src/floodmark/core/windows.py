@@ -8,9 +8,9 @@ operator, the map-side combine and ``explain`` (Flink's convention; see
 * :func:`max_timestamp` = ``end - 1``, the last instant the window contains;
 * :func:`window_reached`: ``W >= end - 1`` (inclusive): the window fires ON_TIME,
   and a record for it arriving now is late;
-* :func:`horizon` = ``end - 1 + allowed_lateness`` (saturating at MAX): when
-  ``W >= horizon`` the window's state is garbage collected and its records go to
-  the late output (``EXPIRED``).
+* :func:`horizon` = ``end - 1 + allowed_lateness`` (saturating at MAX);
+  :func:`window_expired`: ``W >= horizon`` (inclusive): the window's state is
+  garbage collected and its records go to the late output (``EXPIRED``).
 
 These work on ints and on ``int64`` arrays alike. Assignment is vectorised:
 :meth:`WindowAssigner.assign` takes an ``int64`` array of timestamps and returns,
@@ -58,6 +58,14 @@ def horizon(end: Time, allowed_lateness: int) -> Time:
     if isinstance(end, np.ndarray):
         return np.minimum(max_timestamp(end), MAX_TIMESTAMP - allowed_lateness) + allowed_lateness
     return min(max_timestamp(end), MAX_TIMESTAMP - allowed_lateness) + allowed_lateness
+
+
+def window_expired(end: Time, allowed_lateness: int, watermark: int) -> Time:
+    """Has the watermark reached the window's horizon (``watermark >= horizon``, inclusive)?
+
+    From then on the window's state is gone (or goes at this watermark) and a record for it is ``EXPIRED``.
+    """
+    return horizon(end, allowed_lateness) <= watermark
 
 
 @dataclass(frozen=True, order=True)

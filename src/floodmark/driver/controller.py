@@ -98,10 +98,19 @@ class BatchReport:
     """What each stage did, by name (``watermark`` is the MIN of their input watermarks, so it is MAX only once
     every stage has had the end of input)."""
 
+    input_dead_letters: int | None = None
+    """Dead letters among the rows read this batch (refused by the stages that read sources); ``bad`` also counts
+    the dead letters of stages reading stages (panes they refused). None: all of ``bad``."""
+
     @property
     def rows_in(self) -> int:
-        """Rows read this batch: good records (``records``) + dead letters (``bad``)."""
-        return self.records + self.bad
+        """Rows read this batch: good records (``records``) + the dead letters among them."""
+        return self.records + self.read_dead_letters
+
+    @property
+    def read_dead_letters(self) -> int:
+        """:attr:`input_dead_letters`, or ``bad`` when not given (a query of one stage)."""
+        return self.bad if self.input_dead_letters is None else self.input_dead_letters
 
 
 MOSTLY_DEAD_LETTERS = 0.5
@@ -112,11 +121,11 @@ probably not what the definition expects (schema, event-time column or unit), an
 def dead_letter_warning(report: BatchReport, first_reason: Callable[[], str | None] | None = None) -> str | None:
     """One line when most of ``report``'s rows were dead letters (else None); ``first_reason()`` gives one of
     their reasons and is called only then (it may cost a Spark job)."""
-    if not report.bad or report.bad <= MOSTLY_DEAD_LETTERS * report.rows_in:
+    if not report.read_dead_letters or report.read_dead_letters <= MOSTLY_DEAD_LETTERS * report.rows_in:
         return None
     reason = first_reason() if first_reason is not None else None
     return (
-        f"batch {report.batch_id}: {report.bad:,} of {report.rows_in:,} rows were dead letters"
+        f"batch {report.batch_id}: {report.read_dead_letters:,} of {report.rows_in:,} rows were dead letters"
         + (f", first reason: {reason}" if reason else "")
         + "; check the input against the definition (schema, event-time column and unit)"
     )
@@ -248,13 +257,22 @@ class Controller:
             source = next(iter(self.sources))
         if source not in self.sources:
             raise ValueError(f"no source {source!r} in the query (it has {sorted(self.sources)})")
+        return self.graph_at(seq)[0][source]
+
+    def graph_at(self, seq: int | None = None) -> tuple[dict[str, SourceWatermarks], StageGraph, ControlEntry]:
+        """The sources' coordinators and the stages' watermarks as control entry ``seq`` (default: the latest)
+        holds them (after the batch before it), with the entry itself, for inspection.
+
+        :raises LookupError: the log has no entry ``seq`` (never written, or pruned).
+        """
         seq = self.log.latest_seq() if seq is None else seq
         entry = None if seq is None else self.log.read(seq)
         if entry is None:
             raise LookupError(
                 f"no control entry {seq} in {self.log.directory} (entries older than {KEPT_ENTRIES} batches are pruned)"
             )
-        return self._graph(entry)[0][source]
+        sources, graph = self._graph(entry)
+        return sources, graph, entry
 
     def ensure_initial_entry(self) -> ControlEntry:
         """Entry 0 for a new query; a restarted query keeps its log, which must be of the same graph.
@@ -403,6 +421,7 @@ class Controller:
             panes=sum(r.panes for r in stage_reports.values()),
             late=sum(r.late for r in stage_reports.values()),
             bad=sum(r.bad for r in stage_reports.values()),
+            input_dead_letters=bad_in,
             output_watermark=min(r.output_watermark for r in last),
             oldest_pending=min((r.oldest_pending for r in last if r.oldest_pending is not None), default=None),
             open_windows=sum(r.open_windows for r in stage_reports.values()),

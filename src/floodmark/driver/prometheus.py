@@ -25,6 +25,7 @@ metric                                          labels  what
 ``floodmark_stage_late_records_total``          stage   records too late for their windows
 ``floodmark_stage_dead_letters_total``          stage   records refused (dead letters)
 ``floodmark_stage_accepted_total``              stage   (record, window) pairs added to windows
+``floodmark_stage_pane_latency_seconds``        stage   histogram: from a batch's watermark to its panes
 ``floodmark_batches_total``                     -       batches run
 ``floodmark_input_rows_total``                  -       rows read: good records + dead letters
 ``floodmark_dead_letters_total``                -       dead letters of every stage
@@ -41,8 +42,11 @@ the gauges but adds nothing, and a report older than the latest one seen is igno
 when it is created (Prometheus' ``rate()`` and ``increase()`` take counter resets in their stride): use one per
 run of a query.
 
-Pane latency (from a window's end, or from its records' arrival, to the pane's emission) is not exported: a
-report carries how many panes a stage emitted, not which windows they closed nor when each became due.
+Pane latency is what floodmark adds once the watermark has passed a window: the processing time from the batch's
+control entry (when the watermark that fires its panes was fixed) to the end of the batch that wrote them,
+observed once per batch in which the stage emitted panes. How long the watermark itself trails the records (the
+out-of-orderness bound, idleness, an upstream stage's pending panes) is the event-time lag; a report carries how
+many panes a stage emitted, not which windows, so a pane's delay from its window's end is not measured per pane.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -65,6 +69,9 @@ if TYPE_CHECKING:
     from floodmark.driver.controller import BatchReport
 
 _LOG = logging.getLogger(__name__)
+
+PANE_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, math.inf)
+"""Upper bounds (seconds) of the pane latency histogram's buckets: a batch takes from ~0.1 s to minutes."""
 
 DEFAULT_QUERY = "floodmark"
 """The ``query`` label of a :class:`PrometheusMetrics` not given one."""
@@ -134,6 +141,14 @@ class _Families:
         self.accepted = counter(
             "floodmark_stage_accepted", "(record, window) pairs added to the stage's windows", stage
         )
+        self.pane_latency = Histogram(
+            "floodmark_stage_pane_latency_seconds",
+            "Processing time from a batch's watermark (its control entry) to the end of the batch that wrote the "
+            "panes it fired; once per batch with panes",
+            stage,
+            buckets=PANE_LATENCY_BUCKETS,
+            registry=registry,
+        )
         self.batches = counter("floodmark_batches", "Batches the query ran", query)
         self.rows_in = counter("floodmark_input_rows", "Rows read: good records and dead letters", query)
         self.dead_letters = counter("floodmark_dead_letters", "Dead letters of every stage", query)
@@ -150,8 +165,9 @@ class _Families:
     def per_split(self) -> list[Gauge | Counter]:
         return [self.split_watermark, self.split_idle, self.split_records]
 
-    def per_stage(self) -> list[Gauge | Counter]:
+    def per_stage(self) -> list[Gauge | Counter | Histogram]:
         return [
+            self.pane_latency,
             self.stage_input,
             self.stage_output,
             self.event_time_lag,
@@ -264,6 +280,10 @@ class PrometheusMetrics:
                 for counter, count in ((f.panes, stage.panes), (f.late, stage.late), (f.bad, stage.bad)):
                     counter.labels(q, name).inc(count if new else 0)
                 f.accepted.labels(q, name).inc(stage.accepted if new else 0)
+                if new and stage.panes and report.next_processing_time >= report.processing_time:
+                    f.pane_latency.labels(q, name).observe(
+                        (report.next_processing_time - report.processing_time) / 1000
+                    )
                 self._stages.add(name)
             f.last_batch_id.labels(q).set(report.batch_id)
             f.last_batch_time.labels(q).set(report.processing_time / 1000)

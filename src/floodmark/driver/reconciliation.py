@@ -49,7 +49,7 @@ class Reconciliation:
         return cls(
             rows_in=sum(r.rows_in for r in batches),
             records=sum(r.records for r in batches),
-            dead_letters=sum(r.bad for r in batches),
+            dead_letters=sum(r.read_dead_letters for r in batches),
             in_windows=sum(r.accepted for r in batches),
             late=sum(r.late for r in batches),
         )

@@ -35,11 +35,14 @@ query handle) is the pipeline's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 
+from floodmark.core.explain import Explanation
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration
+from floodmark.core.windows import Window
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, BatchReport
 from floodmark.spark import plan as p
 from floodmark.spark.pipeline import Pipeline, SourceTime
@@ -103,6 +106,11 @@ class EventTimeAggregation:
         :arg listeners, metrics_port: as for :meth:`Pipeline.start <floodmark.spark.pipeline.Pipeline.start>`.
         """
         return self.pipeline.start(checkpoint, {STAGE: output}, trigger_interval, query_name, listeners, metrics_port)
+
+    def explain(self, checkpoint: str, key: Any, window: Window, batch: int | None = None) -> Explanation:
+        """Why ``key``'s ``window`` had (not) fired at the end of ``batch`` (default: the last) of the query at
+        ``checkpoint``, running or stopped (:meth:`Pipeline.explain <floodmark.spark.pipeline.Pipeline.explain>`)."""
+        return self.pipeline.explain(checkpoint, key, window, STAGE, batch)
 
     def run_to_completion(
         self,

@@ -33,18 +33,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
+from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import EVENT_TIME, WindowedStage, stage_input_rows
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
+from floodmark.core.windows import Window
+from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings
+from floodmark.driver.explain import explain_stage
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.protocol import wire
 from floodmark.spark import bucket_layout, python_workers
@@ -233,17 +239,7 @@ class Pipeline:
             checkpoint, spark, log, self.buckets, next(iter(plans.values())).buckets, graph.order
         )
         plans = {n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n)) for n, plan in plans.items()}
-        controller = Controller(
-            log,
-            {
-                name: SourceSettings(
-                    s.time.watermarks, s.time.periodic_interval, s.time.percentile, s.time.known_splits
-                )
-                for name, s in self.sources.items()
-            },
-            {s.name: list(s.upstream) for s in self.stages.values()},
-            metrics_path=metrics,
-        )
+        controller = self._controller(log, metrics)
         controller.ensure_initial_entry()
         order = graph.order
         bucket_count = layout.count
@@ -291,6 +287,35 @@ class Pipeline:
             else:
                 rows = grouped.transformWithStateInPandas(LevelStatefulProcessor(host), CARRIER, "Append", "None")
         return rows, controller, plans
+
+    def _controller(self, log: ControlLog, metrics_path: Path | None = None) -> Controller:
+        sources = {
+            name: SourceSettings(s.time.watermarks, s.time.periodic_interval, s.time.percentile, s.time.known_splits)
+            for name, s in self.sources.items()
+        }
+        return Controller(
+            log, sources, {s.name: list(s.upstream) for s in self.stages.values()}, metrics_path=metrics_path
+        )
+
+    def explain(
+        self, checkpoint: str, key: Any, window: Window, stage: str | None = None, batch: int | None = None
+    ) -> Explanation:
+        """Why ``key``'s ``window`` of ``stage`` (default: the only stage) had (not) fired at the end of
+        ``batch`` (default: the last) of the query at ``checkpoint``, running or stopped, read from its
+        control log (:func:`floodmark.driver.explain.explain_stage`; this definition must be the query's).
+
+        :raises ValueError: ``stage`` is not one of this pipeline's. :raises LookupError: the checkpoint has no
+            finished batch, or ``batch``'s control entries were pruned.
+        """
+        if stage is None:
+            if len(self.stages) > 1:
+                raise ValueError(f"the pipeline has stages {list(self.stages)}: say which one (stage=...)")
+            stage = next(iter(self.stages))
+        if stage not in self.stages:
+            raise ValueError(f"no stage {stage!r} in the pipeline (it has {list(self.stages)})")
+        spark = next(iter(self.sources.values())).frame.sparkSession
+        log, _ = control_log(checkpoint, spark)
+        return explain_stage(self._controller(log), self.stages[stage], key, window, batch)
 
     def start(
         self,

@@ -10,13 +10,14 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from floodmark.core.explain import Explanation, explain_window
+from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller
+from floodmark.driver.explain import explain_stage
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.spark import batch_entry, bucket_layout, hadoop_files
@@ -98,8 +99,6 @@ class FloodmarkQuery:
     """A running floodmark query: the Spark query (``query``), its controller and each stage's outputs.
 
     :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
-    :ivar sources_of: ``{stage: the source it reads}`` for the stages that read one source (what
-        :meth:`explain` needs).
     """
 
     def __init__(
@@ -122,24 +121,19 @@ class FloodmarkQuery:
         self.metrics = metrics
         """The query's Prometheus endpoint (``start(metrics_port=...)``), closed when the query stops."""
 
-    def explain(self, key: Any, window: Window, stage: str | None = None) -> Explanation:
-        """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, from the
-        coordinator after the latest batch; the status follows the watermark that batch ran with (the one its
-        panes were fired with; MAX after the end of a bounded input).
+    def explain(self, key: Any, window: Window, stage: str | None = None, batch: int | None = None) -> Explanation:
+        """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, as of the end of
+        ``batch`` (default: the latest finished): the status follows the watermark that batch ran with (the one
+        its panes were fired with; MAX after the end of a bounded input). A stage reading one source is
+        explained from its splits, any other from its upstreams (:mod:`floodmark.driver.explain`).
 
         The window operators' state lives in the executors, so the trigger's state is not included; the
         pane output says whether the window fired (``floodmark explain`` shows both).
 
-        :raises ValueError: ``stage`` is not one of the query's, or reads other stages (their input watermark
-            is made from the upstream stages' holds, which an explanation does not cover yet).
+        :raises ValueError: ``stage`` is not one of the query's. :raises LookupError: no batch has finished,
+            or ``batch``'s control entries were pruned.
         """
-        name = self._stage(stage)
-        upstream = self.stages[name].upstream
-        if len(upstream) != 1 or upstream[0] not in self.controller.sources:
-            raise ValueError(f"explain covers stages that read one source; {name!r} reads {list(upstream)}")
-        watermarks = self.controller.watermarks_at(source=upstream[0])
-        applied = self.reports[-1].stages[name].input_watermark if self.reports else None
-        return explain_window(self.stages[name].spec, key, window, watermarks, applied_watermark=applied)
+        return explain_stage(self.controller, self.stages[self._stage(stage)], key, window, batch)
 
     def _stage(self, stage: str | None) -> str:
         if stage is None:
