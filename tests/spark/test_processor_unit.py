@@ -124,9 +124,8 @@ def unpacked(processor, out):
     table = pa.Table.from_pandas(out, schema=to_arrow_schema(CARRIER), preserve_index=False)
     assert set(table.column(STAGE).to_pylist()) <= {STAGE_NAME}
     output = table.filter(pc.equal(table[KIND], OUTPUT))
-    emitted = pa.Table.from_batches(
-        list(UnpackOutput()(output.to_batches())), schema=to_arrow_schema(processor.plan.emitted_schema())
-    )
+    schema = to_arrow_schema(processor.plan.emitted_schema())
+    emitted = pa.Table.from_batches(list(UnpackOutput(STAGE_NAME, None, schema)(output.to_batches())), schema=schema)
     emitted = emitted.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     small = (
         table.filter(pc.invert(pc.equal(table[KIND], OUTPUT)))

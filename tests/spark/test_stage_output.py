@@ -6,6 +6,7 @@ projection (``batch_sink.StageRoute``)."""
 from __future__ import annotations
 
 import warnings
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from floodmark import aggregates, windows
 from floodmark.core.spec import WindowSpec
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.protocol.wire import KIND, OUTPUT, STAGE
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import StageRoute
@@ -96,9 +98,8 @@ def bucket_output(panes: int, pane_columns: int) -> BucketOutput:
 
 def unpacked(batch: pa.RecordBatch) -> pd.DataFrame:
     """The OUTPUT rows of carrier ``batch`` unpacked as the sink unpacks them (``UnpackOutput``)."""
-    output = batch.filter(pc.equal(batch.column(KIND), OUTPUT))
     schema = to_arrow(PLAN.emitted_schema())
-    return pa.Table.from_batches(list(UnpackOutput()([output])), schema=schema).to_pandas(
+    return pa.Table.from_batches(list(UnpackOutput("s", None, schema)([batch])), schema=schema).to_pandas(
         types_mapper={pa.int64(): pd.Int64Dtype()}.get
     )
 
@@ -139,9 +140,25 @@ def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, tmp_
     carried = level.carry("s", 0, BucketOutput([rows], [], None))
     frame = spark.createDataFrame(carried, CARRIER)
     route = StageRoute(PLAN, Outputs.of(str(tmp_path)))
-    got = route.batch(p.PANE, route.rows(frame), batch_id=0).rows.toPandas()
+    got = route.batch(p.PANE, frame, batch_id=0).rows.toPandas()
     expected = rows[is_pane][PLAN.pane_columns()].reset_index(drop=True)
     assert got.columns.tolist() == [*PLAN.pane_columns(), "window_start_time", "window_end_time"]
     for column in PLAN.pane_columns():
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column
+
+
+def test_window_bounds_become_timestamps_and_the_global_windows_null(spark, tmp_path):
+    """``window_start_time`` / ``window_end_time`` are the bounds as Spark timestamps; the global window's
+    bounds (MIN and MAX ms) lie beyond Spark's timestamp range and are null, not a failed batch."""
+    rows = row_form(2)
+    is_pane = rows["fm_kind"] == p.PANE
+    rows.loc[rows.index[is_pane][1], ["window_start", "window_end"]] = [MIN_TIMESTAMP, MAX_TIMESTAMP]
+    carried = StageLevel({"s": PLAN}, {}, ["s"]).carry("s", 0, BucketOutput([rows], [], None))
+    route = StageRoute(PLAN, Outputs.of(str(tmp_path)))
+    got = route.batch(p.PANE, spark.createDataFrame(carried, CARRIER), batch_id=0).rows.collect()
+    first, global_window = sorted(got, key=lambda row: row["window_end"])
+    assert first["window_start_time"] == datetime.fromtimestamp(0, UTC).replace(tzinfo=None)
+    assert first["window_end_time"] == datetime.fromtimestamp(0.01, UTC).replace(tzinfo=None)
+    assert (global_window["window_start"], global_window["window_end"]) == (MIN_TIMESTAMP, MAX_TIMESTAMP)
+    assert global_window["window_start_time"] is None and global_window["window_end_time"] is None

@@ -23,8 +23,19 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from spark_helpers import read_output
 from test_spark_recovery import run_driver
+from typer.testing import CliRunner
 
-from floodmark.apps.games import GAP_MS, SOURCES, WINDOW_MS, game_pipeline, game_stages, straight_means, write_input
+from floodmark.apps.cli import app
+from floodmark.apps.games import (
+    DEMO_MARKER,
+    GAP_MS,
+    SOURCES,
+    WINDOW_MS,
+    game_pipeline,
+    game_stages,
+    straight_means,
+    write_input,
+)
 from floodmark.apps.games_demo import stage_lags
 from floodmark.apps.live import Totals, render
 from floodmark.core.explain import WindowStatus
@@ -50,10 +61,12 @@ def game_input(tmp_path_factory):
 
 
 def run_pipeline(spark, directory, combiner: TimestampCombiner):
+    """A run laid out as ``floodmark demo games`` lays out its runs (what ``floodmark explain`` reads)."""
     out = directory / combiner.name
     pipeline = game_pipeline(spark, directory / "in", combiner)
-    query = pipeline.run_to_completion(str(out / "ckpt"), str(out / "out"), timeout_s=600)
-    return query, out / "out"
+    query = pipeline.run_to_completion(str(out / "checkpoint"), str(out), timeout_s=600)
+    (directory / DEMO_MARKER).write_text("")
+    return query, out
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +94,10 @@ def test_two_stage_means_equal_the_straight_computation(spark, game_input, runs,
     assert sum(r.records for r in query.reports) == sum(len(f) for f in records.values())
 
 
-def test_stages_writing_to_functions_and_files_give_the_same_panes(spark, game_input, runs, tmp_path):
-    # The first stage whose pane sink writes files runs the batch (here the last one); the others write from
-    # the cache, to functions.
+def test_stages_writing_to_functions_and_files_give_the_same_panes_and_are_watched(spark, game_input, runs, tmp_path):
+    """The first stage whose pane sink writes files runs the batch (here the last one); the others write from
+    the cache, to functions. The same run is watched: its Prometheus endpoint (``start(metrics_port=0)``)
+    scraped while it runs, and the live view drawn from its reports."""
     _, directory = game_input
     collected: dict[str, list[pd.DataFrame]] = {name: [] for name in STAGES}
 
@@ -96,7 +110,15 @@ def test_stages_writing_to_functions_and_files_give_the_same_panes(spark, game_i
         "means": str(tmp_path / "means"),
     }
     pipeline = game_pipeline(spark, directory / "in", TimestampCombiner.END_OF_WINDOW)
-    query = pipeline.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
+    query = pipeline.start(str(tmp_path / "ckpt"), outputs, "0 seconds", "games", metrics_port=0)
+    try:
+        assert query.metrics is not None and query.metrics.url.startswith("http://127.0.0.1:")
+        query.await_batches(4, timeout_s=300)
+        scraped = scrape(query.metrics.url)
+        seen = len(query.reports)
+        query.finish_when_input_exhausted(timeout_s=600)
+    finally:
+        query.stop()
     _, out = runs[TimestampCombiner.END_OF_WINDOW]
     columns = ["user", "window_start", "window_end", "events", "timing"]
     for stage in ("mobile_sessions", "console_sessions"):
@@ -111,6 +133,30 @@ def test_stages_writing_to_functions_and_files_give_the_same_panes(spark, game_i
     assert sum(r.records for r in query.reports) == sum(
         r.records for r in runs[TimestampCombiner.END_OF_WINDOW][0].reports
     )
+
+    assert 4 <= scraped[("floodmark_batches_total", ())] <= seen + 1
+    for stage in STAGES:
+        assert ("floodmark_stage_input_watermark_seconds", (("stage", stage),)) in scraped, stage
+        assert (
+            0
+            <= scraped[("floodmark_stage_panes_total", (("stage", stage),))]
+            <= query.stage_reconciliation(stage).panes
+        )
+    splits = {labels for name, labels in scraped if name == "floodmark_split_watermark_seconds"}
+    assert splits == {(("split", label),) for label in query.reports[-1].splits}
+    assert all(label.split("/")[0] in SOURCES for ((_, label),) in splits), "labelled <source>/<split>"
+    with pytest.raises(OSError):
+        urllib.request.urlopen(query.metrics.url, timeout=5)  # stopped with the query
+
+    totals = Totals()
+    for report in query.reports:
+        totals.add(report)
+    console = Console(width=200, record=True)
+    console.print(render(query.reports[-1], totals, "games"))
+    text = console.export_text()
+    for stage in STAGES:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"│ {stage} ")]
+        assert f"{totals.stages[stage].panes:,}" in row, row
 
 
 def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs):
@@ -171,6 +217,7 @@ def test_every_stage_reconciles_and_explains(spark, game_input, runs):
     early, early_out = runs[TimestampCombiner.EARLIEST]
     definition = game_pipeline(spark, directory / "in", TimestampCombiner.EARLIEST)
     held_by_panes = []
+    cli_checked = False
     for report in early.reports:
         watermark = report.stages["means"].next_input_watermark
         if not 0 <= watermark < MAX_TIMESTAMP:
@@ -180,49 +227,18 @@ def test_every_stage_reconciles_and_explains(spark, game_input, runs):
         # DUE only if the watermark sits on the window's last millisecond.
         assert explanation.status in (WindowStatus.WAITING_FOR_WATERMARK, WindowStatus.DUE), explanation.text()
         assert explanation.combined_watermark == watermark
-        checkpoint = str(early_out.parent / "ckpt")
+        checkpoint = str(early_out / "checkpoint")
         assert definition.explain(checkpoint, None, window, "means", report.batch_id) == explanation
-        held_by_panes += [u.name for u in explanation.upstreams if u.held_by_panes and u.watermark == watermark]
+        holders = [u.name for u in explanation.upstreams if u.held_by_panes and u.watermark == watermark]
+        if holders and not cli_checked:  # floodmark explain on the run's files says the same
+            args = ["explain", str(early_out), "--stage", "means", "--window-start", str(window.start)]
+            result = CliRunner().invoke(app, [*args, "--batch", str(report.batch_id)])
+            assert result.exit_code == 0, result.output
+            assert f"as of the end of batch {report.batch_id}:" in result.output and "Upstreams:" in result.output
+            assert f"upstream stage {holders[0]!r} holds the input watermark" in " ".join(result.output.split())
+            cli_checked = True
+        held_by_panes += holders
     assert held_by_panes, "with EARLIEST an open session's pane holds the means stage at some batch"
-
-
-def test_the_metrics_endpoint_and_the_live_view_show_every_split_and_stage(spark, game_input, tmp_path):
-    """The Prometheus endpoint (``start(metrics_port=0)``) scraped while the games pipeline runs, and the live
-    view drawn from its reports."""
-    _, directory = game_input
-    pipeline = game_pipeline(spark, directory / "in", TimestampCombiner.END_OF_WINDOW)
-    query = pipeline.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), "0 seconds", "games", metrics_port=0)
-    try:
-        assert query.metrics is not None and query.metrics.url.startswith("http://127.0.0.1:")
-        query.await_batches(4, timeout_s=300)
-        scraped = scrape(query.metrics.url)
-        seen = len(query.reports)
-        query.finish_when_input_exhausted(timeout_s=600)
-    finally:
-        query.stop()
-    assert 4 <= scraped[("floodmark_batches_total", ())] <= seen + 1
-    for stage in STAGES:
-        assert ("floodmark_stage_input_watermark_seconds", (("stage", stage),)) in scraped, stage
-        assert (
-            0
-            <= scraped[("floodmark_stage_panes_total", (("stage", stage),))]
-            <= query.stage_reconciliation(stage).panes
-        )
-    splits = {labels for name, labels in scraped if name == "floodmark_split_watermark_seconds"}
-    assert splits == {(("split", label),) for label in query.reports[-1].splits}
-    assert all(label.split("/")[0] in SOURCES for ((_, label),) in splits), "labelled <source>/<split>"
-    with pytest.raises(OSError):
-        urllib.request.urlopen(query.metrics.url, timeout=5)  # stopped with the query
-
-    totals = Totals()
-    for report in query.reports:
-        totals.add(report)
-    console = Console(width=200, record=True)
-    console.print(render(query.reports[-1], totals, "games"))
-    text = console.export_text()
-    for stage in STAGES:
-        (row,) = [line for line in text.splitlines() if line.startswith(f"│ {stage} ")]
-        assert f"{totals.stages[stage].panes:,}" in row, row
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:

@@ -226,18 +226,22 @@ def replay(
 
 @app.command()
 def explain(
-    run: Annotated[Path, typer.Argument(help="Output directory of floodmark demo or replay.")],
-    key: Annotated[str, typer.Option(help="The key, comma-separated in key_by order, e.g. a,CLICK.")],
+    run: Annotated[Path, typer.Argument(help="Output directory of floodmark demo or replay, or a run of demo games.")],
     window_start: Annotated[str, typer.Option(help="Window start: ISO date-time (UTC) or ms, e.g. 2026-01-01T00:05.")],
+    key: Annotated[
+        str | None, typer.Option(help="The key, comma-separated in key_by order, e.g. a,CLICK (none: unkeyed).")
+    ] = None,
+    stage: Annotated[str | None, typer.Option(help="The stage (default: the only one), e.g. means.")] = None,
     batch: Annotated[int | None, typer.Option(min=0, help="Explain as of this batch (default: the last).")] = None,
 ) -> None:
-    """Say why a key's window has not fired: which split holds the watermark back, idleness, when it fires."""
+    """Say why a key's window has not fired: which split or upstream stage holds the watermark back, idleness,
+    when it fires."""
     from floodmark.apps.inspection import explain_run
 
     start = _parsed(parse_instant, window_start, "--window-start")
-    parts = tuple(part.strip() for part in key.split(","))
+    parts = () if key is None else tuple(part.strip() for part in key.split(","))
     try:
-        result = explain_run(run, parts, start, batch)
+        result = explain_run(run, parts, start, batch, stage)
     except (FileNotFoundError, LookupError, ValueError) as error:
         raise _fail(str(error), 2) from None
     console.print(result.text(), highlight=False, markup=False)

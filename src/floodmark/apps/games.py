@@ -18,11 +18,16 @@ from floodmark.core import aggregates, windows
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.watermarks import WatermarkStrategy
+from floodmark.driver.controller import SourceSettings
 from floodmark.simulator import games
 
 GAP_MS = 60_000
 WINDOW_MS = 120_000
 SOURCES = ("mobile", "console")
+DEMO_MARKER = "floodmark-games-demo"
+"""The file ``floodmark demo games`` leaves in its output directory (its runs are in ``END_OF_WINDOW/`` and
+``EARLIEST/`` beside it)."""
 SCHEMA = "ts LONG, user STRING, score LONG, split LONG"
 """The Spark schema of the input files (:func:`write_input`)."""
 
@@ -64,20 +69,29 @@ def write_input(records: dict[str, pd.DataFrame], directory: Path) -> int:
     return count
 
 
-def game_pipeline(spark, directory: Path, combiner: TimestampCombiner, bound_ms: int = 60_000, buckets: int = 2):
-    """The pipeline on Spark over :func:`write_input`'s files, one file per source and batch.
+BOUND_MS = 60_000
+"""Each source's out-of-orderness bound (per split)."""
+PERIODIC_MS = 1
+"""Each source's periodic watermark interval: emitted at every batch, so the watermarks do not depend on how long
+a batch took."""
 
-    Each source's watermark: bounded out-of-orderness ``bound_ms`` per split, emitted at every batch (periodic
-    interval 1 ms), so the watermarks do not depend on how long a batch took.
-    """
-    from floodmark.core.watermarks import WatermarkStrategy
+
+def game_source_settings(bound_ms: int = BOUND_MS) -> dict[str, SourceSettings]:
+    """How each source's watermark is made (what ``floodmark explain`` restores the sources with)."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms)
+    return {name: SourceSettings(strategy, PERIODIC_MS) for name in SOURCES}
+
+
+def game_pipeline(spark, directory: Path, combiner: TimestampCombiner, bound_ms: int = BOUND_MS, buckets: int = 2):
+    """The pipeline on Spark over :func:`write_input`'s files, one file per source and batch, the sources'
+    watermarks as :func:`game_source_settings` says."""
     from floodmark.spark import Pipeline, SourceTime
 
     pipeline = Pipeline(buckets=buckets)
-    for name in SOURCES:
+    for name, settings in game_source_settings(bound_ms).items():
         frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory / name))
-        strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms)
-        pipeline.source(name, frame, "ts", SourceTime(strategy, split="split", periodic_interval=1))
+        time_of = SourceTime(settings.strategy, split="split", periodic_interval=settings.periodic_interval)
+        pipeline.source(name, frame, "ts", time_of)
     for stage in game_stages(combiner):
         pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
     return pipeline

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
+from floodmark.apps.games import DEMO_MARKER as MARKER
 from floodmark.apps.games import SOURCES, game_pipeline, straight_means, write_input
 from floodmark.core import aggregates, windows
 from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
@@ -33,7 +34,6 @@ from floodmark.simulator import games
 
 COMBINERS = (TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST)
 PERCENTILES = (33, 66, 100)
-MARKER = "floodmark-games-demo"
 
 
 def demo_config(seed: int = 3) -> games.GamesConfig:

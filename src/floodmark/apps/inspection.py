@@ -1,11 +1,11 @@
 """Explaining a run from its files: why has this window not fired (``floodmark explain``)?
 
-A floodmark query leaves everything needed on disk: the pipeline definition
-(``pipeline.json``, written by ``demo`` and ``replay``), the control log in its
-checkpoint (the coordinator's per-split state after every batch) and the pane
-output. :func:`explain_run` restores the coordinator as it was after a batch and
-asks :func:`floodmark.core.explain.explain_window` about one key and window; it
-also says whether (and in which batch) the pane reached the output.
+A floodmark query leaves everything needed on disk: the control log in its checkpoint (each source's
+coordinator, each stage's watermarks and holds after every batch) and the pane output; the definition comes
+from ``pipeline.json`` (written by ``demo`` and ``replay``) or is the games demo's graph. :func:`explain_run`
+asks :func:`floodmark.driver.explain.explain_stage` about one key and window of one stage, as the run stood
+after a batch, and says whether (and in which batch) the pane reached the output. A pipeline of your own is
+explained the same way from Python, with its definition: ``Pipeline.explain(checkpoint, ...)``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.apps.config import PipelineConfig
+from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
+from floodmark.apps.games import game_source_settings, game_stages
 from floodmark.apps.outputs import read_output
 from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage
-from floodmark.core.windows import Tumbling, Window
+from floodmark.core.spec import WindowSpec
+from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.windows import Sessions, Sliding, Tumbling, Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.explain import explain_stage
@@ -46,55 +50,110 @@ class RunExplanation:
         return "\n".join(lines)
 
 
-def window_at(pipeline: PipelineConfig, start: int) -> Window:
-    """The window of ``pipeline`` starting at ``start`` (ms)."""
-    size = pipeline.window.size or pipeline.window.gap or 0
-    if pipeline.window.kind == "tumbling" and (start - Tumbling(size).offset) % size:
-        raise ValueError(f"{start} is not the start of a {size} ms tumbling window")
-    return Window(start, start + size)
+@dataclass(frozen=True)
+class RunDefinition:
+    """What ``floodmark explain`` needs of a run: its graph (how each source's watermark is made, each stage's
+    definition) and where its checkpoint and each stage's outputs are."""
+
+    sources: dict[str, SourceSettings]
+    stages: dict[str, WindowedStage]
+    checkpoint: Path
+    outputs: dict[str, Path]
+    """Each stage's output root (``panes/`` under it)."""
+
+    @classmethod
+    def of(cls, run: Path) -> RunDefinition:
+        """The definition of the run in ``run``: a ``demo``/``replay`` output (``pipeline.json``: one aggregation)
+        or one run of the games demo (``floodmark demo games``: ``<output>/<END_OF_WINDOW|EARLIEST>``).
+
+        :raises FileNotFoundError: ``run`` is neither.
+        """
+        config_path = run / "pipeline.json"
+        if config_path.exists():
+            pipeline = PipelineConfig.from_file(config_path)
+            stage = WindowedStage(AGGREGATION_STAGE, AGGREGATION_SOURCE, pipeline.window_spec(), pipeline.key_by)
+            sources = {AGGREGATION_SOURCE: SourceSettings(pipeline.strategy())}
+            return cls(sources, {stage.name: stage}, run / "checkpoint", {stage.name: run})
+        combiners = {c.name: c for c in TimestampCombiner}
+        if (run.parent / GAMES_MARKER).exists() and run.name in combiners:
+            stages = {stage.name: stage for stage in game_stages(combiners[run.name])}
+            return cls(game_source_settings(), stages, run / "checkpoint", {name: run / name for name in stages})
+        raise FileNotFoundError(
+            f"{config_path} not found: give the output directory of floodmark demo or replay, or one run of "
+            "floodmark demo games (its END_OF_WINDOW or EARLIEST directory)"
+        )
+
+    def stage(self, name: str | None) -> WindowedStage:
+        """Stage ``name`` (default: the only one). :raises ValueError: unknown, or needed and not given."""
+        if name is None:
+            if len(self.stages) > 1:
+                raise ValueError(f"the run has stages {', '.join(self.stages)}: say which one with --stage")
+            return next(iter(self.stages.values()))
+        if name not in self.stages:
+            raise ValueError(f"the run has no stage {name!r}; its stages: {', '.join(self.stages)}")
+        return self.stages[name]
+
+
+def window_at(spec: WindowSpec, start: int) -> Window:
+    """The window of ``spec`` starting at ``start`` (ms); for sessions, the shortest: one record's gap."""
+    assigner = spec.window
+    if isinstance(assigner, Tumbling) and (start - assigner.offset) % assigner.size:
+        raise ValueError(f"{start} is not the start of a {assigner.size} ms tumbling window")
+    if isinstance(assigner, Tumbling | Sliding):
+        return Window(start, start + assigner.size)
+    if isinstance(assigner, Sessions):
+        return Window(start, start + assigner.gap)
+    raise ValueError(f"explain needs windows with a start; {type(assigner).__name__} windows have none")
 
 
 def explain_run(
-    run: str | Path, key: tuple[Any, ...] | Any, window_start: int, batch: int | None = None
+    run: str | Path,
+    key: tuple[Any, ...] | Any,
+    window_start: int,
+    batch: int | None = None,
+    stage: str | None = None,
 ) -> RunExplanation:
-    """Explain ``key``'s window starting at ``window_start`` as the run stood at the end of ``batch`` (default:
-    the last).
+    """Explain ``key``'s window of ``stage`` (default: the only stage) starting at ``window_start`` as the run
+    stood at the end of ``batch`` (default: the last): :func:`floodmark.driver.explain.explain_stage`, with the
+    stage's panes of batches up to ``batch`` for that key and window.
 
-    As of the end of batch N: the watermark batch N ran with (control entry N) is the one its panes were fired
-    with, so the status follows it and the panes of batches up to N are listed; the sources' state is the one
-    after batch N (entry N+1), and a window only that state covers is ``DUE`` in batch N+1.
-
+    :arg key: one value per key column of the stage (a tuple, or the value itself for one column); ``()`` or
+        None for a stage without key columns.
     :raises FileNotFoundError: ``run`` is not a run's output directory.
     :raises LookupError: the run has no batch ``batch`` (the message names the batches it has).
-    :raises ValueError: ``key`` does not fit the run's key columns, or ``window_start`` is not a window's start.
+    :raises ValueError: ``key`` does not fit the stage's key columns, ``window_start`` is not a window's start,
+        or ``stage`` is not the run's.
     """
     run = Path(run)
-    config_path = run / "pipeline.json"
-    if not config_path.exists():
-        raise FileNotFoundError(f"{config_path} not found: give the output directory of floodmark demo or replay")
-    pipeline = PipelineConfig.from_file(config_path)
-    keys = key if isinstance(key, tuple) else (key,)
-    panes = read_output(run, "panes")
-    if len(keys) != len(pipeline.key_by):
-        example = "" if panes.empty else f" (e.g. {','.join(str(panes[c].iloc[0]) for c in pipeline.key_by)})"
+    definition = RunDefinition.of(run)
+    chosen = definition.stage(stage)
+    keys = key if isinstance(key, tuple) else (() if key is None else (key,))
+    panes = read_output(definition.outputs[chosen.name], "panes")
+    if len(keys) != len(chosen.key_by):
+        if not chosen.key_by:
+            raise ValueError(f"stage {chosen.name!r} has no key columns: leave --key out")
+        example = "" if panes.empty else f" (e.g. {','.join(str(panes[c].iloc[0]) for c in chosen.key_by)})"
         raise ValueError(
             f"key {','.join(map(str, keys))} has {len(keys)} value(s) but the run is keyed by "
-            f"{len(pipeline.key_by)} column(s), {', '.join(pipeline.key_by)}: give one value per column, "
+            f"{len(chosen.key_by)} column(s), {', '.join(chosen.key_by)}: give one value per column, "
             f"comma-separated in that order{example}"
         )
-    window = window_at(pipeline, window_start)
-    log = ControlLog(run / "checkpoint" / "floodmark" / "control")
-    batch = _batch_to_explain(run, log.seqs(), batch)
-    controller = Controller.of_aggregation(log, SourceSettings(pipeline.strategy()))
-    stage = WindowedStage(AGGREGATION_STAGE, AGGREGATION_SOURCE, pipeline.window_spec(), pipeline.key_by)
-    explanation = explain_stage(controller, stage, keys[0] if len(keys) == 1 else keys, window, batch)
+    window = window_at(chosen.spec, window_start)
+    controller = Controller(
+        ControlLog(definition.checkpoint / "floodmark" / "control"),
+        definition.sources,
+        {name: list(s.upstream) for name, s in definition.stages.items()},
+    )
+    batch = _batch_to_explain(run, controller.log.seqs(), batch)
+    key_value = None if not keys else keys[0] if len(keys) == 1 else keys
+    explanation = explain_stage(controller, chosen, key_value, window, batch)
     emitted: list[dict[str, Any]] = []
     if not panes.empty:
         mask = (panes["window_start"] == window_start) & (panes["batch_id"] <= batch)
-        for column, value in zip(pipeline.key_by, keys, strict=True):
+        for column, value in zip(chosen.key_by, keys, strict=True):
             mask &= panes[column].astype(str) == str(value)
         for row in panes[mask].sort_values("batch_id").to_dict("records"):
-            row.update({f"value:{name}": row[name] for name in pipeline.aggregations})
+            row.update({f"value:{name}": row[name] for name in chosen.result_names})
             emitted.append(row)
     return RunExplanation(explanation, batch, emitted)
 

@@ -14,13 +14,14 @@ runs after a no-op write that computes the batch (the function may run no Spark 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructField, StructType, TimestampType
 
 from floodmark.driver.controller import BatchReport, Controller
 from floodmark.protocol import output, wire
@@ -35,52 +36,49 @@ OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 
 
 class StageRoute:
-    """Where one stage's rows of a batch go: its OUTPUT blocks unpacked, each kind projected to its
-    output's columns and written to its sink (:class:`~floodmark.spark.sinks.Outputs`).
+    """Where one stage's rows of a batch go: each kind's rows unpacked from the stage's OUTPUT blocks in its
+    output's columns (:class:`~floodmark.spark.levels.UnpackOutput`, one ``mapInArrow`` per output) and written
+    to its sink (:class:`~floodmark.spark.sinks.Outputs`).
 
-    The projections are built once per query (:class:`OutputProjection` says why).
+    :arg time_zone: the session's time zone (Spark's Arrow form of a timestamp column carries it).
     """
 
-    def __init__(self, plan: p.RuntimePlan, outputs: Outputs) -> None:
+    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, time_zone: str = "UTC") -> None:
         self.plan = plan
         self.outputs = outputs
-        self.is_output = F.expr(f"{wire.STAGE} = {_sql_text(plan.stage)} AND {wire.KIND} = '{wire.OUTPUT}'")
-        self.projections = {
-            kind: OutputProjection(F.expr(f"{wire.KIND} = '{kind}'"), (self.columns(kind),)) for kind in OUTPUT_KINDS
+        self.schemas = {kind: self.schema(kind) for kind in OUTPUT_KINDS}
+        self.unpack = {
+            kind: UnpackOutput(plan.stage, kind, to_arrow_schema(schema, timezone=time_zone))
+            for kind, schema in self.schemas.items()
         }
 
-    def columns(self, kind: str) -> list[Column]:
-        """``kind``'s output columns (SQL text: one py4j call per column, see :class:`OutputProjection`)."""
+    def schema(self, kind: str) -> StructType:
+        """``kind``'s output columns: the emitted columns it shows, then the window bounds as timestamps."""
         if kind == wire.PANE:
             selected = self.plan.pane_columns()
         elif kind == wire.LATE:
             selected = self.plan.record_columns()
         else:
             selected = self.plan.dead_letter_columns()
-        columns = [p.sql_name(name) for name in selected]
+        emitted = self.plan.emitted_schema()
+        fields = [emitted[name] for name in selected]
         if output.WINDOW_START in selected:
-            columns += [
-                f"timestamp_millis({output.WINDOW_START}) AS {output.WINDOW_START_TIME}",
-                f"timestamp_millis({output.WINDOW_END}) AS {output.WINDOW_END_TIME}",
+            fields += [
+                StructField(output.WINDOW_START_TIME, TimestampType()),
+                StructField(output.WINDOW_END_TIME, TimestampType()),
             ]
-        return [F.expr(c) for c in columns]
+        return StructType(fields)
 
-    def rows(self, frame: DataFrame) -> DataFrame:
-        """The stage's panes, late records and dead letters of the batch ``frame`` (carrier rows), one per row."""
-        schema = self.plan.emitted_schema()
-        return frame.filter(self.is_output).select(wire.BLOCK).mapInArrow(UnpackOutput(), schema)
-
-    def batch(self, kind: str, rows: DataFrame, batch_id: int) -> OutputBatch:
-        """The rows of ``kind`` among the stage's ``rows``, in their output columns."""
+    def batch(self, kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
+        """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns."""
         values = tuple(self.plan.result_names) if kind == wire.PANE else ()
-        return OutputBatch(
-            OUTPUT_KINDS[kind], self.projections[kind](rows), batch_id, tuple(self.plan.key_columns), values
-        )
+        rows = frame.mapInArrow(self.unpack[kind], self.schemas[kind])
+        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.plan.key_columns), values)
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
         when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
-        row = self.batch(wire.BAD, self.rows(frame), batch_id).rows.select(output.REASON).first()
+        row = self.batch(wire.BAD, frame, batch_id).rows.select(output.REASON).first()
         return None if row is None else row[output.REASON]
 
 
@@ -93,10 +91,17 @@ class BatchSink:
     the gauges count some rows for it.
 
     :arg plans: ``{stage: plan}``, upstream first. :arg outputs: ``{stage: Outputs}``.
+    :arg time_zone: the session's time zone (see :class:`StageRoute`).
     """
 
-    def __init__(self, plans: dict[str, p.RuntimePlan], outputs: dict[str, Outputs], controller: Controller) -> None:
-        self.routes = {name: StageRoute(plan, outputs[name]) for name, plan in plans.items()}
+    def __init__(
+        self,
+        plans: dict[str, p.RuntimePlan],
+        outputs: dict[str, Outputs],
+        controller: Controller,
+        time_zone: str = "UTC",
+    ) -> None:
+        self.routes = {name: StageRoute(plan, outputs[name], time_zone) for name, plan in plans.items()}
         self.controller = controller
         self.listeners: list[Callable[[BatchReport], None]] = []
         self.doing = "computing the batch"
@@ -162,7 +167,7 @@ class BatchSink:
                 route = self.routes[leader]
                 self.doing = f"computing the batch and writing {self._owner(leader)} panes to {route.outputs.panes!r}"
                 small = self._run_observed(
-                    frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, route.rows(rows), batch_id))
+                    frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, rows, batch_id))
                 )
             stats = [r for r in small if r[wire.KIND] == wire.STATS]
             gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
@@ -181,11 +186,10 @@ class BatchSink:
                 kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, wire.PANE)]
                 if not kinds:
                     continue
-                stage_rows = route.rows(frame)
                 for kind in kinds:
                     sink = route.outputs.sink(OUTPUT_KINDS[kind])
                     self.doing = f"writing {self._owner(name)} {OUTPUT_KINDS[kind]} output to {sink!r}"
-                    sink.write(route.batch(kind, stage_rows, batch_id))
+                    sink.write(route.batch(kind, frame, batch_id))
 
             def first_dead_letter() -> str | None:
                 stage = next((name for name in self.routes if counts[name][wire.BAD]), None)
@@ -198,34 +202,6 @@ class BatchSink:
         batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
-
-
-def _sql_text(value: str) -> str:
-    """``value`` as a SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-@dataclass(frozen=True)
-class OutputProjection:
-    """How a batch's rows of one kind become that kind's output rows: Column expressions built once per query.
-
-    Why once, and from SQL text: each PySpark Column operation costs several py4j round trips (the call, a
-    lookup of Spark's ``functions``, the call site set and cleared for error messages). Built with Column
-    operations for every batch, a sink's ~150 expressions took ~1,000 round trips, 0.1-0.3 s of every
-    micro-batch's driver time on a busy machine; parsed from SQL, a column is one call. Column expressions are
-    unresolved and immutable, so one set serves every batch (each batch's plan resolves them anew). Each
-    ``filter`` or ``select`` on the batch analyses its whole plan again, hence as few as possible.
-    """
-
-    condition: Column | None
-    """The rows of this kind (None: ``selects`` leave the others out themselves)."""
-    selects: tuple[list[Column], ...]
-
-    def __call__(self, frame: DataFrame) -> DataFrame:
-        rows = frame if self.condition is None else frame.filter(self.condition)
-        for columns in self.selects:
-            rows = rows.select(*columns)
-        return rows
 
 
 INTERRUPTIONS = (

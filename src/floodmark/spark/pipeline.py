@@ -347,7 +347,7 @@ class Pipeline:
         python_workers.prestart(spark)  # while the query plans (python_workers.py)
         frame, controller, plans = self.build(checkpoint, spark)
         outputs = {name: outputs[name] for name in plans}  # in the stages' order
-        sink = BatchSink(plans, outputs, controller)
+        sink = BatchSink(plans, outputs, controller, spark.conf.get("spark.sql.session.timeZone") or "UTC")
         sink.listeners.extend(listeners)
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         if metrics is not None:

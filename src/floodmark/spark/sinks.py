@@ -202,7 +202,7 @@ class KafkaSink(Sink):
 
     def _message(self, batch: OutputBatch) -> tuple[Column, Column]:
         """The message's key and value columns for ``batch``'s kind and columns (cached: Column operations
-        cost py4j round trips, see ``batch_sink.OutputProjection``)."""
+        cost several py4j round trips each; parsed from SQL, a column is one call)."""
         text = self.value_format == "text" and batch.kind == PANES
         columns = (*batch.key_columns, *batch.value_columns)
         types = tuple(batch.rows.schema[c].dataType.simpleString() for c in columns) if text else ()
