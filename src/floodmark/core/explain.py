@@ -1019,9 +1019,11 @@ def _upstream_what(upstream: UpstreamReport, max_timestamp: int) -> str:
         )
     if upstream.held_by_panes:
         assert upstream.hold is not None
+        assert upstream.input_watermark is not None
         return (
             f"its own pending panes: the earliest it still owes is timestamped {format_instant(upstream.hold)}, "
-            "so its output watermark stays there until that pane fires"
+            f"below its input watermark {format_instant(upstream.input_watermark)}, so its output watermark rises "
+            "no further than that until the pane fires"
         )
     if upstream.input_watermark is None or upstream.input_watermark <= MIN_TIMESTAMP:
         return "its input watermark: it has none yet"
