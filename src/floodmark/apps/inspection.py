@@ -19,7 +19,7 @@ from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
 from floodmark.apps.games import game_source_settings, game_stages
 from floodmark.apps.outputs import read_output
 from floodmark.core.explain import Explanation
-from floodmark.core.pipeline import WindowedStage
+from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Sessions, Sliding, Tumbling, Window
@@ -85,13 +85,7 @@ class RunDefinition:
 
     def stage(self, name: str | None) -> WindowedStage:
         """Stage ``name`` (default: the only one). :raises ValueError: unknown, or needed and not given."""
-        if name is None:
-            if len(self.stages) > 1:
-                raise ValueError(f"the run has stages {', '.join(self.stages)}: say which one with --stage")
-            return next(iter(self.stages.values()))
-        if name not in self.stages:
-            raise ValueError(f"the run has no stage {name!r}; its stages: {', '.join(self.stages)}")
-        return self.stages[name]
+        return self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
 
 
 def window_at(spec: WindowSpec, start: int) -> Window:

@@ -199,6 +199,21 @@ class WindowedStage:
         return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
 
 
+def stage_named(stages: Sequence[str], name: str | None, owner: str, how: str = "(stage=...)") -> str:
+    """``name``, one of ``stages``; None: the only stage.
+
+    :arg owner: what has the stages, for the message (``"the query"``). :arg how: how to name one (``"(stage=...)"``).
+    :raises ValueError: ``name`` is not one of ``stages``, or None with several.
+    """
+    if name is None:
+        if len(stages) > 1:
+            raise ValueError(f"{owner} has stages {', '.join(stages)}: say which one {how}")
+        return stages[0]
+    if name not in stages:
+        raise ValueError(f"{owner} has no stage {name!r}; its stages: {', '.join(stages)}")
+    return name
+
+
 def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequence[str]) -> pd.DataFrame:
     """Every pane of ``emitted`` as a row: key columns, :data:`PANE_ROW_COLUMNS`, aggregate columns."""
     parts = []

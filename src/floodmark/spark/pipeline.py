@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
 from floodmark.core.explain import Explanation
-from floodmark.core.pipeline import EVENT_TIME, WindowedStage, stage_input_rows
+from floodmark.core.pipeline import EVENT_TIME, WindowedStage, stage_input_rows, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks import WatermarkStrategy
@@ -307,12 +307,7 @@ class Pipeline:
         :raises ValueError: ``stage`` is not one of this pipeline's. :raises LookupError: the checkpoint has no
             finished batch, or ``batch``'s control entries were pruned.
         """
-        if stage is None:
-            if len(self.stages) > 1:
-                raise ValueError(f"the pipeline has stages {list(self.stages)}: say which one (stage=...)")
-            stage = next(iter(self.stages))
-        if stage not in self.stages:
-            raise ValueError(f"no stage {stage!r} in the pipeline (it has {list(self.stages)})")
+        stage = stage_named(list(self.stages), stage, "the pipeline")
         spark = next(iter(self.sources.values())).frame.sparkSession
         log, _ = control_log(checkpoint, spark)
         return explain_stage(self._controller(log), self.stages[stage], key, window, batch)

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from floodmark.core.explain import Explanation
-from floodmark.core.pipeline import WindowedStage
+from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
@@ -136,13 +136,7 @@ class FloodmarkQuery:
         return explain_stage(self.controller, self.stages[self._stage(stage)], key, window, batch)
 
     def _stage(self, stage: str | None) -> str:
-        if stage is None:
-            if len(self.stages) > 1:
-                raise ValueError(f"the query has stages {list(self.stages)}: say which one (stage=...)")
-            return next(iter(self.stages))
-        if stage not in self.stages:
-            raise ValueError(f"no stage {stage!r} in the query (it has {list(self.stages)})")
-        return stage
+        return stage_named(list(self.stages), stage, "the query")
 
     @property
     def reports(self) -> list[BatchReport]:
