@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -167,13 +169,18 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
     # Python workers must run this interpreter (the one that has floodmark), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    log_option = f"-Dlog4j2.configurationFile={LOG_CONFIG}"
+    # The JVM's temporary files (Spark's local dirs, the native libraries RocksDB, lz4 and snappy unpack) go where
+    # Python's go: $TMPDIR when set (Java ignores it), else the system's.
+    java_options = " ".join(
+        shlex.quote(option)  # Spark splits the options as a shell would
+        for option in (f"-Dlog4j2.configurationFile={LOG_CONFIG}", f"-Djava.io.tmpdir={tempfile.gettempdir()}")
+    )
     settings = {
         "spark.master": master,
         "spark.app.name": app_name,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",  # progress bars would tear the live view
-        "spark.driver.extraJavaOptions": log_option,
+        "spark.driver.extraJavaOptions": java_options,
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
