@@ -59,32 +59,33 @@ fetch_jars() {
   echo "$stamp" >"$target.partial/.stamp"
   rm -rf "$target" && mv "$target.partial" "$target"
 }
-# floodmark's own JVM code (jvm/ticks: the tick source), a Maven module with Spark `provided`: built when its pom
-# or a source file changes, into the Python package (src/floodmark/jars/), where sessions find it and from where
-# the wheel carries it. Without Maven and a JDK floodmark uses its Python tick source (same behaviour, seconds
-# slower to start a query).
-build_ticks() {
-  local module=jvm/ticks target=src/floodmark/jars/floodmark-ticks.jar stamp
+# floodmark's own JVM code (jvm/floodmark: the tick source, the sink's block reader), a Maven module with Spark
+# `provided`: built when its pom or a source file changes, into the Python package (src/floodmark/jars/), where
+# sessions find it and from where the wheel carries it. Without Maven and a JDK floodmark uses the Python forms
+# of both (same behaviour; a query starts seconds slower and its batches take longer).
+build_floodmark_jar() {
+  local module=jvm/floodmark target=src/floodmark/jars/floodmark.jar stamp
   stamp=$(find "$module/pom.xml" "$module/src" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
   if [ -f "$target" ] && [ -f "$target.stamp" ] && [ "$(cat "$target.stamp")" = "$stamp" ]; then
     return 0
   fi
   if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
-    echo "setup: no Maven or no JDK (javac): floodmark will use its Python tick source (a slower query start)" >&2
+    echo "setup: no Maven or no JDK (javac): floodmark will use its Python tick source and output reader (slower)" >&2
     return 0
   fi
-  echo "setup: building floodmark's tick source ($module/pom.xml)" >&2
-  if ! mvn -B -q -f "$module/pom.xml" package >"jars/floodmark-ticks.maven.log" 2>&1; then
+  echo "setup: building floodmark's jar ($module/pom.xml)" >&2
+  if ! mvn -B -q -f "$module/pom.xml" package >"jars/floodmark.maven.log" 2>&1; then
     echo "setup: Maven could not build $module; its output:" >&2
-    tail -n 15 jars/floodmark-ticks.maven.log >&2
+    tail -n 15 jars/floodmark.maven.log >&2
     return 1
   fi
   mkdir -p "$(dirname "$target")"
-  cp "$module/target/floodmark-ticks.jar" "$target"
+  rm -f "$(dirname "$target")"/*.jar "$(dirname "$target")"/*.stamp  # a jar of an older name (floodmark-ticks.jar)
+  cp "$module/target/floodmark.jar" "$target"
   echo "$stamp" >"$target.stamp"
 }
 mkdir -p jars
 fetch_jars spark-kafka
 fetch_jars kafka-broker
-build_ticks
+build_floodmark_jar
 echo "setup: done (.venv ready, jars in jars/)" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The lowest declared dependency versions (requirements/lowest.txt, see scripts/lock.sh) in .venv-lowest: the
-# core tests, every public name, the README's blocks on real Spark (but the Kafka one) and both tick sources.
+# core tests, every public name, the README's blocks on real Spark (but the Kafka one), both tick sources and both
+# output readers (floodmark's jar loads in the lowest pyspark).
 # Run by scripts/test.sh after the suite on the locked versions; needs scripts/setup.sh first (uv, the jar).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +14,4 @@ fi
 echo "test-lowest: $(.venv-lowest/bin/python -c 'import numpy, pandas, pyarrow, pyspark
 print(f"numpy {numpy.__version__}, pandas {pandas.__version__}, pyarrow {pyarrow.__version__}, pyspark {pyspark.__version__}")')" >&2
 .venv-lowest/bin/python -m pytest -p no:cacheprovider tests/core tests/test_public_names.py tests/test_readme.py \
-  tests/spark/test_ticks.py -k "not kafka" "$@"
+  tests/spark/test_ticks.py tests/spark/test_stage_output.py -k "not kafka" "$@"

@@ -1,8 +1,8 @@
 """Where floodmark's JVM artifacts live (engine-free: the broker helper needs no Spark).
 
-* floodmark's own JVM code, the Maven module ``jvm/ticks`` (the tick source, :mod:`floodmark.spark.ticks`), is
-  inside the package: :data:`PACKAGED_JARS` (the wheel carries it; ``scripts/setup.sh`` builds it into a
-  source tree).
+* floodmark's own JVM code, the Maven module ``jvm/floodmark`` (the tick source, :mod:`floodmark.spark.ticks`,
+  and the sink's block reader, :mod:`floodmark.spark.unpack`), is inside the package: :data:`PACKAGED_JARS`
+  (the wheel carries it; ``scripts/setup.sh`` builds it into a source tree).
 * Third-party artifacts that ``scripts/setup.sh`` fetches with Maven from the pinned poms under ``jvm/``, one
   folder per group under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's
   classpath) and ``kafka-broker/`` (an Apache Kafka broker for tests, demos and benchmarks). The root is
@@ -26,7 +26,7 @@ PACKAGED_JARS = Path(__file__).with_name("jars")
 
 
 def packaged_jars() -> list[Path]:
-    """floodmark's own jars (``floodmark-ticks.jar``), sorted; empty when the package was installed without them
+    """floodmark's own jars (``floodmark.jar``), sorted; empty when the package was installed without them
     (a source tree where ``scripts/setup.sh`` had no Maven or JDK)."""
     return sorted(PACKAGED_JARS.glob("*.jar"))
 

@@ -37,7 +37,7 @@ def wheel(tmp_path_factory) -> Path:
     subprocess.run([find_uv_bin(), "build", "--quiet", "-o", str(out), str(ROOT)], check=True)
     (built,) = out.glob("floodmark-*.whl")
     with zipfile.ZipFile(built) as archive:
-        assert "floodmark/jars/floodmark-ticks.jar" in archive.namelist(), "the wheel carries floodmark's jar"
+        assert "floodmark/jars/floodmark.jar" in archive.namelist(), "the wheel carries floodmark's jar"
     return built
 
 

@@ -133,7 +133,7 @@ def submit_driver(master: str, run: Path, venv: Path, archive: Path) -> subproce
     jars = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "floodmark.jvm"], check=True, capture_output=True, text=True
     ).stdout.strip()
-    assert jars.endswith("floodmark-ticks.jar")
+    assert jars.endswith("floodmark.jar")
     command = [
         *(str(venv / "bin" / "spark-submit"), "--master", master, "--archives", f"{archive}#environment"),
         *("--jars", jars),
@@ -232,7 +232,7 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, lau
         assert summary["driver"].startswith(str(venv)), "the driver imports floodmark from the wheel's virtualenv"
         assert summary["executors"], "the executors ran Python"
         for path in summary["executors"]:
-            assert "/environment/" in path and not path.startswith((str(venv), str(ROOT))), (
+            assert "/environment/" in path and not path.startswith((str(venv), str(ROOT / "src"))), (
                 f"an executor imported floodmark from {path}, not from the shipped archive"
             )
         assert summary["jvm_ticks"], "spark-submit --jars gave the driver the wheel's jar"

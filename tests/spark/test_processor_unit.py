@@ -22,8 +22,9 @@ from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK
 from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.levels import CARRIER, StageLevel, UnpackOutput
+from floodmark.spark.levels import CARRIER, StageLevel
 from floodmark.spark.rows import conform
+from floodmark.spark.unpack import UnpackOutput
 
 STAGE_NAME = "s"
 

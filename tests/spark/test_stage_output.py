@@ -1,7 +1,8 @@
 """A stage's panes, late records and dead letters leave its bucket as one OUTPUT carrier row (an Arrow IPC
 block, ``spark/levels.py``) and come back in the sink as the row form, nulls and exact longs included, through
-the conversion Spark's worker applies; the last test goes through Spark's own ``mapInArrow`` in the sink's
-projection (``batch_sink.StageRoute``)."""
+the conversion Spark's worker applies; the last tests go through Spark in the sink's reader
+(``batch_sink.StageRoute``), once with the JVM generator ``fm_unpack`` and once with Python's ``mapInArrow``
+(``spark/unpack.py``)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.protocol.wire import KIND, OUTPUT, STAGE
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import StageRoute
-from floodmark.spark.levels import CARRIER, StageLevel, UnpackOutput
+from floodmark.spark.levels import CARRIER, StageLevel
 from floodmark.spark.processor import BucketOutput
 from floodmark.spark.rows import conform
 from floodmark.spark.sinks import Outputs
+from floodmark.spark.unpack import UnpackOutput, use_jvm_unpack
 
 PLAN = p.RuntimePlan(
     spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
@@ -131,7 +133,15 @@ def test_a_buckets_output_comes_back_as_the_row_form(panes, pane_columns):
     assert [(r[KIND], r["fm_pane_count"]) for r in small] == [(p.GAUGE, panes)]
 
 
-def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, tmp_path):
+@pytest.fixture(params=["jvm", "python"])
+def jvm_unpack(request, spark) -> bool:
+    """Both of the sink's readers: the JVM generator (registered on the tests' session) and Python's."""
+    if request.param == "jvm":
+        assert use_jvm_unpack(spark), "the tests' session loads floodmark's jar"
+    return request.param == "jvm"
+
+
+def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, jvm_unpack, tmp_path):
     rows = row_form(6)
     is_pane = rows["fm_kind"] == p.PANE
     rows.loc[is_pane, "id"] = pd.NA  # a null every pane shares
@@ -139,7 +149,7 @@ def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, tmp_
     level = StageLevel({"s": PLAN}, {}, ["s"])
     carried = level.carry("s", 0, BucketOutput([rows], [], None))
     frame = spark.createDataFrame(carried, CARRIER)
-    route = StageRoute(PLAN, Outputs.of(str(tmp_path)))
+    route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, frame, batch_id=0).rows.toPandas()
     expected = rows[is_pane][PLAN.pane_columns()].reset_index(drop=True)
     assert got.columns.tolist() == [*PLAN.pane_columns(), "window_start_time", "window_end_time"]
@@ -148,17 +158,42 @@ def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, tmp_
         assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column
 
 
-def test_window_bounds_become_timestamps_and_the_global_windows_null(spark, tmp_path):
+def test_window_bounds_become_timestamps_and_the_global_windows_null(spark, jvm_unpack, tmp_path):
     """``window_start_time`` / ``window_end_time`` are the bounds as Spark timestamps; the global window's
     bounds (MIN and MAX ms) lie beyond Spark's timestamp range and are null, not a failed batch."""
     rows = row_form(2)
     is_pane = rows["fm_kind"] == p.PANE
     rows.loc[rows.index[is_pane][1], ["window_start", "window_end"]] = [MIN_TIMESTAMP, MAX_TIMESTAMP]
     carried = StageLevel({"s": PLAN}, {}, ["s"]).carry("s", 0, BucketOutput([rows], [], None))
-    route = StageRoute(PLAN, Outputs.of(str(tmp_path)))
+    route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, spark.createDataFrame(carried, CARRIER), batch_id=0).rows.collect()
     first, global_window = sorted(got, key=lambda row: row["window_end"])
     assert first["window_start_time"] == datetime.fromtimestamp(0, UTC).replace(tzinfo=None)
     assert first["window_end_time"] == datetime.fromtimestamp(0.01, UTC).replace(tzinfo=None)
     assert (global_window["window_start"], global_window["window_end"]) == (MIN_TIMESTAMP, MAX_TIMESTAMP)
     assert global_window["window_start_time"] is None and global_window["window_end_time"] is None
+
+
+def test_both_readers_give_the_same_rows_of_every_kind_in_the_same_order(spark, tmp_path):
+    """Panes (nulls, NaN, exact longs), late records and no dead letters, from two buckets' blocks of two stages:
+    the JVM generator and Python's ``mapInArrow`` give equal rows, in the same order, with the same types."""
+    rows = row_form(40)
+    other = row_form(3)
+    level = StageLevel({"s": PLAN}, {}, ["s"])
+    carried = pd.concat(
+        [
+            level.carry("s", 0, BucketOutput([rows.iloc[:20]], [], None)),
+            level.carry("s", 1, BucketOutput([rows.iloc[20:]], [], None)),
+            level.carry("s", 2, BucketOutput([other], [], None)).assign(**{STAGE: "another stage"}),
+        ],
+        ignore_index=True,
+    )
+    frame = spark.createDataFrame(carried, CARRIER).coalesce(1)
+    assert use_jvm_unpack(spark)
+    for kind in (p.PANE, p.LATE, p.BAD):
+        jvm = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack=True).batch(kind, frame, 0).rows
+        python = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack=False).batch(kind, frame, 0).rows
+        assert jvm.schema == python.schema, kind
+        got, want = jvm.collect(), python.collect()
+        assert len(got) == int((rows["fm_kind"] == kind).sum()), kind
+        assert [r.asDict() for r in got] == [r.asDict() for r in want], kind

@@ -20,7 +20,6 @@ from typing import Any
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType, TimestampType
 
 from floodmark.driver.controller import BatchReport, Controller
@@ -28,8 +27,8 @@ from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
 from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
-from floodmark.spark.levels import UnpackOutput
 from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
+from floodmark.spark.unpack import OutputReader
 
 OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 """Row kind (``fm_kind``) -> output."""
@@ -37,19 +36,18 @@ OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 
 class StageRoute:
     """Where one stage's rows of a batch go: each kind's rows unpacked from the stage's OUTPUT blocks in its
-    output's columns (:class:`~floodmark.spark.levels.UnpackOutput`, one ``mapInArrow`` per output) and written
-    to its sink (:class:`~floodmark.spark.sinks.Outputs`).
+    output's columns (:class:`~floodmark.spark.unpack.OutputReader`, one DataFrame operation per output) and
+    written to its sink (:class:`~floodmark.spark.sinks.Outputs`).
 
-    :arg time_zone: the session's time zone (Spark's Arrow form of a timestamp column carries it).
+    :arg jvm_unpack: unpack with floodmark's JVM generator (:func:`~floodmark.spark.unpack.use_jvm_unpack` said
+        so), else in Python. :arg time_zone: the session's time zone.
     """
 
-    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, time_zone: str = "UTC") -> None:
+    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, jvm_unpack: bool, time_zone: str = "UTC") -> None:
         self.plan = plan
         self.outputs = outputs
-        self.schemas = {kind: self.schema(kind) for kind in OUTPUT_KINDS}
-        self.unpack = {
-            kind: UnpackOutput(plan.stage, kind, to_arrow_schema(schema, timezone=time_zone))
-            for kind, schema in self.schemas.items()
+        self.readers = {
+            kind: OutputReader(plan.stage, kind, self.schema(kind), jvm_unpack, time_zone) for kind in OUTPUT_KINDS
         }
 
     def schema(self, kind: str) -> StructType:
@@ -72,7 +70,7 @@ class StageRoute:
     def batch(self, kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns."""
         values = tuple(self.plan.result_names) if kind == wire.PANE else ()
-        rows = frame.mapInArrow(self.unpack[kind], self.schemas[kind])
+        rows = self.readers[kind].rows(frame)
         return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.plan.key_columns), values)
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
@@ -91,7 +89,7 @@ class BatchSink:
     the gauges count some rows for it.
 
     :arg plans: ``{stage: plan}``, upstream first. :arg outputs: ``{stage: Outputs}``.
-    :arg time_zone: the session's time zone (see :class:`StageRoute`).
+    :arg jvm_unpack, time_zone: see :class:`StageRoute`.
     """
 
     def __init__(
@@ -99,9 +97,10 @@ class BatchSink:
         plans: dict[str, p.RuntimePlan],
         outputs: dict[str, Outputs],
         controller: Controller,
+        jvm_unpack: bool,
         time_zone: str = "UTC",
     ) -> None:
-        self.routes = {name: StageRoute(plan, outputs[name], time_zone) for name, plan in plans.items()}
+        self.routes = {name: StageRoute(plan, outputs[name], jvm_unpack, time_zone) for name, plan in plans.items()}
         self.controller = controller
         self.listeners: list[Callable[[BatchReport], None]] = []
         self.doing = "computing the batch"

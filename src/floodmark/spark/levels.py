@@ -12,7 +12,7 @@ Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`, the S
 * IN: a block of a stage's input rows (the map-side combiner's rows, or an upstream stage's panes as rows);
 * TICK: one per stage, bucket and batch the driver asks for, so that every bucket runs without input;
 * OUTPUT: a block of one bucket's panes, late records and dead letters (Arrow IPC, in the stage's
-  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink by :class:`UnpackOutput`;
+  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink (:mod:`floodmark.spark.unpack`);
 * STATS and GAUGE: what the driver needs (``floodmark.protocol.wire.REPORT_COLUMNS``), one row per split
   statistics or bucket.
 
@@ -36,7 +36,7 @@ from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
 from floodmark.core.pipeline import WindowedStage, stage_input_rows
-from floodmark.protocol import output, wire
+from floodmark.protocol import wire
 from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
@@ -196,61 +196,3 @@ class LevelStatefulProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
-
-
-class UnpackOutput:
-    """``mapInArrow`` function: carrier rows -> one stage's emitted rows (of one kind, or every kind) in the
-    columns of ``schema``.
-
-    The filter on the carrier rows, the unpacking of the OUTPUT blocks and the projection to an output's columns
-    happen in this one Python step, so an output costs its sink one DataFrame operation: each operation on a
-    micro-batch's DataFrame analyses the batch's whole plan again (~10-30 ms on the driver).
-
-    :arg stage: the stage whose OUTPUT blocks to unpack. :arg kind: ``fm_kind`` of the rows to keep (None:
-        every kind). :arg schema: the columns to return, in order: emitted columns (:meth:`RuntimePlan.
-        emitted_schema`), and ``window_start_time`` / ``window_end_time``, the window bounds as timestamps
-        (null beyond Spark's timestamp range: the global window's bounds).
-    """
-
-    def __init__(self, stage: str, kind: str | None, schema: pa.Schema) -> None:
-        self.stage = stage
-        self.kind = kind
-        self.schema = schema
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            mine = pc.and_(
-                pc.equal(batch.column(wire.STAGE), self.stage), pc.equal(batch.column(wire.KIND), wire.OUTPUT)
-            )
-            for block in batch.filter(mine).column(wire.BLOCK).to_pylist():
-                table = pa.ipc.open_stream(block).read_all()
-                if self.kind is not None:
-                    table = table.filter(pc.equal(table.column(wire.KIND), self.kind))
-                if table.num_rows:
-                    yield from self._project(table).to_batches()
-
-    def _project(self, table: pa.Table) -> pa.Table:
-        columns = []
-        for field in self.schema:
-            source = _WINDOW_TIMES.get(field.name)
-            if source is None:
-                column = table.column(field.name)
-                columns.append(column if column.type == field.type else column.cast(field.type))
-            else:
-                columns.append(_timestamp_from_millis(table.column(source), field.type))
-        return pa.Table.from_arrays(columns, schema=self.schema)
-
-
-_WINDOW_TIMES = {output.WINDOW_START_TIME: output.WINDOW_START, output.WINDOW_END_TIME: output.WINDOW_END}
-"""Timestamp columns of the outputs -> the window bound (ms) they show."""
-
-_MICROS_RANGE = (-(2**63) // 1000 + 1, (2**63 - 1) // 1000)
-"""The ms that Spark's timestamps (us since the epoch, a long) can hold."""
-
-
-def _timestamp_from_millis(millis: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
-    """``millis`` (ms since the epoch) as Spark timestamps; null where Spark's range ends (the global window)."""
-    low, high = _MICROS_RANGE
-    inside = pc.and_(pc.greater_equal(millis, low), pc.less_equal(millis, high))
-    micros = pc.multiply(pc.if_else(inside, millis, None), 1000)
-    return micros.cast(pa.timestamp("us")).cast(arrow_type)

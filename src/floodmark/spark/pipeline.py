@@ -71,6 +71,7 @@ from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.session import check_session
 from floodmark.spark.sinks import Outputs
 from floodmark.spark.ticks import schedule_path, tick_rows
+from floodmark.spark.unpack import use_jvm_unpack
 
 _PANDAS_TO_SPARK: dict[str, DataType] = {"i": LongType(), "u": LongType(), "f": DoubleType(), "b": BooleanType()}
 
@@ -342,7 +343,8 @@ class Pipeline:
         python_workers.prestart(spark)  # while the query plans (python_workers.py)
         frame, controller, plans = self.build(checkpoint, spark)
         outputs = {name: outputs[name] for name in plans}  # in the stages' order
-        sink = BatchSink(plans, outputs, controller, spark.conf.get("spark.sql.session.timeZone") or "UTC")
+        time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+        sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
         sink.listeners.extend(listeners)
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         if metrics is not None:

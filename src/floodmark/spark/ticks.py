@@ -14,7 +14,7 @@ rows - 1; a replayed batch reads the same. ``seq`` is the wall-clock time of the
 so offsets never go back, after a restart either (when the file is gone, the new run's first request is
 newer than anything logged).
 
-Two implementations of this one source: :data:`JVM_SOURCE` (the Maven module ``jvm/ticks``, whose jar the
+Two implementations of this one source: :data:`JVM_SOURCE` (the Maven module ``jvm/floodmark``, whose jar the
 package carries, on the classpath of floodmark's sessions) and the Python data source below, used when the
 session cannot load the former (a session of your own built without
 :func:`~floodmark.spark.session.configure_spark_with_floodmark`); the log says which one runs. Spark runs a
@@ -52,7 +52,7 @@ PYTHON_TICKS_ENV = "FLOODMARK_PYTHON_TICKS"
 SOURCE_NAME = "floodmark_ticks"
 """The Python source's name."""
 JVM_SOURCE = "floodmark.ticks.TickSourceProvider"
-"""The JVM source's class (``jvm/ticks``)."""
+"""The JVM source's class (``jvm/floodmark``)."""
 SCHEMA = "tick INT"
 
 
@@ -153,9 +153,10 @@ def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
             _LOG.info("floodmark: the Python tick source runs (%s=1)", PYTHON_TICKS_ENV)
         else:
             _LOG.warning(
-                "floodmark: the Python tick source runs (a query starts seconds slower): this session cannot load "
-                "%s; give it floodmark's jar: floodmark.spark.configure_spark_with_floodmark(builder), or with "
-                'spark-submit, --jars "$(python -m floodmark.jvm)"',
+                "floodmark: the Python tick source runs and outputs are unpacked in Python (a query starts seconds "
+                "slower, its batches take longer): this session cannot load %s; give it floodmark's jar: "
+                'floodmark.spark.configure_spark_with_floodmark(builder), or with spark-submit, --jars "$(python -m '
+                'floodmark.jvm)"',
                 JVM_SOURCE,
             )
         spark.dataSource.register(TickSource)
