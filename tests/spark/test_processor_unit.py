@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -12,17 +14,20 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
+import floodmark
 from floodmark import aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.driver.checkpoint_files import LocalFiles
 from floodmark.protocol.control import ControlEntry
 from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK
-from floodmark.spark import blocks, state_codec
+from floodmark.spark import blocks, query, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
 from floodmark.spark.levels import CARRIER, StageLevel
+from floodmark.spark.query import check_state_format
 from floodmark.spark.rows import conform
 from floodmark.spark.unpack import UnpackOutput
 
@@ -307,6 +312,45 @@ def test_state_is_stored_compressed_and_old_uncompressed_values_still_load():
     processor.state.value = (state_codec.decode(processor.state.value[0]),)  # as an older version stored it
     out = call(processor, [], seq=1, watermark=2**63 - 1, ptime=0)
     assert out[out.fm_kind == p.PANE][["k", "n"]].values.tolist() == [["a", 1]]
+
+
+def test_a_value_names_its_state_format_older_ones_migrate_as_they_are_read_newer_ones_are_refused(monkeypatch):
+    snapshot = b"a snapshot in format 1"
+    blob = state_codec.encode(snapshot)
+    assert blob.startswith(b"fmz1") and state_codec.value_format(blob) == 1 == state_codec.FORMAT
+    assert state_codec.value_format(snapshot) == 0, "a value without the header is format 0 (uncompressed)"
+
+    # A floodmark whose format 2 changed the snapshot: format 0 and 1 values migrate when read, 2 is written.
+    monkeypatch.setattr(state_codec, "FORMAT", 2)
+    monkeypatch.setattr(state_codec, "MIGRATIONS", {1: lambda old: old.replace(b"format 1", b"format 2")})
+    assert state_codec.decode(blob) == b"a snapshot in format 2"
+    assert state_codec.decode(snapshot) == b"a snapshot in format 2", "format 0 -> 1 (no change) -> 2"
+    assert state_codec.value_format(state_codec.encode(b"x")) == 2
+
+    # The floodmark of format 1 again, given a value of format 2.
+    newer = state_codec.encode(b"x")
+    monkeypatch.setattr(state_codec, "FORMAT", 1)
+    with pytest.raises(state_codec.StateFormatError, match=r"state format 2; .* reads formats 0 to 1"):
+        state_codec.decode(newer)
+
+
+def test_a_checkpoint_records_its_state_formats_and_one_written_by_a_newer_format_is_refused(tmp_path, monkeypatch):
+    files, checkpoint = LocalFiles(), str(tmp_path / "ckpt")
+    check_state_format(files, checkpoint)
+    record = json.loads((tmp_path / "ckpt" / "floodmark" / "state-format-1.json").read_text())
+    assert record == {"state_format": 1, "floodmark": floodmark.__version__}
+    check_state_format(files, checkpoint)  # a restart by the same floodmark
+
+    monkeypatch.setattr(state_codec, "FORMAT", 2)
+    monkeypatch.setattr(query, "__version__", "9.9.0")
+    check_state_format(files, checkpoint)  # an upgrade: recorded beside format 1
+    assert sorted(p.name for p in (tmp_path / "ckpt" / "floodmark").iterdir()) == [
+        "state-format-1.json",
+        "state-format-2.json",
+    ]
+    monkeypatch.setattr(state_codec, "FORMAT", 1)  # and back to the older floodmark: refused before it starts
+    with pytest.raises(state_codec.StateFormatError, match=r"format 2 \(written by floodmark 9.9.0\)"):
+        check_state_format(files, checkpoint)
 
 
 def test_blocks_carry_each_buckets_rows_in_order_and_convert_as_spark_does():

@@ -62,6 +62,7 @@ from floodmark.spark.processor import STATE_SCHEMA
 from floodmark.spark.query import (
     FloodmarkQuery,
     check_locations,
+    check_state_format,
     control_log,
     fixed_bucket_layout,
     shuffle_partitions,
@@ -240,6 +241,7 @@ class Pipeline:
             checkpoint, spark, log, self.buckets, next(iter(plans.values())).buckets, graph.order
         )
         plans = {n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n)) for n, plan in plans.items()}
+        check_state_format(log.files, checkpoint)
         controller = self._controller(log, metrics)
         controller.ensure_initial_entry()
         order = graph.order

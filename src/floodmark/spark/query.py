@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from floodmark import __version__
 from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
@@ -20,7 +22,7 @@ from floodmark.driver.controller import BatchReport, Controller
 from floodmark.driver.explain import explain_stage
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
-from floodmark.spark import batch_entry, bucket_layout, hadoop_files
+from floodmark.spark import batch_entry, bucket_layout, hadoop_files, state_codec
 from floodmark.spark.sinks import Outputs
 from floodmark.spark.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.ticks import TickSchedule, schedule_path
@@ -60,6 +62,34 @@ def fixed_bucket_layout(
         stages,
         existing=log.latest_seq() is not None,
     )
+
+
+STATE_FORMAT_RECORD = "state-format-{}.json"
+"""``<checkpoint>/floodmark/state-format-<n>.json``: format n has written state to this checkpoint (see
+:mod:`floodmark.spark.state_codec`)."""
+
+
+def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str) -> None:
+    """Refuse a checkpoint that a floodmark of a newer state format has written to, and record that this one
+    (writing :data:`~floodmark.spark.state_codec.FORMAT`) does. Call before the query starts.
+
+    :raises state_codec.StateFormatError: the checkpoint records a format this floodmark cannot read.
+    """
+    folder = checkpoint_files.join(checkpoint, "floodmark")
+    prefix, suffix = STATE_FORMAT_RECORD.split("{}")
+    recorded = sorted(
+        int(number)
+        for name in files.list_names(folder)
+        if name.startswith(prefix)
+        and name.endswith(suffix)
+        and (number := name.removeprefix(prefix).removesuffix(suffix)).isdigit()
+    )
+    if recorded:
+        newest = recorded[-1]
+        text = files.read_text(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(newest))) or "{}"
+        state_codec.check_readable(newest, f"the checkpoint {checkpoint}", json.loads(text).get("floodmark"))
+    record = {"state_format": state_codec.FORMAT, "floodmark": __version__}
+    files.write_once(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(state_codec.FORMAT)), json.dumps(record))
 
 
 def start_query(

@@ -1,4 +1,4 @@
-"""How a bucket's operator snapshot is stored in its RocksDB value: zstd-compressed, with a header.
+"""How a bucket's operator snapshot is stored in its RocksDB value, and which state format it is in.
 
 The snapshot travels between the JVM and the Python worker every batch, twice
 (read, then write back), and that transfer costs ~20 ms per MiB each way
@@ -6,28 +6,100 @@ The snapshot travels between the JVM and the Python worker every batch, twice
 flags: zstd makes them ~20x smaller in ~1-2 ms per MiB (measured: 1.8 MB ->
 0.08 MB for 23k windows), so the transfer all but disappears.
 
-Format: ``MAGIC`` + the snapshot's length (8 bytes, big-endian) + zstd frame.
-A value without the magic is an uncompressed snapshot (written before this
-format existed) and is returned as it is.
+**Value layout**: ``b"fmz"``, one byte naming the state format (``0x30 + format``: ASCII ``"1"`` for format 1),
+the snapshot's length (8 bytes, big-endian), then the snapshot as a zstd frame. A value without the ``b"fmz"``
+prefix is format 0: an uncompressed snapshot, as floodmark stored it before session 4.
+
+**State formats** (what a snapshot holds; :data:`FORMAT` is the one this floodmark writes):
+
+* 0: the snapshot uncompressed (no header).
+* 1: the snapshot compressed, behind the header above (session 4 on).
+
+A newer format comes with a migration from the one before (:data:`MIGRATIONS`, format n -> n + 1 on the
+snapshot's bytes), applied when a bucket's value is read: a checkpoint written by an older floodmark is
+migrated bucket by bucket in the first batch that runs each bucket, and written back in :data:`FORMAT`. A value
+in a format newer than :data:`FORMAT` (written by a newer floodmark) is refused by name
+(:class:`StateFormatError`), and so is a checkpoint that records one
+(:func:`floodmark.spark.query.check_state_format`, before the query starts): reading it as an older format would
+misread the state.
+
+The checkpoint records every format that has written to it: ``<checkpoint>/floodmark/state-format-<n>.json``,
+written once by the first start with format ``n`` (the floodmark version that did it inside).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
-MAGIC = b"fmz1"
+from floodmark import __version__
+
+FORMAT = 1
+"""The state format this floodmark writes (see the module docstring)."""
+OLDEST_FORMAT = 0
+"""The oldest state format this floodmark reads (migrating it)."""
+MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {}
+"""``{n: snapshot in format n -> snapshot in format n + 1}`` for every ``OLDEST_FORMAT <= n < FORMAT`` whose
+snapshot changed (a format that only changed the value's layout needs none)."""
+
+PREFIX = b"fmz"
+MAGIC = PREFIX + b"1"
+"""How a format-1 value starts."""
 _CODEC = "zstd"
+_HEADER = len(PREFIX) + 1 + 8
+
+
+class StateFormatError(ValueError):
+    """A bucket's value or a checkpoint in a state format this floodmark cannot read."""
 
 
 def encode(snapshot: bytes) -> bytes:
-    """The stored form of ``snapshot``."""
+    """The stored form of ``snapshot`` (a snapshot in :data:`FORMAT`)."""
     payload = pa.compress(snapshot, codec=_CODEC, asbytes=True)
-    return MAGIC + len(snapshot).to_bytes(8, "big") + payload
+    return PREFIX + bytes([0x30 + FORMAT]) + len(snapshot).to_bytes(8, "big") + payload
+
+
+def value_format(blob: bytes) -> int:
+    """The state format of the stored value ``blob``."""
+    return blob[len(PREFIX)] - 0x30 if blob.startswith(PREFIX) and len(blob) >= _HEADER else 0
 
 
 def decode(blob: bytes) -> bytes:
-    """The snapshot stored as ``blob`` (by :func:`encode`, or uncompressed by an older version)."""
-    if not blob.startswith(MAGIC):
-        return blob
-    size = int.from_bytes(blob[len(MAGIC) : len(MAGIC) + 8], "big")
-    return pa.decompress(blob[len(MAGIC) + 8 :], decompressed_size=size, codec=_CODEC, asbytes=True)
+    """The snapshot stored as ``blob``, migrated to :data:`FORMAT` when it is older.
+
+    :raises StateFormatError: ``blob`` is in a format newer than :data:`FORMAT` or older than
+        :data:`OLDEST_FORMAT`.
+    """
+    stored = value_format(blob)
+    check_readable(stored, "a bucket's state value")
+    if stored == 0:
+        snapshot = blob
+    else:
+        size = int.from_bytes(blob[len(PREFIX) + 1 : _HEADER], "big")
+        snapshot = pa.decompress(blob[_HEADER:], decompressed_size=size, codec=_CODEC, asbytes=True)
+    for format_ in range(stored, FORMAT):
+        migrate = MIGRATIONS.get(format_)
+        if migrate is not None:
+            snapshot = migrate(snapshot)
+    return snapshot
+
+
+def check_readable(stored: int, what: str, written_by: str | None = None) -> None:
+    """Refuse ``what`` (a value, a checkpoint) in state format ``stored`` unless this floodmark reads it.
+
+    :raises StateFormatError: naming both floodmarks' formats.
+    """
+    if stored > FORMAT:
+        by = f" (written by floodmark {written_by})" if written_by else ""
+        raise StateFormatError(
+            f"{what} holds floodmark state format {stored}{by}; this floodmark ({__version__}) reads formats "
+            f"{OLDEST_FORMAT} to {FORMAT}: run the query with a floodmark that reads format {stored}, or start "
+            "from a new checkpoint"
+        )
+    if stored < OLDEST_FORMAT:
+        raise StateFormatError(
+            f"{what} holds floodmark state format {stored}; this floodmark ({__version__}) reads formats "
+            f"{OLDEST_FORMAT} to {FORMAT}: finish the query with the floodmark that wrote it, or start from a "
+            "new checkpoint"
+        )
