@@ -85,6 +85,7 @@ class KafkaBroker:
         self.work_dir = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="floodmark-kafka-"))
         self.heap = heap
         self.port = 0
+        self._controller_port = 0
         self.process: subprocess.Popen | None = None
         self._admin_client = None
         self._producer = None
@@ -102,11 +103,14 @@ class KafkaBroker:
         return self.work_dir / "broker.log"
 
     def start(self, timeout_s: float = 90.0) -> KafkaBroker:
-        """Format storage, start the broker and return once it answers metadata requests."""
+        """Format storage, start the broker and return once it answers metadata requests. After :meth:`kill` this
+        starts it again on its storage and ports (a broker that crashed and came back)."""
         if self.process is not None:
             raise RuntimeError("the broker is already started")
         classpath = os.pathsep.join(str(jar) for jar in require_jars(KAFKA_BROKER))
-        self.port, controller_port = free_port(), free_port()
+        if not self.port:
+            self.port, self._controller_port = free_port(), free_port()
+        controller_port = self._controller_port
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "server.properties"
         config.write_text(self._server_properties(controller_port))
@@ -117,14 +121,12 @@ class KafkaBroker:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         # "--cluster-id=<id>": an id may start with "-" (base64url), which "-t <id>" would take for an option.
         format_args = ["format", f"--cluster-id={cluster_id}", f"--config={config}", "--ignore-formatted"]
-        formatted = subprocess.run(
-            [*java, "kafka.tools.StorageTool", *format_args],
-            capture_output=True,
-            text=True,
-        )
-        if formatted.returncode != 0:
-            raise RuntimeError(f"formatting Kafka's storage failed: {formatted.stderr or formatted.stdout}")
-        with open(self.work_dir / "broker.out", "wb") as out:
+        # A restart (after kill) finds its storage formatted, with the cluster id it keeps.
+        if not (self.work_dir / "data" / "meta.properties").exists():
+            formatted = subprocess.run([*java, "kafka.tools.StorageTool", *format_args], capture_output=True, text=True)
+            if formatted.returncode != 0:
+                raise RuntimeError(f"formatting Kafka's storage failed: {formatted.stderr or formatted.stdout}")
+        with open(self.work_dir / "broker.out", "ab") as out:
             # Its own process group, so that stopping it never signals the caller (and the caller's Ctrl-C
             # does not kill it before the clean stop below).
             self.process = subprocess.Popen(
@@ -149,6 +151,15 @@ class KafkaBroker:
         atexit.unregister(self.stop)
         if self._owns_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def kill(self) -> None:
+        """``kill -9`` the broker (no clean shutdown); its storage, ports and work dir stay for :meth:`start`."""
+        process, self.process = self.process, None
+        self._admin_client = None
+        self._producer = None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
 
     def __enter__(self) -> KafkaBroker:
         return self.start() if self.process is None else self

@@ -41,13 +41,14 @@ def ordered_batches(count: int, seed: int) -> list[pd.DataFrame]:
     return batches
 
 
-def run_driver(*args: object, script: Path = DRIVER) -> subprocess.Popen:
+def run_driver(*args: object, script: Path = DRIVER, stderr: Path | None = None) -> subprocess.Popen:
+    """``script`` with ``args`` in a new process (its stderr to the file ``stderr``, or nowhere)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     return subprocess.Popen(
         [sys.executable, str(script), *map(str, args)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if stderr is None else stderr.open("wb"),
         start_new_session=True,  # its own process group: kill -9 takes the JVM with it
     )
 
@@ -222,6 +223,57 @@ def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_p
     assert window_totals(got) == window_totals(expected)
     assert sum(p[6] for p in got) == len(records)
     assert broker.consume("crash-late") == [] and broker.consume("crash-dead") == []
+
+
+def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
+    """Kafka in and out through a broker of its own, killed -9 after a few batches and started again on its storage
+    and ports: the query rides through, or stops with floodmark's error and resumes from its checkpoint; either
+    way every record is counted once (the last message per dedupe key)."""
+    from floodmark.spark.sinks import PANE_ID_HEADER
+    from floodmark_dev.kafka import KafkaBroker
+
+    records = pd.concat(ordered_batches(12, seed=13), ignore_index=True)
+    with KafkaBroker(work_dir=tmp_path / "broker") as broker:
+        broker.create_topic("in", partitions=2)
+        for split in (0, 1):
+            rows = records[records["p"] == split]
+            broker.produce("in", [json.dumps(r) for r in rows.to_dict("records")], partition=split)
+        for kind in ("panes", "late", "dead"):
+            broker.create_topic(f"out-{kind}")
+        checkpoint = tmp_path / "ckpt"
+        args = ("--kafka", broker.bootstrap_servers, "in", checkpoint, "out")
+        log = tmp_path / "driver.log"
+        first = run_driver(*args, stderr=log)
+        deadline = time.monotonic() + 300
+        while batches_done(checkpoint) < 4:
+            assert first.poll() is None, f"the driver ended before the broker was killed:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        broker.kill()
+        killed_after = batches_done(checkpoint)
+        time.sleep(3)
+        broker.start()
+        try:
+            code = first.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(first.pid, signal.SIGKILL)
+            raise AssertionError(f"the query neither went on nor stopped:\n{log.read_text()[-3000:]}") from None
+        print(f"\nbroker killed after batch {killed_after}; the driver exited with {code}")
+        if code != 0:
+            assert "floodmark batch" in log.read_text(), "stopped with floodmark's error, which names the batch"
+            second = run_driver(*args, stderr=tmp_path / "driver-2.log")
+            assert second.wait(timeout=600) == 0, (tmp_path / "driver-2.log").read_text()[-3000:]
+
+        delivered = [(dict(m.headers)[PANE_ID_HEADER], m.json()) for m in broker.consume("out-panes")]
+        last = {pane_id: pane for pane_id, pane in delivered}
+        got = [tuple(p[f] for f in PANE_FIELDS) for p in last.values()]
+        assert sum(p[6] for p in got) == len(records), "every record in exactly one pane"
+        expected_totals: dict = {}
+        for r in records.itertuples():
+            window = (r.k, r.ts // 10_000 * 10_000, r.ts // 10_000 * 10_000 + 10_000)
+            expected_totals[window] = round(expected_totals.get(window, 0.0) + r.v, 9)
+        assert window_totals(got) == expected_totals
+        assert broker.consume("out-late") == [] and broker.consume("out-dead") == []
 
 
 GENERAL_SPEC = dict(  # runs on the general operator (late firings every 2nd record): raw records
