@@ -24,6 +24,8 @@ minutes) against native chained aggregations. ``early firings`` is ``AfterWaterm
 native has no early firings, so its runs in that row are its tumbling count, alternating with floodmark's as in every
 row. ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger for ``--idle-seconds`` and
 reports the CPU used by this process, the JVM and its Python workers, as a % of one core, and the batches each ran.
+``growth`` is ``bench/state_growth.py``'s table (one 60-minute window per key, keys from 20M, ``--growth-rows``
+sizes, one run each): per-batch seconds as the state grows, state bytes, floodmark's Python memory.
 ``cold`` runs the tumbling 100k-key workload on 2 files in a fresh process per run (a new JVM and new Python workers:
 what a job's first batch pays), the engines alternating, and reports the session's start-up, the first batch's
 ``triggerExecution`` and the wall time from the call that starts the query to the first batch's end (floodmark builds
@@ -39,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,7 +55,8 @@ from rich.table import Table
 from stages_throughput import floodmark_run as stages_floodmark_run
 from stages_throughput import generate as generate_games
 from stages_throughput import native_run as stages_native_run
-from throughput import SCHEMA, control_entry_bytes, generate, latency_in_batches
+from state_growth import growth_table
+from throughput import SCHEMA, PythonMemory, control_entry_bytes, generate, latency_in_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, SourceTime, local_session
@@ -138,37 +140,6 @@ class Row:
     rows: int
     native: list[Run] = field(default_factory=list)
     floodmark: list[Run] = field(default_factory=list)
-
-
-class PythonMemory:
-    """Peak resident memory (MB) of the Python processes under the JVM (Spark's Python workers), sampled."""
-
-    def __init__(self, interval_s: float = 0.2) -> None:
-        self.interval_s = interval_s
-        self.peak = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def __enter__(self) -> PythonMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            total = 0
-            for process in me.children(recursive=True):
-                try:
-                    if "python" in process.name().lower():
-                        total += process.memory_info().rss
-                except psutil.Error:
-                    continue
-            self.peak = max(self.peak, total / 1e6)
-            self._stop.wait(self.interval_s)
 
 
 def trigger_seconds(progress: list, batch_id: int) -> float:
@@ -366,6 +337,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per engine (the table shows medians)")
     parser.add_argument("--players", type=int, default=5_000, help="players per source in the two-stage row")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--growth-rows", type=int, nargs="+", default=[3_000_000, 6_000_000], help="sizes of the growth row"
+    )
     parser.add_argument("--quick", action="store_true", help="400k rows, one run each, 20 s of idleness")
     parser.add_argument("--only", nargs="+", default=None, help="rows to run: workload names, 'stages', 'idle'")
     parser.add_argument("--work", type=Path, default=None)
@@ -377,8 +351,9 @@ def main() -> None:
         return
     if args.quick:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
+        args.growth_rows = [400_000, 800_000]
     chosen = workloads(args.quick)
-    extra = ["stages", "idle", "cold"]
+    extra = ["stages", "idle", "growth", "cold"]
     wanted = args.only or [*chosen, *extra]
     unknown = set(wanted) - {*chosen, *extra}
     if unknown:
@@ -454,6 +429,9 @@ def main() -> None:
         for engine, (cpu, batches) in idle.items():
             idle_table.add_row(engine, f"{cpu:.0f}%", str(batches))
         console.print(idle_table)
+    if "growth" in wanted:
+        # One run per size: the largest takes minutes per engine (bench/state_growth.py --repeat for more).
+        console.print(growth_table(spark, work, args.growth_rows, 20_000_000, repeat=1))
     spark.stop()
     if "cold" in wanted:
         data = work / "data-cold"

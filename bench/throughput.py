@@ -30,11 +30,13 @@ import argparse
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
@@ -127,6 +129,37 @@ def latency_in_batches(reports, panes) -> str:
     if not lags:
         return "n/a"
     return f"min {min(lags)}, max {max(lags)}"
+
+
+class PythonMemory:
+    """Peak resident memory (MB) of the Python processes under the JVM (Spark's Python workers), sampled."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s = interval_s
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PythonMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for process in me.children(recursive=True):
+                try:
+                    if "python" in process.name().lower():
+                        total += process.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total / 1e6)
+            self._stop.wait(self.interval_s)
 
 
 def control_entry_bytes(work: Path) -> int:
