@@ -175,9 +175,13 @@ def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs)
                     assert stage.input_watermark >= previous[name].input_watermark
                     assert stage.output_watermark >= previous[name].output_watermark
             previous = stages
-        inputs[combiner] = [r.stages["means"].input_watermark for r in query.reports]
+        # At each batch that read input: both runs read the same files, one per source and batch, so these are
+        # the same points of the input. A batch without input (a tick the driver asked for when something came
+        # due in processing time) can come between them in one run and not the other (seen once in CI: 29
+        # batches against 28).
+        inputs[combiner] = [r.stages["means"].input_watermark for r in query.reports if r.records]
     eow, earliest = inputs[TimestampCombiner.END_OF_WINDOW], inputs[TimestampCombiner.EARLIEST]
-    assert len(eow) == len(earliest)
+    assert len(eow) == len(earliest) > 0
     assert all(e <= w for e, w in zip(earliest, eow, strict=True))
     assert any(e < w < MAX_TIMESTAMP for e, w in zip(earliest, eow, strict=True)), "EARLIEST holds the means back"
 
