@@ -56,10 +56,11 @@ from stages_throughput import floodmark_run as stages_floodmark_run
 from stages_throughput import generate as generate_games
 from stages_throughput import native_run as stages_native_run
 from state_growth import growth_table
-from throughput import SCHEMA, PythonMemory, control_entry_bytes, generate, latency_in_batches
+from throughput import SCHEMA, PythonMemory, control_entry_bytes, generate, latency_in_batches, native_counts
+from throughput import aggregation as throughput_aggregation
 
-from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
-from floodmark.spark import EventTimeAggregation, SourceTime, local_session
+from floodmark import WindowSpec, aggregates, triggers, windows
+from floodmark.spark import EventTimeAggregation, local_session
 
 SPLITS = ["0", "1", "2", "3"]
 
@@ -159,22 +160,8 @@ def first_batch_end_s(progress: list, started_wall: float) -> float:
 
 
 def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
-    counts = (
-        stream.withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "5 seconds")
-        .groupBy(workload.native_window(F.col("t")), "k")
-        .count()
-    )
     started, started_wall = time.perf_counter(), time.time()
-    query = (
-        counts.writeStream.outputMode("append")
-        .format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    query = native_counts(spark, data, checkpoint, workload.native_window)
     elapsed = time.perf_counter() - started
     progress = query.recentProgress
     return Run(
@@ -186,15 +173,7 @@ def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
 
 
 def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5_000)
-    return EventTimeAggregation(
-        stream,
-        event_time="ts",
-        key_by=["k"],
-        spec=workload.spec,
-        time=SourceTime(strategy, split="p", known_splits=SPLITS),
-    )
+    return throughput_aggregation(spark, data, spec=workload.spec)
 
 
 def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:

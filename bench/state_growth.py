@@ -28,10 +28,10 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
-from throughput import SCHEMA, PythonMemory, generate
+from throughput import PythonMemory, aggregation, generate, native_counts
 
-from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.spark import EventTimeAggregation, SourceTime, local_session
+from floodmark import WindowSpec, aggregates, windows
+from floodmark.spark import local_session
 
 HOUR = 3_600_000
 FILES = 8
@@ -52,38 +52,15 @@ def directory_bytes(path: Path) -> int:
 
 
 def native_growth(spark, data: Path, checkpoint: Path) -> GrowthRun:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
-    counts = (
-        stream.withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "5 seconds")
-        .groupBy(F.window("t", "60 minutes"), "k")
-        .count()
-    )
     started = time.perf_counter()
-    query = (
-        counts.writeStream.outputMode("append")
-        .format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    query = native_counts(spark, data, checkpoint, lambda t: F.window(t, "60 minutes"))
     seconds = time.perf_counter() - started
     batches = [p.durationMs.get("triggerExecution", 0) / 1000 for p in query.recentProgress if p.numInputRows > 0]
     return GrowthRun(seconds, batches, None, directory_bytes(checkpoint / "state"))
 
 
 def floodmark_growth(spark, data: Path, work: Path) -> GrowthRun:
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
-    agg = EventTimeAggregation(
-        stream,
-        event_time="ts",
-        key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(HOUR), {"n": aggregates.count()}),
-        time=SourceTime(
-            WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=["0", "1", "2", "3"]
-        ),
-    )
+    agg = aggregation(spark, data, spec=WindowSpec(windows.Tumbling(HOUR), {"n": aggregates.count()}))
     with PythonMemory() as memory:
         started = time.perf_counter()
         handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=7_200)

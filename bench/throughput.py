@@ -32,11 +32,13 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import psutil
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
@@ -74,34 +76,51 @@ def steady_rate(progress: list) -> float:
     return rows / seconds if seconds else float("nan")
 
 
-def native_run(spark, directory: Path, checkpoint: Path, sink: str = "noop") -> tuple[float, int, float]:
-    """Native Spark's run; ``sink`` "noop" discards the windows' counts, "parquet" writes them (as floodmark does)."""
+def native_counts(
+    spark,
+    directory: Path,
+    checkpoint: Path,
+    window: Callable[[Column], Column] = lambda t: F.window(t, "1 minute"),
+    sink: str = "noop",
+):
+    """Native Spark's count per (``window(t)``, k) under ``withWatermark(5 s)``, one file per batch, run to
+    the end (``availableNow``); returns the finished query. ``sink`` "noop" discards the counts, "parquet" writes
+    them (as floodmark does)."""
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     counts = (
         stream.withColumn("t", F.timestamp_millis("ts"))
         .withWatermark("t", "5 seconds")
-        .groupBy(F.window("t", "1 minute"), "k")
+        .groupBy(window(F.col("t")), "k")
         .count()
     )
-    started = time.perf_counter()
     writer = counts.writeStream.outputMode("append").format(sink).option("checkpointLocation", str(checkpoint))
     if sink == "parquet":
         writer = writer.option("path", f"{checkpoint}-out")
     query = writer.trigger(availableNow=True).start()
     query.awaitTermination()
+    return query
+
+
+def native_run(spark, directory: Path, checkpoint: Path, sink: str = "noop") -> tuple[float, int, float]:
+    """:func:`native_counts` of 1-minute windows: (seconds, rows, steady rows/s)."""
+    started = time.perf_counter()
+    query = native_counts(spark, directory, checkpoint, sink=sink)
     elapsed = time.perf_counter() - started
     rows = sum(p.numInputRows for p in query.recentProgress)
     return elapsed, rows, steady_rate(query.recentProgress)
 
 
-def aggregation(spark, directory: Path, trigger: Trigger | None = None) -> EventTimeAggregation:
-    """The benchmark's pipeline: 1-minute tumbling count per key, 4 splits, bound 5 s (one file per batch)."""
+def aggregation(
+    spark, directory: Path, trigger: Trigger | None = None, spec: WindowSpec | None = None
+) -> EventTimeAggregation:
+    """The benchmark's pipeline: ``spec`` (default: a 1-minute tumbling count per key, with ``trigger``), 4 splits,
+    bound 5 s (one file per batch)."""
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     return EventTimeAggregation(
         stream,
         event_time="ts",
         key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}, trigger=trigger or Default()),
+        spec=spec or WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}, trigger=trigger or Default()),
         time=SourceTime(
             WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=["0", "1", "2", "3"]
         ),
