@@ -28,6 +28,11 @@ trigger's form says, per window:
 
 Fired panes come out as one pandas frame per call (``Emitted.pane_frames``) so
 that runtimes never build a Python object per pane.
+
+With ``deferred=True`` (specs where ``WindowSpec.defers_partials``) the partials of windows the watermark has not
+reached stay apart from the table as segments (:mod:`floodmark.core.segments`) until the watermark reaches them:
+a runtime that stores the segments apart (:meth:`ColumnarWindowOperator.snapshot_parts`) then reads and writes per
+batch what the batch touches, not every open window. The panes are the same.
 """
 
 from __future__ import annotations
@@ -45,12 +50,13 @@ from floodmark.core.combine import Partials, group_keys, group_order, reduce_par
 from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
+from floodmark.core.segments import PartialSegments, Segment, SegmentLoader
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import LateFirings
 from floodmark.core.values import unwrap
 from floodmark.core.window_table import NO_TIME, WindowTable, WindowView
-from floodmark.core.windows import Window, max_timestamp, merge_groups, window_reached
+from floodmark.core.windows import Window, horizon, max_timestamp, merge_groups, window_reached
 
 ENGINE = "columnar operator"
 
@@ -84,7 +90,16 @@ class ColumnarAccumulators:
 class ColumnarWindowOperator:
     """Columnar implementation of the window operator for specs with a columnar form (see module docstring)."""
 
-    def __init__(self, spec: WindowSpec, watermark: int = MIN_TIMESTAMP, processing_time: int = 0) -> None:
+    def __init__(
+        self,
+        spec: WindowSpec,
+        watermark: int = MIN_TIMESTAMP,
+        processing_time: int = 0,
+        deferred: bool = False,
+        load_segment: SegmentLoader | None = None,
+    ) -> None:
+        """:arg deferred: keep partials apart until the watermark reaches their windows (ignored unless
+        ``spec.defers_partials``). :arg load_segment: reads a segment stored apart (:meth:`from_parts`)."""
         if not spec.is_columnar:
             raise ValueError("this spec needs the general WindowOperator")
         self.spec = spec
@@ -98,6 +113,7 @@ class ColumnarWindowOperator:
         self.table = WindowTable(spec.timestamp_combiner, spec.allowed_lateness, spec.accumulation, extra)
         self.accumulators = ColumnarAccumulators(self.layout, self.table)
         self.table.accumulators = self.accumulators
+        self.segments = PartialSegments(spec, load_segment) if deferred and spec.defers_partials else None
 
     # ------------------------------------------------------------------ time
     def advance_processing_time(self, processing_time: int) -> Emitted:
@@ -127,6 +143,8 @@ class ColumnarWindowOperator:
         if watermark <= self.watermark:
             return out
         self.watermark = watermark
+        if self.segments is not None:
+            self._merge_segments(watermark)
         c = self.table.cols
         firing = c["live"] & ~c["closed"] & ~c["fired"] & window_reached(c["end"], watermark)
         if not self.trigger.on_time:
@@ -171,6 +189,8 @@ class ColumnarWindowOperator:
             return out
         late_phase = window_reached(ends, self.watermark)
         early_phase = ~late_phase
+        if self.segments is not None and early_phase.any():
+            self._merge_segments(None)  # a record for a window the watermark has not reached: merge them all
         if early_phase.any() and self.trigger.early_count is not None:
             self._accumulate_counting(out, keys, pos, starts, ends, out_times, values, early_phase)
         elif early_phase.any():
@@ -201,7 +221,11 @@ class ColumnarWindowOperator:
                 "partial aggregates for a window the watermark has already reached: the combiner and the "
                 "operator disagree on the watermark"
             )
-        self._merge(reduce_partials(self.spec, partials))
+        reduced = reduce_partials(self.spec, partials)
+        if self.segments is not None:
+            self.segments.add(reduced, self.processing_time)
+        else:
+            self._merge(reduced)
         return Emitted(accepted=int(partials.counts.sum()))
 
     def _groups(self, keys, pos, starts, mask):
@@ -224,6 +248,20 @@ class ColumnarWindowOperator:
         rows, _ = self.table.rows_for(list(partials.keys), partials.starts, partials.ends)
         self.accumulators.merge(rows, partials.accumulators)
         self.table.add_arrivals(rows, partials.counts, self.watermark, self.processing_time, partials.hold)
+
+    def _merge_segments(self, watermark: int | None) -> None:
+        """Merge into the table, oldest first, the segments whose earliest window ``watermark`` has reached (all
+        when None), as :meth:`_merge` would have when their partials arrived."""
+        assert self.segments is not None
+        for segment in self.segments.take(watermark):
+            self._merge_segment(segment)
+
+    def _merge_segment(self, segment: Segment) -> None:
+        p = segment.partials
+        rows, _ = self.table.rows_for(list(p.keys), p.starts, p.ends)
+        self.accumulators.merge(rows, p.accumulators)
+        # Every window of a segment was open when its records arrived: they hold, as they did then.
+        self.table.add_arrivals(rows, p.counts, MIN_TIMESTAMP, segment.arrivals, p.hold)
 
     def _accumulate_counting(self, out, keys, pos, starts, ends, out_times, values, mask):
         """Early-phase records with early ``AfterCount(n)`` firings: an EARLY pane after every n-th record.
@@ -522,10 +560,18 @@ class ColumnarWindowOperator:
 
     # ------------------------------------------------------------ gauges
     def output_hold(self) -> int | None:
-        return self.table.output_hold()
+        hold = self.table.output_hold()
+        first_end = self.segments.first_end() if self.segments is not None else None
+        if first_end is None:
+            return hold
+        # A segment's windows hold at their max timestamps (END_OF_WINDOW: ``defers_partials``).
+        pending = int(max_timestamp(np.int64(first_end)))
+        return pending if hold is None else min(hold, pending)
 
     def oldest_pending_processing_time(self) -> int | None:
-        return self.table.oldest_pending()
+        oldest = self.table.oldest_pending()
+        arrival = self.segments.oldest_arrival() if self.segments is not None else None
+        return min((t for t in (oldest, arrival) if t is not None), default=None)
 
     def next_watermark_deadline(self) -> int | None:
         """The lowest input watermark at which :meth:`advance_watermark` would change anything: a window's
@@ -536,6 +582,12 @@ class ColumnarWindowOperator:
         if self.trigger.on_time:
             waiting = np.flatnonzero(live & ~c["closed"] & ~c["fired"])
             deadlines = np.concatenate([deadlines, max_timestamp(c["end"][waiting])])
+        first_end = self.segments.first_end() if self.segments is not None else None
+        if first_end is not None:
+            # The earliest window of the segments: its ON_TIME pane (or its horizon, under Never()).
+            first = np.array([first_end], dtype=np.int64)
+            due = max_timestamp(first) if self.trigger.on_time else horizon(first, self.spec.allowed_lateness)
+            deadlines = np.concatenate([deadlines, due])
         return int(deadlines.min()) if len(deadlines) else None
 
     def next_processing_deadline(self) -> int | None:
@@ -549,11 +601,15 @@ class ColumnarWindowOperator:
         return int(pending.min()) + delay if len(pending) else None
 
     def window_count(self) -> int:
-        return self.table.window_count()
+        """Open windows; an upper bound while segments are apart (a window counts once per segment that holds
+        it)."""
+        return self.table.window_count() + (self.segments.rows if self.segments is not None else 0)
 
     def window_view(self, key: Any, window: Window) -> WindowView | None:
         """What the operator holds for ``key``'s ``window``, or None; the trigger state is rebuilt from the
         columns by the trigger itself (``Trigger.columnar_state``)."""
+        if self.segments is not None:
+            self._merge_segments(None)  # off the hot path (explain): the window may be in any segment
         row, note = self.table.lookup(key, window, self.spec.window.is_merging)
         if row is None:
             return None
@@ -570,16 +626,47 @@ class ColumnarWindowOperator:
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
-        data = {"watermark": self.watermark, "processing_time": self.processing_time, **self.table.snapshot()}
+        """Everything the operator holds, segments included (self-contained)."""
+        data = self._head()
+        if self.segments is not None:
+            data["segments"] = self.segments.snapshot_all()
         return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def snapshot_parts(self) -> tuple[bytes, dict[int, bytes], set[int]]:
+        """The snapshot in parts, for a runtime that stores segments apart: the *head* (time, the table and
+        what is known of the segments), the segments made since the last call (id -> bytes) and the ids of
+        stored segments to delete. :meth:`from_parts` restores it."""
+        data = self._head()
+        if self.segments is None:
+            return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), {}, set()
+        data["segments"] = self.segments.snapshot()
+        added, dropped = self.segments.take_added()
+        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), added, dropped
+
+    def _head(self) -> dict[str, Any]:
+        return {"watermark": self.watermark, "processing_time": self.processing_time, **self.table.snapshot()}
 
     @classmethod
     def restore(cls, spec: WindowSpec, snapshot: bytes) -> ColumnarWindowOperator:
         return cls.from_data(spec, pickle.loads(snapshot))
 
     @classmethod
-    def from_data(cls, spec: WindowSpec, data: dict) -> ColumnarWindowOperator:
-        """The operator a snapshot's unpickled ``data`` describes."""
-        operator = cls(spec, data["watermark"], data["processing_time"])
+    def from_parts(cls, spec: WindowSpec, head: bytes, load_segment: SegmentLoader) -> ColumnarWindowOperator:
+        """The operator of :meth:`snapshot_parts`'s ``head``, reading its segments with ``load_segment`` as it
+        needs them; it defers partials (when the spec allows) from now on."""
+        return cls.from_data(spec, pickle.loads(head), deferred=True, load_segment=load_segment)
+
+    @classmethod
+    def from_data(
+        cls, spec: WindowSpec, data: dict, deferred: bool = False, load_segment: SegmentLoader | None = None
+    ) -> ColumnarWindowOperator:
+        """The operator a snapshot's unpickled ``data`` describes (deferring partials if it did, or if
+        ``deferred``)."""
+        deferred = deferred or "segments" in data
+        operator = cls(spec, data["watermark"], data["processing_time"], deferred, load_segment)
         operator.table.restore(data)
+        if "segments" in data:
+            if operator.segments is None:
+                raise ValueError("a snapshot with deferred partials needs a spec that defers them")
+            operator.segments.restore(data["segments"])
         return operator

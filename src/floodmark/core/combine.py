@@ -105,9 +105,14 @@ def reduce_records(
     )
 
 
-def reduce_partials(spec: WindowSpec, partials: Partials) -> Partials:
-    """Combine partials of the same (key, window) into one row each."""
-    order, first, _ = group_order(partials.keys, partials.starts)
+def reduce_partials(
+    spec: WindowSpec, partials: Partials, grouping: tuple[np.ndarray, np.ndarray] | None = None
+) -> Partials:
+    """Combine partials of the same (key, window) into one row each, in arrival order within a group.
+
+    :arg grouping: ``(order, first)`` of :func:`group_order` over ``partials``, when the caller has it.
+    """
+    order, first = grouping if grouping is not None else group_order(partials.keys, partials.starts)[:2]
     if first.all():
         return partials
     bounds = np.flatnonzero(first)

@@ -83,3 +83,16 @@ class WindowSpec:
         if self.window.is_merging or not self.is_columnar:
             return False
         return not self.columnar_trigger.needs_records  # type: ignore[union-attr]
+
+    @property
+    def defers_partials(self) -> bool:
+        """Can the columnar operator keep partial aggregates apart until the watermark reaches their windows
+        (:mod:`floodmark.core.segments`)? When a window's panes depend only on what it holds once the watermark
+        reaches it: map-side partials, no early firings (an EARLY pane reads a window the watermark has not
+        reached), and the end of the window as output time (a window's hold is then its max timestamp, known
+        without reading it)."""
+        return (
+            self.combines_records
+            and self.columnar_trigger.early_delay is None  # type: ignore[union-attr]
+            and self.timestamp_combiner is TimestampCombiner.END_OF_WINDOW
+        )

@@ -430,9 +430,15 @@ class WindowTable:
 
     # -------------------------------------------------------------- records
     def add_arrivals(
-        self, rows: np.ndarray, counts: np.ndarray, watermark: int, processing_time: int, hold_times: np.ndarray
+        self,
+        rows: np.ndarray,
+        counts: np.ndarray,
+        watermark: int,
+        processing_time: int | np.ndarray,
+        hold_times: np.ndarray,
     ) -> None:
-        """``counts`` records arrived for ``rows`` (distinct) at ``watermark`` and ``processing_time``.
+        """``counts`` records arrived for ``rows`` (distinct) at ``watermark`` and ``processing_time`` (one for all
+        rows, or one per row).
 
         Beam's hold rule: a window's records hold its output time (``hold_times``, one combined value per row)
         only while the watermark has not reached its max timestamp; late records never hold.

@@ -1,0 +1,229 @@
+"""Deferred partials: what batches add to windows the watermark has not reached, kept apart from the table.
+
+A stage with many windows the watermark has not reached (hour-long windows over millions of keys) would read and
+rewrite every one of them in every batch if they all lived in the operator's window table. For specs whose
+windows only accumulate until the watermark reaches them (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`)
+the columnar operator keeps each batch's partial aggregates as a *segment* instead: one row per (key, window) with
+its count, accumulators and the processing time its records arrived at, written once and stored on its own (a
+runtime stores each segment as one value: :meth:`PartialSegments.take_added`). A segment is read again only when
+
+* the watermark reaches its earliest window's max timestamp: it is merged into the table before that window fires
+  (every segment that holds a window the watermark reached is merged then: its earliest window is reached too);
+* a record arrives as a record for a window the watermark has not reached (every segment is merged first);
+* more than :data:`FANOUT` segments of one level follow each other: they merge into one segment of the next level,
+  so a batch's partials are rewritten about ``log_FANOUT(batches)`` times while their windows stay open, and a
+  (key, window) that several batches touched becomes one row.
+
+Segments merge into the table in arrival order, as the operator would have merged each batch's partials when it
+arrived: a window's accumulators see the same sequence of partials and its pane is the same.
+
+What is known without reading a segment (:class:`SegmentInfo`): its rows, its earliest window end and its oldest
+arrival: enough for the operator's gauges (output hold, next deadline, oldest pending record). Its rows count a
+(key, window) once per segment that holds it, so ``window_count`` is an upper bound while segments are apart.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from floodmark.core.combine import Partials, group_order, reduce_partials
+from floodmark.core.spec import WindowSpec
+from floodmark.core.windows import window_reached
+
+FANOUT = 8
+"""Consecutive segments of one level that stay apart; one more and they merge into one of the next level."""
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """What the operator knows of a segment without reading it.
+
+    :ivar segment_id: unique within the operator. :ivar level: 0 for a batch's partials, ``n + 1`` for a merge of
+        segments of level ``n``. :ivar rows: its (key, window) rows.
+    :ivar first_end: the earliest end (ms, exclusive) of its windows. :ivar oldest_arrival: the earliest processing
+        time (ms) at which its records arrived.
+    """
+
+    segment_id: int
+    level: int
+    rows: int
+    first_end: int
+    oldest_arrival: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Partial aggregates of several batches, one row per (key, window), with when each row's first record
+    arrived (``arrivals``, processing time in ms)."""
+
+    partials: Partials
+    arrivals: np.ndarray
+
+    def to_bytes(self) -> bytes:
+        p = self.partials
+        data = {
+            "keys": list(p.keys),
+            "starts": p.starts,
+            "ends": p.ends,
+            "counts": p.counts,
+            "hold": p.hold,
+            "accumulators": p.accumulators,
+            "arrivals": self.arrivals,
+        }
+        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> Segment:
+        data = pickle.loads(blob)
+        keys = np.empty(len(data["keys"]), dtype=object)
+        keys[:] = data["keys"]
+        partials = Partials(keys, data["starts"], data["ends"], data["counts"], data["hold"], data["accumulators"])
+        return cls(partials, data["arrivals"])
+
+
+SegmentLoader = Callable[[int], bytes]
+"""Reads a stored segment's bytes (:meth:`Segment.to_bytes`) by its id."""
+
+
+class PartialSegments:
+    """The segments of one operator, oldest first (see the module docstring).
+
+    :arg load: reads a segment that is not in memory (restored from a runtime's storage); ``None`` when every
+        segment is in memory.
+    """
+
+    def __init__(self, spec: WindowSpec, load: SegmentLoader | None = None) -> None:
+        self.spec = spec
+        self.load = load
+        self.infos: list[SegmentInfo] = []
+        self.next_id = 0
+        self.in_memory: dict[int, Segment] = {}
+        self.added: set[int] = set()
+        """Segments made since the last :meth:`take_added` (not stored yet)."""
+        self.dropped: set[int] = set()
+        """Stored segments merged since the last :meth:`take_added` (to delete)."""
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    # ------------------------------------------------------------- changes
+    def add(self, partials: Partials, processing_time: int) -> None:
+        """Keep one batch's reduced partials (one row per (key, window)) as a new level-0 segment."""
+        arrivals = np.full(len(partials), processing_time, dtype=np.int64)
+        self._append(Segment(partials, arrivals), level=0)
+        self._compact()
+
+    def take(self, watermark: int | None = None) -> list[Segment]:
+        """Remove and return, oldest first, the segments whose earliest window ``watermark`` has reached (every
+        segment when ``watermark`` is None)."""
+        due = [
+            info
+            for info in self.infos
+            if watermark is None or bool(window_reached(np.int64(info.first_end), watermark))
+        ]
+        ids = {info.segment_id for info in due}
+        self.infos = [info for info in self.infos if info.segment_id not in ids]
+        segments = [self._read(info.segment_id) for info in due]
+        for info in due:
+            self._forget(info.segment_id)
+        return segments
+
+    def take_added(self) -> tuple[dict[int, bytes], set[int]]:
+        """The segments to store (id -> bytes) and the stored ones to delete since the last call."""
+        added = {i: self.in_memory[i].to_bytes() for i in sorted(self.added)}
+        dropped = self.dropped
+        self.added, self.dropped = set(), set()
+        return added, dropped
+
+    # ------------------------------------------------------------- gauges
+    @property
+    def rows(self) -> int:
+        return sum(info.rows for info in self.infos)
+
+    def first_end(self) -> int | None:
+        return min((info.first_end for info in self.infos), default=None)
+
+    def oldest_arrival(self) -> int | None:
+        return min((info.oldest_arrival for info in self.infos), default=None)
+
+    # ----------------------------------------------------------- snapshot
+    def snapshot(self) -> dict:
+        """The segments' infos and ids (what a runtime stores beside the table; bodies are stored apart)."""
+        return {"infos": [asdict(info) for info in self.infos], "next_id": self.next_id}
+
+    def snapshot_all(self) -> dict:
+        """:meth:`snapshot` with every segment's bytes (a self-contained snapshot)."""
+        bodies = {info.segment_id: self._read(info.segment_id).to_bytes() for info in self.infos}
+        return {**self.snapshot(), "bodies": bodies}
+
+    def restore(self, data: dict) -> None:
+        self.infos = [SegmentInfo(**info) for info in data["infos"]]
+        self.next_id = data["next_id"]
+        self.in_memory = {int(i): Segment.from_bytes(b) for i, b in data.get("bodies", {}).items()}
+        if self.in_memory:
+            self.added = set(self.in_memory)  # a runtime that stores segments apart has not stored these yet
+
+    # ------------------------------------------------------------ inside
+    def _append(self, segment: Segment, level: int) -> None:
+        p = segment.partials
+        info = SegmentInfo(self.next_id, level, len(p), int(p.ends.min()), int(segment.arrivals.min()))
+        self.next_id += 1
+        self.infos.append(info)
+        self.in_memory[info.segment_id] = segment
+        self.added.add(info.segment_id)
+
+    def _compact(self) -> None:
+        """Merge the newest segments while more than :data:`FANOUT` of one level follow each other at the end
+        (levels never rise towards the end: merged segments are older than the level-0 ones after them)."""
+        while True:
+            level = self.infos[-1].level
+            run = 0
+            while run < len(self.infos) and self.infos[-1 - run].level == level:
+                run += 1
+            if run <= FANOUT:
+                return
+            merging, self.infos = self.infos[-run:], self.infos[:-run]
+            segments = [self._read(info.segment_id) for info in merging]
+            for info in merging:
+                self._forget(info.segment_id)
+            self._append(self._merge(segments), level + 1)
+
+    def _merge(self, segments: list[Segment]) -> Segment:
+        """One segment of ``segments`` (oldest first): rows of one (key, window) reduced in that order."""
+        parts = [s.partials for s in segments]
+        names = list(parts[0].accumulators)
+        keys = np.empty(sum(len(p) for p in parts), dtype=object)
+        keys[:] = [k for p in parts for k in p.keys]
+        joined = Partials(
+            keys,
+            np.concatenate([p.starts for p in parts]),
+            np.concatenate([p.ends for p in parts]),
+            np.concatenate([p.counts for p in parts]),
+            np.concatenate([p.hold for p in parts]),
+            {n: np.concatenate([p.accumulators[n] for p in parts]) for n in names},
+        )
+        arrivals = np.concatenate([s.arrivals for s in segments])
+        order, first, _ = group_order(joined.keys, joined.starts)
+        if first.all():
+            return Segment(joined, arrivals)
+        reduced = reduce_partials(self.spec, joined, (order, first))
+        return Segment(reduced, np.minimum.reduceat(arrivals[order], np.flatnonzero(first)))
+
+    def _read(self, segment_id: int) -> Segment:
+        segment = self.in_memory.get(segment_id)
+        if segment is None:
+            if self.load is None:
+                raise LookupError(f"segment {segment_id} is neither in memory nor stored")
+            segment = Segment.from_bytes(self.load(segment_id))
+        return segment
+
+    def _forget(self, segment_id: int) -> None:
+        self.in_memory.pop(segment_id, None)
+        if segment_id in self.added:
+            self.added.discard(segment_id)  # never stored
+        else:
+            self.dropped.add(segment_id)
