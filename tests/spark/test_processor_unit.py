@@ -303,7 +303,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
 def test_state_is_stored_compressed_and_old_uncompressed_values_still_load():
     snapshot = bytes(range(256)) * 4_000  # repetitive, like columnar state
     blob = state_codec.encode(snapshot)
-    assert blob.startswith(state_codec.MAGIC) and len(blob) < len(snapshot) / 10
+    assert blob.startswith(state_codec.PREFIX) and len(blob) < len(snapshot) / 10
     assert state_codec.decode(blob) == snapshot
     assert state_codec.decode(snapshot) == snapshot, "a value written before compression loads as it is"
 
@@ -315,42 +315,47 @@ def test_state_is_stored_compressed_and_old_uncompressed_values_still_load():
 
 
 def test_a_value_names_its_state_format_older_ones_migrate_as_they_are_read_newer_ones_are_refused(monkeypatch):
-    snapshot = b"a snapshot in format 1"
+    snapshot = b"a snapshot in format 2"
     blob = state_codec.encode(snapshot)
-    assert blob.startswith(b"fmz1") and state_codec.value_format(blob) == 1 == state_codec.FORMAT
+    assert blob.startswith(b"fmz2") and state_codec.value_format(blob) == 2 == state_codec.FORMAT
+    assert state_codec.value_format(state_codec.encode(snapshot, state_format=1)) == 1
     assert state_codec.value_format(snapshot) == 0, "a value without the header is format 0 (uncompressed)"
 
-    # A floodmark whose format 2 changed the snapshot: format 0 and 1 values migrate when read, 2 is written.
-    monkeypatch.setattr(state_codec, "FORMAT", 2)
-    monkeypatch.setattr(state_codec, "MIGRATIONS", {1: lambda old: old.replace(b"format 1", b"format 2")})
-    assert state_codec.decode(blob) == b"a snapshot in format 2"
-    assert state_codec.decode(snapshot) == b"a snapshot in format 2", "format 0 -> 1 (no change) -> 2"
-    assert state_codec.value_format(state_codec.encode(b"x")) == 2
+    # A floodmark whose format 3 changed the snapshot: format 0 to 2 values migrate when read, 3 is written.
+    monkeypatch.setattr(state_codec, "FORMAT", 3)
+    monkeypatch.setattr(state_codec, "MIGRATIONS", {2: lambda old: old.replace(b"format 2", b"format 3")})
+    assert state_codec.decode(blob) == b"a snapshot in format 3"
+    assert state_codec.decode(snapshot) == b"a snapshot in format 3", "format 0 -> 1 -> 2 (no change) -> 3"
+    assert state_codec.value_format(state_codec.encode(b"x")) == 3
 
-    # The floodmark of format 1 again, given a value of format 2.
+    # The floodmark of format 2 again, given a value of format 3.
     newer = state_codec.encode(b"x")
-    monkeypatch.setattr(state_codec, "FORMAT", 1)
-    with pytest.raises(state_codec.StateFormatError, match=r"state format 2; .* reads formats 0 to 1"):
+    monkeypatch.setattr(state_codec, "FORMAT", 2)
+    with pytest.raises(state_codec.StateFormatError, match=r"state format 3; .* reads formats 0 to 2"):
         state_codec.decode(newer)
 
 
 def test_a_checkpoint_records_its_state_formats_and_one_written_by_a_newer_format_is_refused(tmp_path, monkeypatch):
     files, checkpoint = LocalFiles(), str(tmp_path / "ckpt")
-    check_state_format(files, checkpoint)
-    record = json.loads((tmp_path / "ckpt" / "floodmark" / "state-format-1.json").read_text())
-    assert record == {"state_format": 1, "floodmark": floodmark.__version__}
-    check_state_format(files, checkpoint)  # a restart by the same floodmark
+    assert check_state_format(files, checkpoint, existing=False) == 2, "a new checkpoint stores buckets in parts"
+    record = json.loads((tmp_path / "ckpt" / "floodmark" / "state-format-2.json").read_text())
+    assert record == {"state_format": 2, "floodmark": floodmark.__version__}
+    assert check_state_format(files, checkpoint, existing=True) == 2  # a restart by the same floodmark
 
-    monkeypatch.setattr(state_codec, "FORMAT", 2)
+    older = str(tmp_path / "older")
+    assert check_state_format(files, older, existing=True) == 1, "created before formats were recorded: one value"
+    assert check_state_format(files, older, existing=True) == 1, "and it stays so"
+
+    monkeypatch.setattr(state_codec, "FORMAT", 3)
     monkeypatch.setattr(query, "__version__", "9.9.0")
-    check_state_format(files, checkpoint)  # an upgrade: recorded beside format 1
+    assert check_state_format(files, checkpoint, existing=True) == 3  # an upgrade: recorded beside format 2
     assert sorted(p.name for p in (tmp_path / "ckpt" / "floodmark").iterdir()) == [
-        "state-format-1.json",
         "state-format-2.json",
+        "state-format-3.json",
     ]
-    monkeypatch.setattr(state_codec, "FORMAT", 1)  # and back to the older floodmark: refused before it starts
-    with pytest.raises(state_codec.StateFormatError, match=r"format 2 \(written by floodmark 9.9.0\)"):
-        check_state_format(files, checkpoint)
+    monkeypatch.setattr(state_codec, "FORMAT", 2)  # and back to the older floodmark: refused before it starts
+    with pytest.raises(state_codec.StateFormatError, match=r"format 3 \(written by floodmark 9.9.0\)"):
+        check_state_format(files, checkpoint, existing=True)
 
 
 def test_blocks_carry_each_buckets_rows_in_order_and_convert_as_spark_does():

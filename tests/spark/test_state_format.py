@@ -1,7 +1,8 @@
 """A checkpoint written by floodmark's state format 1 (``data/checkpoint-state-format-1``, made by
 ``state_format_job.py`` with the floodmark of session 18 before state formats were recorded) resumes: its open
-windows come out of the buckets' state and complete with the new input. If a change to the operators' snapshots
-breaks this test, bump ``state_codec.FORMAT`` and add the migration (``state_codec.MIGRATIONS``)."""
+windows come out of the buckets' state and complete with the new input, and it keeps its format (state format 2
+applies to new checkpoints). If a change to the operators' snapshots breaks this test, bump ``state_codec.FORMAT``
+and add the migration (``state_codec.MIGRATIONS``)."""
 
 from __future__ import annotations
 
@@ -42,4 +43,6 @@ def test_a_checkpoint_of_state_format_1_resumes_with_its_open_windows(spark, tmp
         n, total = expected.get(key, (0, 0.0))
         expected[key] = (n + 1, total + row["v"])
     assert got == expected, "every window holds the records of both runs"
-    assert (checkpoint / "floodmark" / f"state-format-{state_codec.FORMAT}.json").exists()
+    # The checkpoint keeps the layout it was created with (one value per bucket): it records format 1, not 2.
+    assert (checkpoint / "floodmark" / "state-format-1.json").exists()
+    assert not (checkpoint / "floodmark" / f"state-format-{state_codec.FORMAT}.json").exists()

@@ -1,10 +1,11 @@
 """The stateful operators of a query: each hosts the stages of one *level* of its graph, on carrier rows.
 
-A stage's level is 1 + the longest path from a source to it. Spark 4.3 refuses two ``applyInPandasWithState``
-in one query (``bench/chained_stateful_probe.py``), so level 1 (the stages that read sources) runs on
-``applyInPandasWithState`` and every later level on ``transformWithStateInPandas``. Each groups by
-``(fm_stage, fm_bucket)``: one operator hosts every stage of its level, with a state value per stage and
-bucket. A single aggregation is the one-stage case: level 1 only.
+A stage's level is 1 + the longest path from a source to it. Every level runs on ``transformWithStateInPandas``
+(:class:`LevelStatefulProcessor`), its buckets stored in parts (state format 2:
+:mod:`floodmark.spark.bucket_state`); in a checkpoint created with format 1, level 1 runs on
+``applyInPandasWithState`` (Spark 4.3 refuses two of those in one query: ``bench/chained_stateful_probe.py``) with
+one value per bucket. Each groups by ``(fm_stage, fm_bucket)``: one operator hosts every stage of its level, with
+its state per stage and bucket. A single aggregation is the one-stage case: level 1 only.
 
 Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`, the Spark form of
 ``floodmark.protocol.wire.CARRIER_COLUMNS``), whose ``fm_kind`` says what they are:
@@ -38,9 +39,17 @@ from pyspark.sql.types import StructType
 from floodmark.core.pipeline import WindowedStage, stage_input_rows
 from floodmark.protocol import wire
 from floodmark.protocol.columns import names
-from floodmark.spark import blocks
+from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
-from floodmark.spark.processor import STATE_SCHEMA, BucketOutput, WindowBucketProcessor
+from floodmark.spark.bucket_state import (
+    BLOB_SCHEMA,
+    MANIFEST_SCHEMA,
+    PART_KEY_SCHEMA,
+    BlobState,
+    BucketState,
+    PartsState,
+)
+from floodmark.spark.processor import BucketOutput, WindowBucketProcessor
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 
 CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
@@ -65,8 +74,9 @@ warnings.filterwarnings(
 class StageLevel:
     """Hosts the stages of one level: a bucket's batch per ``(stage, bucket)`` group, other groups passed on.
 
-    The function given to level 1's ``applyInPandasWithState`` (state :data:`STATE_SCHEMA`, no timeout);
-    :class:`LevelStatefulProcessor` wraps it for later levels.
+    The function given to level 1's ``applyInPandasWithState`` in a checkpoint of state format 1 (state
+    :data:`~floodmark.spark.bucket_state.BLOB_SCHEMA`, no timeout); :class:`LevelStatefulProcessor` wraps it
+    otherwise.
 
     :arg plans: this level's stages. :arg downstream: for every stage, the plans and definitions of the stages
         that read it. :arg order: every stage, upstream first (fixes the order of forwarded blocks).
@@ -82,6 +92,8 @@ class StageLevel:
         self.downstream = downstream
         self.order = order
         self.emitted_schemas = {name: plan.emitted_schema() for name, plan in plans.items()}
+        first = next(iter(plans.values()))
+        self.state_format, self.state_value_bytes = first.state_format, first.state_value_bytes
         self.arrow_schemas = {name: to_arrow_schema(schema) for name, schema in self.emitted_schemas.items()}
 
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -89,20 +101,21 @@ class StageLevel:
         stage, bucket = key
         frame = pd.concat(list(rows), ignore_index=True)
         stored = state.getOption  # a property: None when the bucket has no state yet
-        out, new_state = self.run(str(stage), bucket, frame, None if stored is None else stored[0])
-        if new_state is not None:
-            state.update((new_state,))
+        blob = BlobState(None if stored is None else stored[0])
+        out = self.run(str(stage), bucket, frame, blob)
+        if blob.new_value is not None:
+            state.update((blob.new_value,))
         yield out
 
-    def run(self, stage: str, bucket: Any, frame: pd.DataFrame, stored: bytes | None) -> tuple[pd.DataFrame, Any]:
-        """One group's carrier rows -> carrier rows out and the new state (None: leave it)."""
+    def run(self, stage: str, bucket: Any, frame: pd.DataFrame, state: BucketState) -> pd.DataFrame:
+        """One group's carrier rows -> carrier rows out; ``state`` (the group's) is read and written."""
         processor = self.processors.get(stage)
         if processor is None:
-            return conform([frame], CARRIER), None
+            return conform([frame], CARRIER)
         bucket = int(bucket)
         kinds = frame[wire.KIND].to_numpy()
-        out = processor.run(bucket, frame.loc[kinds == wire.IN, wire.BLOCK].tolist(), stored)
-        return self.carry(stage, bucket, out), out.state
+        out = processor.run(bucket, frame.loc[kinds == wire.IN, wire.BLOCK].tolist(), state)
+        return self.carry(stage, bucket, out)
 
     def carry(self, stage: str, bucket: int, out: BucketOutput) -> pd.DataFrame:
         """A bucket's output as carrier rows: its STATS and GAUGE rows, one OUTPUT block, and its panes as IN
@@ -177,21 +190,31 @@ def ipc_bytes(table: pa.Table) -> bytes:
 
 
 class LevelStatefulProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` form of a :class:`StageLevel` (levels 2 and later)."""
+    """``transformWithStateInPandas`` form of a :class:`StageLevel`: every level in state format 2, levels 2
+    and later in format 1."""
 
     def __init__(self, level: StageLevel) -> None:
         self.level = level
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("blob", STATE_SCHEMA)
+        if self.level.state_format >= state_codec.PARTS_FORMAT:
+            self.manifest = handle.getValueState("manifest", MANIFEST_SCHEMA)
+            self.parts = handle.getMapState("parts", PART_KEY_SCHEMA, BLOB_SCHEMA)
+        else:
+            self.blob = handle.getValueState("blob", BLOB_SCHEMA)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         stage, bucket = key
         frame = pd.concat(list(rows), ignore_index=True)
-        stored = self.state.get()[0] if self.state.exists() else None
-        out, new_state = self.level.run(str(stage), bucket, frame, stored)
-        if new_state is not None:
-            self.state.update((new_state,))
+        if self.level.state_format >= state_codec.PARTS_FORMAT:
+            yield self.level.run(
+                str(stage), bucket, frame, PartsState(self.manifest, self.parts, self.level.state_value_bytes)
+            )
+            return
+        blob = BlobState(self.blob.get()[0] if self.blob.exists() else None)
+        out = self.level.run(str(stage), bucket, frame, blob)
+        if blob.new_value is not None:
+            self.blob.update((blob.new_value,))
         yield out
 
     def close(self) -> None:

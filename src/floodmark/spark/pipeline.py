@@ -53,12 +53,12 @@ from floodmark.driver.controller import BatchReport, Controller, SourceSettings
 from floodmark.driver.explain import explain_stage
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.protocol import wire
-from floodmark.spark import bucket_layout, python_workers
+from floodmark.spark import bucket_layout, python_workers, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
+from floodmark.spark.bucket_state import BLOB_SCHEMA
 from floodmark.spark.inputs import combined_input
 from floodmark.spark.levels import CARRIER, LevelStatefulProcessor, StageLevel
-from floodmark.spark.processor import STATE_SCHEMA
 from floodmark.spark.query import (
     FloodmarkQuery,
     check_locations,
@@ -240,8 +240,11 @@ class Pipeline:
         layout = fixed_bucket_layout(
             checkpoint, spark, log, self.buckets, next(iter(plans.values())).buckets, graph.order
         )
-        plans = {n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n)) for n, plan in plans.items()}
-        check_state_format(log.files, checkpoint)
+        state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
+        plans = {
+            n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n), state_format=state_format)
+            for n, plan in plans.items()
+        }
         controller = self._controller(log, metrics)
         controller.ensure_initial_entry()
         order = graph.order
@@ -285,8 +288,8 @@ class Pipeline:
                 order,
             )
             grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
-            if level == 1:
-                rows = grouped.applyInPandasWithState(host, CARRIER, STATE_SCHEMA, "append", "NoTimeout")
+            if level == 1 and state_format < state_codec.PARTS_FORMAT:
+                rows = grouped.applyInPandasWithState(host, CARRIER, BLOB_SCHEMA, "append", "NoTimeout")
             else:
                 rows = grouped.transformWithStateInPandas(LevelStatefulProcessor(host), CARRIER, "Append", "None")
         return rows, controller, plans

@@ -18,7 +18,7 @@ what a row is (:mod:`floodmark.protocol.wire`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pyspark.sql.types import (
@@ -97,6 +97,10 @@ def spark_fields(columns: Iterable[Column]) -> list[StructField]:
     """``columns`` (:mod:`floodmark.protocol`) as Spark fields, in order."""
     return [StructField(column.name, SPARK_TYPES[column.type]) for column in columns]
 
+
+STATE_VALUE_BYTES = 16 * 1024 * 1024
+"""The largest value of a bucket's state in format 2 (:mod:`floodmark.spark.bucket_state`): far below the JVM's
+1 GiB array limit, large enough that a part is rarely cut."""
 
 PANE_META = spark_fields(output.PANE_COLUMNS)
 RECORD_META = spark_fields(output.RECORD_COLUMNS)
@@ -180,6 +184,11 @@ class RuntimePlan:
     (``floodmark.driver.controller.Controller.split_label``)."""
     split_stats: bool = True
     """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
+    state_format: int = 1
+    """The checkpoint's state format (:func:`floodmark.spark.query.check_state_format`): how the stage's buckets
+    are stored (:mod:`floodmark.spark.bucket_state`)."""
+    state_value_bytes: int = field(default_factory=lambda: STATE_VALUE_BYTES)
+    """The largest value a bucket's state is stored in (format 2 cuts larger parts into chunks of this size)."""
 
     @classmethod
     def for_input(

@@ -7,9 +7,9 @@ Spark groups a stage's rows by ``(fm_stage, fm_bucket)`` (the label of bucket ``
 blocks: :mod:`floodmark.spark.blocks`) or an upstream stage's panes, when it has input or a tick. The
 watermark and processing time come from the batch's control entry
 (:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
-operator from its RocksDB value state (compressed: :mod:`floodmark.spark.state_codec`),
-runs the core's pure ``step`` (processing time, then watermark, then partials and records), writes
-the new snapshot back and returns one frame of tagged rows:
+operator from Spark's state store (in the checkpoint's state format: :mod:`floodmark.spark.bucket_state`),
+runs one micro-batch of it (the core's ``advance``: processing time, then watermark, then partials and records),
+stores it back and returns one frame of tagged rows:
 
 * PANE - fired panes; LATE - records beyond allowed lateness or for a closed window, with window
   and lateness; BAD - the combiner's rejected records, with the reason;
@@ -28,22 +28,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import StringType
 
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.pipeline import frame_records, key_array
-from floodmark.core.step import step
+from floodmark.core.step import advance
 from floodmark.core.values import plain
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
 from floodmark.protocol.control import BucketGauges, ControlEntry
-from floodmark.spark import blocks, state_codec
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.batch_entry import CurrentBatchEntry
+from floodmark.spark.bucket_state import BucketState
 from floodmark.spark.rows import numpy_type, records_json, result_value
-
-STATE_SCHEMA = StructType([StructField("blob", BinaryType())])
 
 
 class BucketOutput(NamedTuple):
@@ -57,26 +56,22 @@ class BucketOutput(NamedTuple):
     pane_columns: list[dict[str, Any]]
     """The columnar operator's panes: per part, the row form's pane column -> its values (arrays of one
     length; a float NaN is a null)."""
-    state: bytes | None
-    """The bucket's new state; None when there is nothing to store (a bucket that never had a window)."""
 
 
 class WindowBucketProcessor:
-    """Hosts the core window operator for one bucket of a stage (see the module docstring); the bucket's
-    operator snapshot is its state, one compressed blob (:data:`STATE_SCHEMA`)."""
+    """Hosts the core window operator for one bucket of a stage (see the module docstring)."""
 
     def __init__(self, plan: p.RuntimePlan) -> None:
         self.plan = plan
         self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
 
-    def run(self, bucket: int, block_values: list[Any], stored: bytes | None) -> BucketOutput:
-        """One bucket's batch: its blocks (ticks carry None) and stored state -> its output and new state."""
+    def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
+        """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
         entry = self.current_entry()
         # The tick rows (one per bucket) carry no block.
         data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
-        if not data_blocks and stored is not None and not self._due(entry, bucket):
-            return BucketOutput([], [], None)  # the state and the bucket's last report stand
-        snapshot = state_codec.decode(stored) if stored is not None else None
+        if not data_blocks and state.exists() and not self._due(entry, bucket):
+            return BucketOutput([], [])  # the state and the bucket's last report stand
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         raw = data[kinds == wire.RAW].reset_index(drop=True)
@@ -85,10 +80,9 @@ class WindowBucketProcessor:
         partials = self._partials(data[kinds == wire.PARTIAL])
         batch = frame_records(raw, self.plan.key_columns, self.plan.ts_column, self.plan.spec)
         watermark = entry.watermark_for(self.plan.stage)
-        new_snapshot, emitted, operator = step(
-            self.plan.spec, snapshot, batch, watermark, entry.processing_time, partials
-        )
-        new_state = state_codec.encode(new_snapshot) if operator.window_count() or snapshot is not None else None
+        operator = state.restore(self.plan.spec)
+        emitted = advance(operator, batch, watermark, entry.processing_time, partials)
+        state.save(operator)
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         gauge = {
             wire.KIND: wire.GAUGE,
@@ -106,7 +100,7 @@ class WindowBucketProcessor:
         }
         out.append(pd.DataFrame([gauge]))
         pane_columns = [self._pane_columns(frame) for frame in emitted.pane_frames if len(frame)]
-        return BucketOutput(out, pane_columns, new_state)
+        return BucketOutput(out, pane_columns)
 
     def _due(self, entry: ControlEntry, bucket: int) -> bool:
         """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported

@@ -69,9 +69,13 @@ STATE_FORMAT_RECORD = "state-format-{}.json"
 :mod:`floodmark.spark.state_codec`)."""
 
 
-def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str) -> None:
-    """Refuse a checkpoint that a floodmark of a newer state format has written to, and record that this one
-    (writing :data:`~floodmark.spark.state_codec.FORMAT`) does. Call before the query starts.
+def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str, existing: bool) -> int:
+    """The state format the query at ``checkpoint`` stores its buckets in, recorded there; refuses a checkpoint
+    that a floodmark of a newer state format has written to. Call before the query starts.
+
+    A checkpoint keeps the format it was created with (it decides Spark's operators,
+    :mod:`floodmark.spark.bucket_state`): :data:`~floodmark.spark.state_codec.FORMAT` for a new checkpoint, format 1
+    for one created with format 0 or 1 (``existing`` and no record: written before formats were recorded).
 
     :raises state_codec.StateFormatError: the checkpoint records a format this floodmark cannot read.
     """
@@ -88,8 +92,11 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str)
         newest = recorded[-1]
         text = files.read_text(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(newest))) or "{}"
         state_codec.check_readable(newest, f"the checkpoint {checkpoint}", json.loads(text).get("floodmark"))
-    record = {"state_format": state_codec.FORMAT, "floodmark": __version__}
-    files.write_once(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(state_codec.FORMAT)), json.dumps(record))
+    created = recorded[0] if recorded else 1 if existing else state_codec.FORMAT
+    writing = state_codec.FORMAT if created >= state_codec.PARTS_FORMAT else 1
+    record = {"state_format": writing, "floodmark": __version__}
+    files.write_once(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(writing)), json.dumps(record))
+    return writing
 
 
 def start_query(

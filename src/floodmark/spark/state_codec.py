@@ -10,10 +10,18 @@ flags: zstd makes them ~20x smaller in ~1-2 ms per MiB (measured: 1.8 MB ->
 the snapshot's length (8 bytes, big-endian), then the snapshot as a zstd frame. A value without the ``b"fmz"``
 prefix is format 0: an uncompressed snapshot, as floodmark stored it before session 4.
 
-**State formats** (what a snapshot holds; :data:`FORMAT` is the one this floodmark writes):
+**State formats** (:data:`FORMAT` is the one this floodmark writes to new checkpoints; where the values live:
+:mod:`floodmark.spark.bucket_state`):
 
-* 0: the snapshot uncompressed (no header).
-* 1: the snapshot compressed, behind the header above (session 4 on).
+* 0: a bucket's snapshot in one value, uncompressed (no header).
+* 1: a bucket's snapshot in one value, compressed behind the header above (session 4 on).
+* 2: a bucket's operator in parts (a head and its segments of deferred partials), each compressed behind the
+  header above and cut into chunks, in a ``transformWithStateInPandas`` map state (session 19 on). The head of a
+  columnar operator is a format-1 snapshot that may name segments.
+
+The operator hosting a checkpoint's first level follows its format, so a checkpoint keeps the layout it was created
+with: one created with format 0 or 1 goes on storing one value per bucket (in format 1), and only a new checkpoint
+gets format 2.
 
 A newer format comes with a migration from the one before (:data:`MIGRATIONS`, format n -> n + 1 on the
 snapshot's bytes), applied when a bucket's value is read: a checkpoint written by an older floodmark is
@@ -35,8 +43,10 @@ import pyarrow as pa
 
 from floodmark import __version__
 
-FORMAT = 1
-"""The state format this floodmark writes (see the module docstring)."""
+FORMAT = 2
+"""The state format this floodmark writes to new checkpoints (see the module docstring)."""
+PARTS_FORMAT = 2
+"""The first format that stores a bucket in parts."""
 OLDEST_FORMAT = 0
 """The oldest state format this floodmark reads (migrating it)."""
 MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {}
@@ -44,8 +54,6 @@ MIGRATIONS: dict[int, Callable[[bytes], bytes]] = {}
 snapshot changed (a format that only changed the value's layout needs none)."""
 
 PREFIX = b"fmz"
-MAGIC = PREFIX + b"1"
-"""How a format-1 value starts."""
 _CODEC = "zstd"
 _HEADER = len(PREFIX) + 1 + 8
 
@@ -54,10 +62,12 @@ class StateFormatError(ValueError):
     """A bucket's value or a checkpoint in a state format this floodmark cannot read."""
 
 
-def encode(snapshot: bytes) -> bytes:
-    """The stored form of ``snapshot`` (a snapshot in :data:`FORMAT`)."""
+def encode(snapshot: bytes, state_format: int | None = None) -> bytes:
+    """The stored form of ``snapshot`` (a snapshot, or a part of one, in ``state_format``: 1 or later; default
+    :data:`FORMAT`)."""
     payload = pa.compress(snapshot, codec=_CODEC, asbytes=True)
-    return PREFIX + bytes([0x30 + FORMAT]) + len(snapshot).to_bytes(8, "big") + payload
+    header = PREFIX + bytes([0x30 + (FORMAT if state_format is None else state_format)])
+    return header + len(snapshot).to_bytes(8, "big") + payload
 
 
 def value_format(blob: bytes) -> int:

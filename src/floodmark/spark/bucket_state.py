@@ -1,0 +1,147 @@
+"""Where a bucket's operator lives between batches: Spark's state store, in the checkpoint's state format.
+
+A checkpoint's state format is fixed when the checkpoint is created (:func:`floodmark.spark.query.check_state_format`;
+the formats: :mod:`floodmark.spark.state_codec`), because it decides which Spark operator hosts the first level:
+
+* **Format 2, parts** (:class:`PartsState`, new checkpoints): every level on ``transformWithStateInPandas``. A
+  bucket's operator is stored as a *head* (its time, its window table, what it knows of its segments) and one
+  value per segment of deferred partials (:mod:`floodmark.core.segments`), in a ``MapState`` keyed by
+  ``(part, segment id, chunk)``, with a small ``ValueState`` manifest naming the parts and their chunk counts. A
+  batch reads the head and the segments its operator asks for, writes the head and its new segments, and deletes
+  the merged ones: its cost follows what it touches, not every open window. Each part is compressed and cut into
+  chunks of at most :data:`floodmark.spark.plan.STATE_VALUE_BYTES`, so no value grows towards the JVM's 1 GiB
+  limit however large a bucket's state gets.
+* **Formats 0 and 1, one value** (:class:`BlobState`, checkpoints created before format 2): the whole snapshot in
+  one value (level 1 on ``applyInPandasWithState``, later levels a ``ValueState``), read and rewritten whole in
+  every batch that runs the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+from floodmark.core.columnar import ColumnarWindowOperator
+from floodmark.core.spec import WindowSpec
+from floodmark.core.step import Operator, make_operator, restore_operator
+from floodmark.spark import state_codec
+
+BLOB_SCHEMA = StructType([StructField("blob", BinaryType())])
+"""A format-1 bucket value, and a chunk of a format-2 part."""
+MANIFEST_SCHEMA = StructType([StructField("manifest", StringType())])
+"""A format-2 bucket's manifest: JSON ``{"head": chunks, "segments": {id: chunks}}``."""
+PART_KEY_SCHEMA = StructType(
+    [StructField("part", StringType()), StructField("id", LongType()), StructField("chunk", IntegerType())]
+)
+"""A format-2 part's chunk: ``("head", 0, i)`` or ``("segment", id, i)``."""
+
+HEAD, SEGMENT = "head", "segment"
+
+
+class BucketState(Protocol):
+    """One bucket's stored operator, as a batch sees it."""
+
+    def exists(self) -> bool:
+        """Whether anything is stored for the bucket."""
+        ...
+
+    def restore(self, spec: WindowSpec) -> Operator:
+        """The stored operator, or a new one when nothing is stored."""
+        ...
+
+    def save(self, operator: Operator) -> None:
+        """Store ``operator`` (after the batch) in place of what was stored."""
+        ...
+
+
+class BlobState:
+    """Formats 0 and 1: the snapshot in one value; the caller writes :attr:`new_value` back when set."""
+
+    def __init__(self, stored: bytes | None) -> None:
+        self.stored = stored
+        self.new_value: bytes | None = None
+
+    def exists(self) -> bool:
+        return self.stored is not None
+
+    def restore(self, spec: WindowSpec) -> Operator:
+        return make_operator(spec) if self.stored is None else restore_operator(spec, state_codec.decode(self.stored))
+
+    def save(self, operator: Operator) -> None:
+        if operator.window_count() or self.stored is not None:
+            self.new_value = state_codec.encode(operator.snapshot(), state_format=1)
+
+
+class PartsState:
+    """Format 2 (see the module docstring) over a ``transformWithStateInPandas`` handle's states of the current
+    grouping key.
+
+    :arg manifest: a ``ValueState`` of :data:`MANIFEST_SCHEMA`. :arg parts: a ``MapState`` of
+        :data:`PART_KEY_SCHEMA` -> :data:`BLOB_SCHEMA`. :arg value_bytes: the largest chunk stored.
+    """
+
+    def __init__(self, manifest: Any, parts: Any, value_bytes: int) -> None:
+        self.manifest_state = manifest
+        self.parts = parts
+        self.value_bytes = value_bytes
+        self._manifest: dict[str, Any] | None = None
+
+    def exists(self) -> bool:
+        return self._read_manifest() is not None
+
+    def restore(self, spec: WindowSpec) -> Operator:
+        manifest = self._read_manifest()
+        if manifest is None:
+            return make_operator(spec, deferred=True)
+        head = self._read(HEAD, 0, manifest["head"])
+        segments = manifest["segments"]
+        return restore_operator(spec, head, lambda i: self._read(SEGMENT, i, segments[str(i)]))
+
+    def save(self, operator: Operator) -> None:
+        manifest = self._read_manifest()
+        if manifest is None and not operator.window_count():
+            return  # a bucket that never had a window stores nothing
+        manifest = manifest or {"head": 0, "segments": {}}
+        if isinstance(operator, ColumnarWindowOperator):
+            head, added, dropped = operator.snapshot_parts()
+        else:
+            head, added, dropped = operator.snapshot(), {}, set()
+        for segment_id in sorted(dropped):
+            self._delete(SEGMENT, segment_id, 0, manifest["segments"].pop(str(segment_id)))
+        for segment_id, body in added.items():
+            manifest["segments"][str(segment_id)] = self._write(SEGMENT, segment_id, body)
+        chunks = self._write(HEAD, 0, head)
+        self._delete(HEAD, 0, chunks, manifest["head"])  # a head that shrank leaves no chunk behind
+        manifest["head"] = chunks
+        self.manifest_state.update((json.dumps(manifest),))
+        self._manifest = manifest
+
+    # ------------------------------------------------------------ inside
+    def _read_manifest(self) -> dict[str, Any] | None:
+        if self._manifest is None and self.manifest_state.exists():
+            self._manifest = json.loads(self.manifest_state.get()[0])
+        return self._manifest
+
+    def _read(self, part: str, part_id: int, chunks: int) -> bytes:
+        pieces = []
+        for chunk in range(chunks):
+            value = self.parts.getValue((part, part_id, chunk))
+            if value is None:
+                raise state_codec.StateFormatError(f"a bucket's {part} {part_id} lacks chunk {chunk} of {chunks}")
+            pieces.append(value[0])
+        return state_codec.decode(b"".join(pieces))
+
+    def _write(self, part: str, part_id: int, snapshot: bytes) -> int:
+        """Store ``snapshot`` compressed in chunks; returns how many."""
+        blob = state_codec.encode(snapshot)
+        step = self.value_bytes
+        chunks = max(1, -(-len(blob) // step))
+        for chunk in range(chunks):
+            self.parts.updateValue((part, part_id, chunk), (blob[chunk * step : (chunk + 1) * step],))
+        return chunks
+
+    def _delete(self, part: str, part_id: int, first: int, end: int) -> None:
+        for chunk in range(first, end):
+            self.parts.removeKey((part, part_id, chunk))
