@@ -95,7 +95,7 @@ def bucket_output(panes: int, pane_columns: int) -> BucketOutput:
     operator's panes), the others as rows among the late record and the gauge."""
     late, pane_rows, gauge = row_form_parts(panes)
     split = panes - pane_columns
-    return BucketOutput([late, pane_rows[:split], gauge], [dict(pane_rows[split:].items())], None)
+    return BucketOutput([late, pane_rows[:split], gauge], [dict(pane_rows[split:].items())])
 
 
 def unpacked(batch: pa.RecordBatch) -> pd.DataFrame:
@@ -147,7 +147,7 @@ def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, jvm_
     rows.loc[is_pane, "id"] = pd.NA  # a null every pane shares
     rows.loc[is_pane, "lo"] = 1.5
     level = StageLevel({"s": PLAN}, {}, ["s"])
-    carried = level.carry("s", 0, BucketOutput([rows], [], None))
+    carried = level.carry("s", 0, BucketOutput([rows], []))
     frame = spark.createDataFrame(carried, CARRIER)
     route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, frame, batch_id=0).rows.toPandas()
@@ -164,7 +164,7 @@ def test_window_bounds_become_timestamps_and_the_global_windows_null(spark, jvm_
     rows = row_form(2)
     is_pane = rows["fm_kind"] == p.PANE
     rows.loc[rows.index[is_pane][1], ["window_start", "window_end"]] = [MIN_TIMESTAMP, MAX_TIMESTAMP]
-    carried = StageLevel({"s": PLAN}, {}, ["s"]).carry("s", 0, BucketOutput([rows], [], None))
+    carried = StageLevel({"s": PLAN}, {}, ["s"]).carry("s", 0, BucketOutput([rows], []))
     route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, spark.createDataFrame(carried, CARRIER), batch_id=0).rows.collect()
     first, global_window = sorted(got, key=lambda row: row["window_end"])
@@ -182,9 +182,9 @@ def test_both_readers_give_the_same_rows_of_every_kind_in_the_same_order(spark, 
     level = StageLevel({"s": PLAN}, {}, ["s"])
     carried = pd.concat(
         [
-            level.carry("s", 0, BucketOutput([rows.iloc[:20]], [], None)),
-            level.carry("s", 1, BucketOutput([rows.iloc[20:]], [], None)),
-            level.carry("s", 2, BucketOutput([other], [], None)).assign(**{STAGE: "another stage"}),
+            level.carry("s", 0, BucketOutput([rows.iloc[:20]], [])),
+            level.carry("s", 1, BucketOutput([rows.iloc[20:]], [])),
+            level.carry("s", 2, BucketOutput([other], [])).assign(**{STAGE: "another stage"}),
         ],
         ignore_index=True,
     )
