@@ -79,8 +79,11 @@ def gauges(operator) -> tuple:
     st.sampled_from(list(AccumulationMode)),
     st.lists(op, min_size=1, max_size=25),
     st.sampled_from([1, 2, segments.FANOUT]),
+    st.sampled_from([0, 4]),
 )
-def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(window, trigger, lateness, mode, ops, fanout):
+def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(
+    window, trigger, lateness, mode, ops, fanout, defer_above
+):
     spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode)
     assert spec.defers_partials
     eager = ColumnarWindowOperator(spec, -10)
@@ -88,7 +91,7 @@ def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(window, 
     deferred = ColumnarWindowOperator(spec, -10, deferred=True)
     results: list[tuple[list, list]] = [([], []), ([], [])]
     watermark, now = -10, 0
-    with mock.patch.object(segments, "FANOUT", fanout):
+    with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", defer_above):
         for kind, arg in [*numbered(ops), ("wm", MAX_TIMESTAMP + 10)]:
             watermark, now = (
                 min(watermark + (arg if kind == "wm" else 0), MAX_TIMESTAMP),
@@ -115,6 +118,7 @@ def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(window, 
     assert results[0] == results[1]
 
 
+@mock.patch.object(segments, "DEFER_ABOVE", 0)
 def test_a_batch_reads_no_segment_until_the_watermark_reaches_one():
     spec = WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()})
     storage = Storage()
@@ -149,11 +153,22 @@ def test_specs_with_early_firings_or_other_output_times_merge_at_once():
         assert make_operator(spec, deferred=True).segments is None
 
 
+def test_a_small_table_takes_partials_at_once_and_segments_start_when_it_grows():
+    spec = WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()})
+    operator = make_operator(spec, deferred=True)
+    with mock.patch.object(segments, "DEFER_ABOVE", 150):
+        for batch in range(3):
+            keys = np.array([f"k{batch}-{i}" for i in range(100)], dtype=object)
+            records = RecordBatch(keys, np.full(100, batch, dtype=np.int64), {None: keys})
+            advance(operator, None, 0, batch, combine(spec, 0, records)[0])
+            assert (operator.table.window_count(), len(operator.segments)) == [(100, 0), (100, 1), (100, 2)][batch]
+
+
 @pytest.mark.parametrize("fanout", [1, 3])
 def test_a_self_contained_snapshot_keeps_the_segments(fanout):
     spec = WindowSpec(windows.Tumbling(10), {"n": aggregates.count()})
     operator = make_operator(spec, deferred=True)
-    with mock.patch.object(segments, "FANOUT", fanout):
+    with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", 0):
         for batch in range(5):
             keys = np.array(["a", "b"], dtype=object)
             records = RecordBatch(keys, np.array([batch, batch], dtype=np.int64), {None: keys})

@@ -222,7 +222,7 @@ class ColumnarWindowOperator:
                 "operator disagree on the watermark"
             )
         reduced = reduce_partials(self.spec, partials)
-        if self.segments is not None:
+        if self.segments is not None and self.segments.defers(self.table.window_count(), len(reduced)):
             self.segments.add(reduced, self.processing_time)
         else:
             self._merge(reduced)
@@ -253,12 +253,18 @@ class ColumnarWindowOperator:
         """Merge into the table, oldest first, the segments whose earliest window ``watermark`` has reached (all
         when None), as :meth:`_merge` would have when their partials arrived."""
         assert self.segments is not None
-        for segment in self.segments.take(watermark):
-            self._merge_segment(segment)
+        due = self.segments.take(watermark)
+        if due:
+            self._merge_segment(self.segments.merge(due))
 
     def _merge_segment(self, segment: Segment) -> None:
         p = segment.partials
-        rows, _ = self.table.rows_for(list(p.keys), p.starts, p.ends)
+        if self.table.window_count() == 0:
+            # Nothing to look up (a flush, or the first windows the watermark reaches): a segment's rows are
+            # distinct (key, window)s.
+            rows = self.table.open_many(p.keys, p.starts, p.ends)
+        else:
+            rows, _ = self.table.rows_for(list(p.keys), p.starts, p.ends)
         self.accumulators.merge(rows, p.accumulators)
         # Every window of a segment was open when its records arrived: they hold, as they did then.
         self.table.add_arrivals(rows, p.counts, MIN_TIMESTAMP, segment.arrivals, p.hold)

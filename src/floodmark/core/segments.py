@@ -3,12 +3,14 @@
 A stage with many windows the watermark has not reached (hour-long windows over millions of keys) would read and
 rewrite every one of them in every batch if they all lived in the operator's window table. For specs whose
 windows only accumulate until the watermark reaches them (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`)
-the columnar operator keeps each batch's partial aggregates as a *segment* instead: one row per (key, window) with
+the columnar operator keeps each batch's partial aggregates as a *segment* instead, once its table is large
+(:data:`DEFER_ABOVE`): one row per (key, window) with
 its count, accumulators and the processing time its records arrived at, written once and stored on its own (a
 runtime stores each segment as one value: :meth:`PartialSegments.take_added`). A segment is read again only when
 
 * the watermark reaches its earliest window's max timestamp: it is merged into the table before that window fires
-  (every segment that holds a window the watermark reached is merged then: its earliest window is reached too);
+  (every segment that holds a window the watermark reached is merged then: its earliest window is reached too;
+  the segments merged at once are first reduced into one, vectorised);
 * a record arrives as a record for a window the watermark has not reached (every segment is merged first);
 * more than :data:`FANOUT` segments of one level follow each other: they merge into one segment of the next level,
   so a batch's partials are rewritten about ``log_FANOUT(batches)`` times while their windows stay open, and a
@@ -36,6 +38,10 @@ from floodmark.core.windows import window_reached
 
 FANOUT = 8
 """Consecutive segments of one level that stay apart; one more and they merge into one of the next level."""
+DEFER_ABOVE = 50_000
+"""Partials are merged into the table at once while there is no segment and the table would hold at most this
+many windows with them: a small table costs little to store every batch, and a segment per batch would cost a
+write, a read and a delete."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,12 @@ class PartialSegments:
 
     def __len__(self) -> int:
         return len(self.infos)
+
+    def defers(self, table_windows: int, rows: int) -> bool:
+        """Whether ``rows`` new partials become a segment, with ``table_windows`` windows in the table (see
+        :data:`DEFER_ABOVE`). Once a segment exists, every batch's partials do until the segments are merged: a
+        window's partials then reach the table in arrival order."""
+        return bool(self.infos) or table_windows + rows > DEFER_ABOVE
 
     # ------------------------------------------------------------- changes
     def add(self, partials: Partials, processing_time: int) -> None:
@@ -190,10 +202,12 @@ class PartialSegments:
             segments = [self._read(info.segment_id) for info in merging]
             for info in merging:
                 self._forget(info.segment_id)
-            self._append(self._merge(segments), level + 1)
+            self._append(self.merge(segments), level + 1)
 
-    def _merge(self, segments: list[Segment]) -> Segment:
+    def merge(self, segments: list[Segment]) -> Segment:
         """One segment of ``segments`` (oldest first): rows of one (key, window) reduced in that order."""
+        if len(segments) == 1:
+            return segments[0]
         parts = [s.partials for s in segments]
         names = list(parts[0].accumulators)
         keys = np.empty(sum(len(p) for p in parts), dtype=object)

@@ -5,10 +5,11 @@ the formats: :mod:`floodmark.spark.state_codec`), because it decides which Spark
 
 * **Format 2, parts** (:class:`PartsState`, new checkpoints): every level on ``transformWithStateInPandas``. A
   bucket's operator is stored as a *head* (its time, its window table, what it knows of its segments) and one
-  value per segment of deferred partials (:mod:`floodmark.core.segments`), in a ``MapState`` keyed by
-  ``(part, segment id, chunk)``, with a small ``ValueState`` manifest naming the parts and their chunk counts. A
-  batch reads the head and the segments its operator asks for, writes the head and its new segments, and deletes
-  the merged ones: its cost follows what it touches, not every open window. Each part is compressed and cut into
+  value per segment of deferred partials (:mod:`floodmark.core.segments`). A ``ValueState`` holds the manifest
+  (the parts and their chunk counts) and the head's first chunk; a ``MapState`` keyed by ``(part, id, chunk)``
+  holds the rest. A batch reads the value state and the segments its operator asks for, writes its new segments
+  and the value state, and deletes the merged segments (one state-server round trip each): its cost follows what
+  it touches, not every open window. Each part is compressed and cut into
   chunks of at most :data:`floodmark.spark.plan.STATE_VALUE_BYTES`, so no value grows towards the JVM's 1 GiB
   limit however large a bucket's state gets.
 * **Formats 0 and 1, one value** (:class:`BlobState`, checkpoints created before format 2): the whole snapshot in
@@ -30,12 +31,13 @@ from floodmark.spark import state_codec
 
 BLOB_SCHEMA = StructType([StructField("blob", BinaryType())])
 """A format-1 bucket value, and a chunk of a format-2 part."""
-MANIFEST_SCHEMA = StructType([StructField("manifest", StringType())])
-"""A format-2 bucket's manifest: JSON ``{"head": chunks, "segments": {id: chunks}}``."""
+HEAD_SCHEMA = StructType([StructField("manifest", StringType()), StructField("blob", BinaryType())])
+"""A format-2 bucket's value state: its manifest, JSON ``{"head": chunks, "segments": {id: chunks}}``, and the
+head's first chunk."""
 PART_KEY_SCHEMA = StructType(
     [StructField("part", StringType()), StructField("id", LongType()), StructField("chunk", IntegerType())]
 )
-"""A format-2 part's chunk: ``("head", 0, i)`` or ``("segment", id, i)``."""
+"""A format-2 part's chunk in the map state: ``("head", 0, i)`` for ``i >= 1`` or ``("segment", id, i)``."""
 
 HEAD, SEGMENT = "head", "segment"
 
@@ -78,32 +80,34 @@ class PartsState:
     """Format 2 (see the module docstring) over a ``transformWithStateInPandas`` handle's states of the current
     grouping key.
 
-    :arg manifest: a ``ValueState`` of :data:`MANIFEST_SCHEMA`. :arg parts: a ``MapState`` of
-        :data:`PART_KEY_SCHEMA` -> :data:`BLOB_SCHEMA`. :arg value_bytes: the largest chunk stored.
+    :arg head: a ``ValueState`` of :data:`HEAD_SCHEMA`. :arg parts: a ``MapState`` of :data:`PART_KEY_SCHEMA` ->
+        :data:`BLOB_SCHEMA`. :arg value_bytes: the largest chunk stored.
     """
 
-    def __init__(self, manifest: Any, parts: Any, value_bytes: int) -> None:
-        self.manifest_state = manifest
+    def __init__(self, head: Any, parts: Any, value_bytes: int) -> None:
+        self.head_state = head
         self.parts = parts
         self.value_bytes = value_bytes
-        self._manifest: dict[str, Any] | None = None
+        self._stored: tuple[dict[str, Any], bytes] | None = None
+        self._read_head = False
 
     def exists(self) -> bool:
-        return self._read_manifest() is not None
+        return self._head() is not None
 
     def restore(self, spec: WindowSpec) -> Operator:
-        manifest = self._read_manifest()
-        if manifest is None:
+        stored = self._head()
+        if stored is None:
             return make_operator(spec, deferred=True)
-        head = self._read(HEAD, 0, manifest["head"])
+        manifest, first = stored
+        head = self._read(HEAD, 0, manifest["head"], first)
         segments = manifest["segments"]
         return restore_operator(spec, head, lambda i: self._read(SEGMENT, i, segments[str(i)]))
 
     def save(self, operator: Operator) -> None:
-        manifest = self._read_manifest()
-        if manifest is None and not operator.window_count():
+        stored = self._head()
+        if stored is None and not operator.window_count():
             return  # a bucket that never had a window stores nothing
-        manifest = manifest or {"head": 0, "segments": {}}
+        manifest = stored[0] if stored is not None else {"head": 1, "segments": {}}
         if isinstance(operator, ColumnarWindowOperator):
             head, added, dropped = operator.snapshot_parts()
         else:
@@ -111,36 +115,41 @@ class PartsState:
         for segment_id in sorted(dropped):
             self._delete(SEGMENT, segment_id, 0, manifest["segments"].pop(str(segment_id)))
         for segment_id, body in added.items():
-            manifest["segments"][str(segment_id)] = self._write(SEGMENT, segment_id, body)
-        chunks = self._write(HEAD, 0, head)
-        self._delete(HEAD, 0, chunks, manifest["head"])  # a head that shrank leaves no chunk behind
-        manifest["head"] = chunks
-        self.manifest_state.update((json.dumps(manifest),))
-        self._manifest = manifest
+            chunks = self._chunks(body)
+            self._put(SEGMENT, segment_id, chunks)
+            manifest["segments"][str(segment_id)] = len(chunks)
+        chunks = self._chunks(head)
+        self._put(HEAD, 0, chunks, first=1)
+        self._delete(HEAD, 0, max(1, len(chunks)), manifest["head"])  # a head that shrank leaves no chunk behind
+        manifest["head"] = len(chunks)
+        self.head_state.update((json.dumps(manifest), chunks[0]))
+        self._stored = (manifest, chunks[0])
 
     # ------------------------------------------------------------ inside
-    def _read_manifest(self) -> dict[str, Any] | None:
-        if self._manifest is None and self.manifest_state.exists():
-            self._manifest = json.loads(self.manifest_state.get()[0])
-        return self._manifest
+    def _head(self) -> tuple[dict[str, Any], bytes] | None:
+        if not self._read_head:
+            value = self.head_state.get()
+            self._stored = None if value is None else (json.loads(value[0]), value[1])
+            self._read_head = True
+        return self._stored
 
-    def _read(self, part: str, part_id: int, chunks: int) -> bytes:
-        pieces = []
-        for chunk in range(chunks):
+    def _read(self, part: str, part_id: int, chunks: int, first: bytes | None = None) -> bytes:
+        pieces = [] if first is None else [first]
+        for chunk in range(len(pieces), chunks):
             value = self.parts.getValue((part, part_id, chunk))
             if value is None:
                 raise state_codec.StateFormatError(f"a bucket's {part} {part_id} lacks chunk {chunk} of {chunks}")
             pieces.append(value[0])
         return state_codec.decode(b"".join(pieces))
 
-    def _write(self, part: str, part_id: int, snapshot: bytes) -> int:
-        """Store ``snapshot`` compressed in chunks; returns how many."""
-        blob = state_codec.encode(snapshot)
-        step = self.value_bytes
-        chunks = max(1, -(-len(blob) // step))
-        for chunk in range(chunks):
-            self.parts.updateValue((part, part_id, chunk), (blob[chunk * step : (chunk + 1) * step],))
-        return chunks
+    def _chunks(self, snapshot: bytes) -> list[bytes]:
+        """``snapshot`` compressed, in chunks of at most ``value_bytes``."""
+        blob, step = state_codec.encode(snapshot), self.value_bytes
+        return [blob[i : i + step] for i in range(0, len(blob), step)]
+
+    def _put(self, part: str, part_id: int, chunks: list[bytes], first: int = 0) -> None:
+        for chunk in range(first, len(chunks)):
+            self.parts.updateValue((part, part_id, chunk), (chunks[chunk],))
 
     def _delete(self, part: str, part_id: int, first: int, end: int) -> None:
         for chunk in range(first, end):

@@ -43,7 +43,7 @@ from floodmark.spark import blocks, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.bucket_state import (
     BLOB_SCHEMA,
-    MANIFEST_SCHEMA,
+    HEAD_SCHEMA,
     PART_KEY_SCHEMA,
     BlobState,
     BucketState,
@@ -198,7 +198,7 @@ class LevelStatefulProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         if self.level.state_format >= state_codec.PARTS_FORMAT:
-            self.manifest = handle.getValueState("manifest", MANIFEST_SCHEMA)
+            self.head = handle.getValueState("head", HEAD_SCHEMA)
             self.parts = handle.getMapState("parts", PART_KEY_SCHEMA, BLOB_SCHEMA)
         else:
             self.blob = handle.getValueState("blob", BLOB_SCHEMA)
@@ -208,7 +208,7 @@ class LevelStatefulProcessor(StatefulProcessor):
         frame = pd.concat(list(rows), ignore_index=True)
         if self.level.state_format >= state_codec.PARTS_FORMAT:
             yield self.level.run(
-                str(stage), bucket, frame, PartsState(self.manifest, self.parts, self.level.state_value_bytes)
+                str(stage), bucket, frame, PartsState(self.head, self.parts, self.level.state_value_bytes)
             )
             return
         blob = BlobState(self.blob.get()[0] if self.blob.exists() else None)

@@ -25,6 +25,8 @@ from pyspark.sql import SparkSession
 
 OPERATOR_MODULES = (
     "pyspark.sql.pandas.serializers",
+    # transformWithStateInPandas's client of the state server (protobuf messages): every level runs on it.
+    "pyspark.sql.streaming.stateful_processor_api_client",
     "floodmark.spark.combiner",
     "floodmark.spark.processor",
     "floodmark.spark.levels",
