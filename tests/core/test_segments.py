@@ -177,3 +177,23 @@ def test_a_self_contained_snapshot_keeps_the_segments(fanout):
     out = advance(restored, None, 100, 5)
     panes = sorted((p.key, p.value["n"]) for p in out.all_panes())
     assert panes == [("a", 5), ("b", 5)]
+
+
+@mock.patch.object(segments, "DEFER_ABOVE", 0)
+def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apart():
+    spec = WindowSpec(windows.Sliding(10, 5), {"n": aggregates.count()})
+    storage = Storage()
+    operator = make_operator(spec, deferred=True)
+    keys = np.array(["a", "b"], dtype=object)
+    records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
+    advance(operator, None, -1, 0, combine(spec, -1, records)[0])  # windows [-5, 5) and [0, 10) of each key
+    storage.save(operator)
+    operator = storage.restore(spec)
+    out = advance(operator, None, 4, 1)  # reaches [-5, 5) only
+    assert sorted((p.key, p.window.start, p.value["n"]) for p in out.all_panes()) == [("a", -5, 1), ("b", -5, 1)]
+    assert len(operator.segments) == 1 and operator.segments.rows == 2, "the [0, 10) rows stay a segment"
+    assert operator.table.window_count() == 0
+    storage.save(operator)
+    assert len(storage.values) == 1
+    out = advance(storage.restore(spec), None, 9, 2)
+    assert sorted((p.key, p.window.start, p.value["n"]) for p in out.all_panes()) == [("a", 0, 1), ("b", 0, 1)]

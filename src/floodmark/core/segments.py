@@ -8,9 +8,10 @@ the columnar operator keeps each batch's partial aggregates as a *segment* inste
 its count, accumulators and the processing time its records arrived at, written once and stored on its own (a
 runtime stores each segment as one value: :meth:`PartialSegments.take_added`). A segment is read again only when
 
-* the watermark reaches its earliest window's max timestamp: it is merged into the table before that window fires
-  (every segment that holds a window the watermark reached is merged then: its earliest window is reached too;
-  the segments merged at once are first reduced into one, vectorised);
+* the watermark reaches its earliest window's max timestamp: its rows of the windows the watermark reached are
+  merged into the table before those windows fire, and the rest stays a (smaller) segment in its place (every
+  segment that holds a window the watermark reached is read then: its earliest window is reached too; the rows
+  merged at once are first reduced into one segment, vectorised);
 * a record arrives as a record for a window the watermark has not reached (every segment is merged first);
 * more than :data:`FANOUT` segments of one level follow each other: they merge into one segment of the next level,
   so a batch's partials are rewritten about ``log_FANOUT(batches)`` times while their windows stay open, and a
@@ -68,6 +69,19 @@ class Segment:
 
     partials: Partials
     arrivals: np.ndarray
+
+    def subset(self, rows: np.ndarray) -> Segment:
+        """The segment of the selected rows (a boolean mask)."""
+        p = self.partials
+        partials = Partials(
+            p.keys[rows],
+            p.starts[rows],
+            p.ends[rows],
+            p.counts[rows],
+            p.hold[rows],
+            {name: column[rows] for name, column in p.accumulators.items()},
+        )
+        return Segment(partials, self.arrivals[rows])
 
     def to_bytes(self) -> bytes:
         p = self.partials
@@ -130,19 +144,29 @@ class PartialSegments:
         self._compact()
 
     def take(self, watermark: int | None = None) -> list[Segment]:
-        """Remove and return, oldest first, the segments whose earliest window ``watermark`` has reached (every
-        segment when ``watermark`` is None)."""
-        due = [
-            info
-            for info in self.infos
-            if watermark is None or bool(window_reached(np.int64(info.first_end), watermark))
-        ]
-        ids = {info.segment_id for info in due}
-        self.infos = [info for info in self.infos if info.segment_id not in ids]
-        segments = [self._read(info.segment_id) for info in due]
-        for info in due:
+        """Remove and return, oldest first, the rows of the windows ``watermark`` has reached, as segments (every
+        segment when ``watermark`` is None).
+
+        Only segments whose earliest window ``watermark`` has reached are read; the rows of such a segment that
+        it has not reached stay as a segment in its place (rewritten once per window end the watermark passes:
+        a sliding window's partials are not all due at once).
+        """
+        taken: list[Segment] = []
+        kept: list[SegmentInfo] = []
+        for info in self.infos:
+            if watermark is not None and not bool(window_reached(np.int64(info.first_end), watermark)):
+                kept.append(info)
+                continue
+            segment = self._read(info.segment_id)
             self._forget(info.segment_id)
-        return segments
+            reached = None if watermark is None else window_reached(segment.partials.ends, watermark)
+            if reached is None or reached.all():
+                taken.append(segment)
+            else:
+                taken.append(segment.subset(reached))
+                kept.append(self._new(segment.subset(~reached), info.level))
+        self.infos = kept
+        return taken
 
     def take_added(self) -> tuple[dict[int, bytes], set[int]]:
         """The segments to store (id -> bytes) and the stored ones to delete since the last call."""
@@ -180,13 +204,17 @@ class PartialSegments:
             self.added = set(self.in_memory)  # a runtime that stores segments apart has not stored these yet
 
     # ------------------------------------------------------------ inside
-    def _append(self, segment: Segment, level: int) -> None:
+    def _new(self, segment: Segment, level: int) -> SegmentInfo:
+        """Register ``segment`` under a new id (to be stored); the caller places its info."""
         p = segment.partials
         info = SegmentInfo(self.next_id, level, len(p), int(p.ends.min()), int(segment.arrivals.min()))
         self.next_id += 1
-        self.infos.append(info)
         self.in_memory[info.segment_id] = segment
         self.added.add(info.segment_id)
+        return info
+
+    def _append(self, segment: Segment, level: int) -> None:
+        self.infos.append(self._new(segment, level))
 
     def _compact(self) -> None:
         """Merge the newest segments while more than :data:`FANOUT` of one level follow each other at the end
