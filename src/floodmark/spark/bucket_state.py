@@ -22,22 +22,10 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-
 from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.spec import WindowSpec
 from floodmark.core.step import Operator, make_operator, restore_operator
 from floodmark.spark import state_codec
-
-BLOB_SCHEMA = StructType([StructField("blob", BinaryType())])
-"""A format-1 bucket value, and a chunk of a format-2 part."""
-HEAD_SCHEMA = StructType([StructField("manifest", StringType()), StructField("blob", BinaryType())])
-"""A format-2 bucket's value state: its manifest, JSON ``{"head": chunks, "segments": {id: chunks}}``, and the
-head's first chunk."""
-PART_KEY_SCHEMA = StructType(
-    [StructField("part", StringType()), StructField("id", LongType()), StructField("chunk", IntegerType())]
-)
-"""A format-2 part's chunk in the map state: ``("head", 0, i)`` for ``i >= 1`` or ``("segment", id, i)``."""
 
 HEAD, SEGMENT = "head", "segment"
 
@@ -80,8 +68,9 @@ class PartsState:
     """Format 2 (see the module docstring) over a ``transformWithStateInPandas`` handle's states of the current
     grouping key.
 
-    :arg head: a ``ValueState`` of :data:`HEAD_SCHEMA`. :arg parts: a ``MapState`` of :data:`PART_KEY_SCHEMA` ->
-        :data:`BLOB_SCHEMA`. :arg value_bytes: the largest chunk stored.
+    :arg head: a ``ValueState`` of ``level_processor.HEAD_SCHEMA``. :arg parts: a ``MapState`` of
+        ``level_processor.PART_KEY_SCHEMA`` -> ``level_processor.BLOB_SCHEMA``. :arg value_bytes: the largest chunk
+        stored.
     """
 
     def __init__(self, head: Any, parts: Any, value_bytes: int) -> None:

@@ -32,23 +32,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
 from floodmark.core.pipeline import WindowedStage, stage_input_rows
 from floodmark.protocol import wire
 from floodmark.protocol.columns import names
-from floodmark.spark import blocks, state_codec
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.bucket_state import (
-    BLOB_SCHEMA,
-    HEAD_SCHEMA,
-    PART_KEY_SCHEMA,
-    BlobState,
-    BucketState,
-    PartsState,
-)
+from floodmark.spark.bucket_state import BlobState, BucketState
 from floodmark.spark.processor import BucketOutput, WindowBucketProcessor
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 
@@ -75,8 +67,8 @@ class StageLevel:
     """Hosts the stages of one level: a bucket's batch per ``(stage, bucket)`` group, other groups passed on.
 
     The function given to level 1's ``applyInPandasWithState`` in a checkpoint of state format 1 (state
-    :data:`~floodmark.spark.bucket_state.BLOB_SCHEMA`, no timeout); :class:`LevelStatefulProcessor` wraps it
-    otherwise.
+    :data:`~floodmark.spark.level_processor.BLOB_SCHEMA`, no timeout);
+    :class:`~floodmark.spark.level_processor.LevelStatefulProcessor` wraps it otherwise.
 
     :arg plans: this level's stages. :arg downstream: for every stage, the plans and definitions of the stages
         that read it. :arg order: every stage, upstream first (fixes the order of forwarded blocks).
@@ -99,13 +91,18 @@ class StageLevel:
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         """``applyInPandasWithState`` form (level 1)."""
         stage, bucket = key
-        frame = pd.concat(list(rows), ignore_index=True)
+        frame = self.frame(rows)
         stored = state.getOption  # a property: None when the bucket has no state yet
         blob = BlobState(None if stored is None else stored[0])
         out = self.run(str(stage), bucket, frame, blob)
         if blob.new_value is not None:
             state.update((blob.new_value,))
         yield out
+
+    @staticmethod
+    def frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+        """A group's carrier rows as one frame."""
+        return pd.concat(list(rows), ignore_index=True)
 
     def run(self, stage: str, bucket: Any, frame: pd.DataFrame, state: BucketState) -> pd.DataFrame:
         """One group's carrier rows -> carrier rows out; ``state`` (the group's) is read and written."""
@@ -187,35 +184,3 @@ def ipc_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-class LevelStatefulProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` form of a :class:`StageLevel`: every level in state format 2, levels 2
-    and later in format 1."""
-
-    def __init__(self, level: StageLevel) -> None:
-        self.level = level
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        if self.level.state_format >= state_codec.PARTS_FORMAT:
-            self.head = handle.getValueState("head", HEAD_SCHEMA)
-            self.parts = handle.getMapState("parts", PART_KEY_SCHEMA, BLOB_SCHEMA)
-        else:
-            self.blob = handle.getValueState("blob", BLOB_SCHEMA)
-
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        stage, bucket = key
-        frame = pd.concat(list(rows), ignore_index=True)
-        if self.level.state_format >= state_codec.PARTS_FORMAT:
-            yield self.level.run(
-                str(stage), bucket, frame, PartsState(self.head, self.parts, self.level.state_value_bytes)
-            )
-            return
-        blob = BlobState(self.blob.get()[0] if self.blob.exists() else None)
-        out = self.level.run(str(stage), bucket, frame, blob)
-        if blob.new_value is not None:
-            self.blob.update((blob.new_value,))
-        yield out
-
-    def close(self) -> None:
-        pass

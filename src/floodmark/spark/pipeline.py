@@ -56,9 +56,9 @@ from floodmark.protocol import wire
 from floodmark.spark import bucket_layout, python_workers, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
-from floodmark.spark.bucket_state import BLOB_SCHEMA
 from floodmark.spark.inputs import combined_input
-from floodmark.spark.levels import CARRIER, LevelStatefulProcessor, StageLevel
+from floodmark.spark.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
+from floodmark.spark.levels import CARRIER, StageLevel
 from floodmark.spark.query import (
     FloodmarkQuery,
     check_locations,
@@ -291,7 +291,8 @@ class Pipeline:
             if level == 1 and state_format < state_codec.PARTS_FORMAT:
                 rows = grouped.applyInPandasWithState(host, CARRIER, BLOB_SCHEMA, "append", "NoTimeout")
             else:
-                rows = grouped.transformWithStateInPandas(LevelStatefulProcessor(host), CARRIER, "Append", "None")
+                processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
+                rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
         return rows, controller, plans
 
     def _controller(self, log: ControlLog, metrics_path: Path | None = None) -> Controller:
