@@ -50,7 +50,7 @@ from floodmark.core.combine import Partials, group_keys, group_order, reduce_par
 from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, LateRecord, RecordBatch
-from floodmark.core.segments import PartialSegments, Segment, SegmentLoader
+from floodmark.core.segments import PartialSegments, SegmentLoader
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import LateFirings
@@ -99,7 +99,8 @@ class ColumnarWindowOperator:
         load_segment: SegmentLoader | None = None,
     ) -> None:
         """:arg deferred: keep partials apart until the watermark reaches their windows (ignored unless
-        ``spec.defers_partials``). :arg load_segment: reads a segment stored apart (:meth:`from_parts`)."""
+        ``spec.defers_partials``). :arg load_segment: reads a segment stored apart
+        (:func:`floodmark.core.step.restore_operator` of a :meth:`snapshot_parts` head)."""
         if not spec.is_columnar:
             raise ValueError("this spec needs the general WindowOperator")
         self.spec = spec
@@ -243,11 +244,23 @@ class ColumnarWindowOperator:
         )
         self._merge(partials)
 
-    def _merge(self, partials: Partials) -> None:
-        """Add one partial per distinct (key, window) to the table (no firing: nothing here is due)."""
-        rows, _ = self.table.rows_for(list(partials.keys), partials.starts, partials.ends)
+    def _merge(
+        self, partials: Partials, watermark: int | None = None, arrivals: int | np.ndarray | None = None
+    ) -> None:
+        """Add one partial per distinct (key, window) to the table (no firing: nothing here is due), as arrived at
+        ``watermark`` and processing time ``arrivals`` (one, or one per row; default: the operator's now)."""
+        if self.table.window_count() == 0:
+            rows = self.table.open_many(partials.keys, partials.starts, partials.ends)  # nothing to look up
+        else:
+            rows, _ = self.table.rows_for(list(partials.keys), partials.starts, partials.ends)
         self.accumulators.merge(rows, partials.accumulators)
-        self.table.add_arrivals(rows, partials.counts, self.watermark, self.processing_time, partials.hold)
+        self.table.add_arrivals(
+            rows,
+            partials.counts,
+            self.watermark if watermark is None else watermark,
+            self.processing_time if arrivals is None else arrivals,
+            partials.hold,
+        )
 
     def _merge_segments(self, watermark: int | None) -> None:
         """Merge into the table, oldest first, the segments whose earliest window ``watermark`` has reached (all
@@ -255,19 +268,9 @@ class ColumnarWindowOperator:
         assert self.segments is not None
         due = self.segments.take(watermark)
         if due:
-            self._merge_segment(self.segments.merge(due))
-
-    def _merge_segment(self, segment: Segment) -> None:
-        p = segment.partials
-        if self.table.window_count() == 0:
-            # Nothing to look up (a flush, or the first windows the watermark reaches): a segment's rows are
-            # distinct (key, window)s.
-            rows = self.table.open_many(p.keys, p.starts, p.ends)
-        else:
-            rows, _ = self.table.rows_for(list(p.keys), p.starts, p.ends)
-        self.accumulators.merge(rows, p.accumulators)
-        # Every window of a segment was open when its records arrived: they hold, as they did then.
-        self.table.add_arrivals(rows, p.counts, MIN_TIMESTAMP, segment.arrivals, p.hold)
+            segment = self.segments.merge(due)
+            # Every window of a segment was open when its records arrived: they hold, as they did then.
+            self._merge(segment.partials, MIN_TIMESTAMP, segment.arrivals)
 
     def _accumulate_counting(self, out, keys, pos, starts, ends, out_times, values, mask):
         """Early-phase records with early ``AfterCount(n)`` firings: an EARLY pane after every n-th record.
@@ -641,7 +644,8 @@ class ColumnarWindowOperator:
     def snapshot_parts(self) -> tuple[bytes, dict[int, bytes], set[int]]:
         """The snapshot in parts, for a runtime that stores segments apart: the *head* (time, the table and
         what is known of the segments), the segments made since the last call (id -> bytes) and the ids of
-        stored segments to delete. :meth:`from_parts` restores it."""
+        stored segments to delete. :func:`floodmark.core.step.restore_operator` restores the head, reading segments
+        through its ``load_segment``."""
         data = self._head()
         if self.segments is None:
             return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), {}, set()
@@ -655,12 +659,6 @@ class ColumnarWindowOperator:
     @classmethod
     def restore(cls, spec: WindowSpec, snapshot: bytes) -> ColumnarWindowOperator:
         return cls.from_data(spec, pickle.loads(snapshot))
-
-    @classmethod
-    def from_parts(cls, spec: WindowSpec, head: bytes, load_segment: SegmentLoader) -> ColumnarWindowOperator:
-        """The operator of :meth:`snapshot_parts`'s ``head``, reading its segments with ``load_segment`` as it
-        needs them; it defers partials (when the spec allows) from now on."""
-        return cls.from_data(spec, pickle.loads(head), deferred=True, load_segment=load_segment)
 
     @classmethod
     def from_data(

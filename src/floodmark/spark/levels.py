@@ -84,8 +84,7 @@ class StageLevel:
         self.downstream = downstream
         self.order = order
         self.emitted_schemas = {name: plan.emitted_schema() for name, plan in plans.items()}
-        first = next(iter(plans.values()))
-        self.state_format, self.state_value_bytes = first.state_format, first.state_value_bytes
+        self.state_value_bytes = next(iter(plans.values())).state_value_bytes
         self.arrow_schemas = {name: to_arrow_schema(schema) for name, schema in self.emitted_schemas.items()}
 
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
