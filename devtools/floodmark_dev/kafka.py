@@ -3,7 +3,10 @@
 :class:`KafkaBroker` formats a fresh storage folder and starts ``kafka.Kafka`` (the broker's own main class,
 from the jars ``scripts/setup.sh`` fetches) in KRaft mode, broker and controller in one process, listening on
 127.0.0.1 on free ports. It is the real server, not a mock: topics, partitions, offsets, consumer positions
-and the wire protocol are Kafka's. Clients are ``confluent-kafka``'s (librdkafka)::
+and the wire protocol are Kafka's. It has two client listeners: PLAINTEXT (:attr:`KafkaBroker.bootstrap_servers`)
+and SASL_PLAINTEXT with SCRAM-SHA-512 (:attr:`KafkaBroker.sasl_bootstrap_servers`, the user :data:`SASL_USER`,
+whose settings for Spark's Kafka clients are :meth:`KafkaBroker.sasl_options`). Clients are ``confluent-kafka``'s
+(librdkafka)::
 
     with KafkaBroker() as broker:
         broker.create_topic("events", partitions=3)
@@ -53,6 +56,11 @@ rootLogger.appenderRef.file.ref = file
 """
 
 
+SASL_MECHANISM = "SCRAM-SHA-512"
+SASL_USER, SASL_PASSWORD = "floodmark", "floodmark-secret"
+"""The user the SASL listener knows (stored as a SCRAM credential when the storage is formatted)."""
+
+
 @dataclass(frozen=True)
 class KafkaRecord:
     """One record read from a topic. ``timestamp_ms``: the record's Kafka timestamp (ms since the epoch)."""
@@ -85,6 +93,7 @@ class KafkaBroker:
         self.work_dir = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="floodmark-kafka-"))
         self.heap = heap
         self.port = 0
+        self.sasl_port = 0
         self._controller_port = 0
         self.process: subprocess.Popen | None = None
         self._admin_client = None
@@ -99,6 +108,25 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def sasl_bootstrap_servers(self) -> str:
+        """``host:port`` of the SASL_PLAINTEXT listener (SCRAM-SHA-512; :meth:`sasl_options` to log in)."""
+        if not self.sasl_port:
+            raise RuntimeError("the broker is not started")
+        return f"127.0.0.1:{self.sasl_port}"
+
+    @staticmethod
+    def sasl_options(user: str = SASL_USER, password: str = SASL_PASSWORD) -> dict[str, str]:
+        """The ``kafka.*`` options with which Spark's Kafka source and sink (and floodmark's Kafka functions) log in
+        to the SASL listener as ``user``."""
+        module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+        login = f'{module} required username="{user}" password="{password}";'
+        return {
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": SASL_MECHANISM,
+            "kafka.sasl.jaas.config": login,
+        }
+
+    @property
     def log_path(self) -> Path:
         return self.work_dir / "broker.log"
 
@@ -109,7 +137,7 @@ class KafkaBroker:
             raise RuntimeError("the broker is already started")
         classpath = os.pathsep.join(str(jar) for jar in require_jars(KAFKA_BROKER))
         if not self.port:
-            self.port, self._controller_port = free_port(), free_port()
+            self.port, self.sasl_port, self._controller_port = free_port(), free_port(), free_port()
         controller_port = self._controller_port
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "server.properties"
@@ -121,6 +149,8 @@ class KafkaBroker:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         # "--cluster-id=<id>": an id may start with "-" (base64url), which "-t <id>" would take for an option.
         format_args = ["format", f"--cluster-id={cluster_id}", f"--config={config}", "--ignore-formatted"]
+        # The SASL listener's user, in the cluster's metadata from the start (KRaft keeps SCRAM credentials there).
+        format_args.append(f"--add-scram={SASL_MECHANISM}=[name={SASL_USER},password={SASL_PASSWORD}]")
         # A restart (after kill) finds its storage formatted, with the cluster id it keeps.
         if not (self.work_dir / "data" / "meta.properties").exists():
             formatted = subprocess.run([*java, "kafka.tools.StorageTool", *format_args], capture_output=True, text=True)
@@ -172,11 +202,18 @@ class KafkaBroker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                f"CONTROLLER://127.0.0.1:{controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": SASL_MECHANISM,
+            f"listener.name.sasl_plaintext.{SASL_MECHANISM.lower()}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
             "log.dirs": str(self.work_dir / "data"),
             # One node: every internal topic has one replica, and nothing waits for a quorum of others.
             "offsets.topic.replication.factor": "1",
@@ -296,26 +333,36 @@ class KafkaBroker:
         finally:
             consumer.close()
 
-    def consume(self, topic: str, timeout_s: float = 60.0) -> list[KafkaRecord]:
-        """Every record ``topic`` holds now (up to each partition's end offset when called), by partition, offset."""
-        from confluent_kafka import OFFSET_BEGINNING
+    def consume(
+        self, topic: str, timeout_s: float = 60.0, isolation_level: str = "read_committed"
+    ) -> list[KafkaRecord]:
+        """Every record ``topic`` holds now, by partition, offset: up to each partition's end when called, and
+        with ``isolation_level="read_committed"`` (librdkafka's default) only what committed transactions and
+        non-transactional producers wrote (up to the last stable offset); ``"read_uncommitted"`` also returns
+        the records of aborted and open transactions."""
+        from confluent_kafka import OFFSET_BEGINNING, KafkaError
 
         ends = {p: end for p, end in self.end_offsets(topic).items() if end > 0}
-        consumer = self._consumer()
+        consumer = self._consumer(**{"isolation.level": isolation_level, "enable.partition.eof": True})
         records: list[KafkaRecord] = []
         try:
             consumer.assign([_partition(topic, p, OFFSET_BEGINNING) for p in ends])
-            positions = dict.fromkeys(ends, 0)
+            # A partition is read when the consumer reports its end: the end offset itself may be a transaction's
+            # marker (never delivered), and a read_committed consumer stops at the last stable offset.
+            reached: set[int] = set()
             deadline = time.monotonic() + timeout_s
-            while any(positions[p] < end for p, end in ends.items()):
+            while len(reached) < len(ends):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"read {len(records)} records of {topic}, not all of {ends}")
                 for message in consumer.consume(num_messages=10_000, timeout=0.5):
-                    if message.error() is not None:
-                        raise RuntimeError(f"reading {topic} failed: {message.error()}")
+                    error = message.error()
+                    if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                        reached.add(message.partition())
+                        continue
+                    if error is not None:
+                        raise RuntimeError(f"reading {topic} failed: {error}")
                     if message.offset() >= ends[message.partition()]:
                         continue
-                    positions[message.partition()] = message.offset() + 1
                     records.append(
                         KafkaRecord(
                             topic=message.topic(),
@@ -331,11 +378,13 @@ class KafkaBroker:
             consumer.close()
         return sorted(records, key=lambda r: (r.partition, r.offset))
 
-    def _consumer(self):
+    def _consumer(self, **settings: Any):
         from confluent_kafka import Consumer
 
         return Consumer(
-            self._client_config(**{"group.id": f"floodmark-reader-{uuid.uuid4().hex}", "enable.auto.commit": False})
+            self._client_config(
+                **{"group.id": f"floodmark-reader-{uuid.uuid4().hex}", "enable.auto.commit": False, **settings}
+            )
         )
 
 

@@ -1,18 +1,23 @@
 """A floodmark driver process for the kill -9 restart tests (run as a script).
 
 Usage: restart_driver.py INPUT CHECKPOINT OUTPUT
-       restart_driver.py --kafka BOOTSTRAP TOPIC CHECKPOINT OUTPUT_PREFIX
+       restart_driver.py --kafka BOOTSTRAP TOPIC CHECKPOINT OUTPUT_PREFIX [--exactly-once [--kill-after-commit N]]
 Runs the bounded input (Parquet files, or everything a Kafka topic holds) to completion from the checkpoint
 (starting or resuming); Kafka runs write panes, late records and dead letters to the topics
-OUTPUT_PREFIX-panes, -late and -dead.
+OUTPUT_PREFIX-panes, -late and -dead, exactly-once (transactional id prefix OUTPUT_PREFIX) with
+``--exactly-once``. ``--kill-after-commit N``: kill -9 this driver (and its JVM) right after the Kafka transaction
+of the first pane batch >= N has committed, before Spark commits the batch.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka
+from floodmark.spark.sinks import PANES, KafkaSink, OutputBatch
 
 SCHEMA = "ts LONG, k STRING, p INT, v DOUBLE"
 
@@ -33,12 +38,30 @@ def run(source, checkpoint: str, output, split: str, known_splits) -> None:
     agg.run_to_completion(checkpoint, output, trigger_interval="500 milliseconds", timeout_s=600)
 
 
+class KillAfterCommit(KafkaSink):
+    """A Kafka sink that kills its driver right after a pane batch >= ``kill_at`` is committed to Kafka."""
+
+    kill_at: int = 0
+
+    def write(self, batch: OutputBatch) -> None:
+        super().write(batch)
+        if batch.kind == PANES and batch.batch_id >= self.kill_at:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
 def main(args: list[str]) -> None:
     spark = local_session("floodmark-restart", cores=2, shuffle_partitions=2)
     if args[0] == "--kafka":
         bootstrap, topic, checkpoint, prefix = args[1:5]
         source = read_kafka(spark, bootstrap, topic, SCHEMA, options={"maxOffsetsPerTrigger": "10"})
-        outputs = Outputs.kafka(bootstrap, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead")
+        exactly_once = prefix if "--exactly-once" in args else None
+        outputs = Outputs.kafka(
+            bootstrap, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead", transactional_id_prefix=exactly_once
+        )
+        if "--kill-after-commit" in args:
+            panes = KillAfterCommit(bootstrap, f"{prefix}-panes", transactional_id_prefix=exactly_once)
+            panes.kill_at = int(args[args.index("--kill-after-commit") + 1])
+            outputs = Outputs(panes, outputs.late, outputs.dead_letter)
         run(source, checkpoint, outputs, "partition", ["0", "1"])
     else:
         input_dir, checkpoint, output = args[:3]

@@ -84,11 +84,13 @@ def test_kafka_in_kafka_out_accounts_for_every_produced_record(spark, kafka_brok
     produced += broker.produce("clicks", list(BAD_VALUES.values()), partition=1)
     no_timestamp = '{ "channel":"app" }'  # parses, but is no record: its dead letter keeps this text (issue 26)
     produced += broker.produce("clicks", [no_timestamp], partition=1)
-    source = read_kafka(
-        spark, broker.bootstrap_servers, "clicks", schema=SCHEMA, options={"maxOffsetsPerTrigger": "200"}
+    # In and out through the SASL listener (SCRAM-SHA-512), the output exactly-once.
+    servers, login = broker.sasl_bootstrap_servers, broker.sasl_options()
+    source = read_kafka(spark, servers, "clicks", schema=SCHEMA, options={**login, "maxOffsetsPerTrigger": "200"})
+    aggregation = minute_counts(spark, source, known_splits=topic_partitions(spark, servers, "clicks", login))
+    outputs = Outputs.kafka(
+        servers, "minute-counts", "late-clicks", "bad-clicks", "text", login, transactional_id_prefix="clicks"
     )
-    aggregation = minute_counts(spark, source, known_splits=topic_partitions(spark, broker.bootstrap_servers, "clicks"))
-    outputs = Outputs.kafka(broker.bootstrap_servers, "minute-counts", "late-clicks", "bad-clicks", pane_format="text")
     handle = aggregation.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
     assert len(handle.reports) > 3, "several batches"
 
@@ -227,3 +229,114 @@ def test_the_kafka_demo_reads_the_topic_and_writes_three_topics(spark, tmp_path)
     lines = (tmp_path / "demo" / "results.txt").read_text().splitlines()
     assert len(lines) == len(result.panes) and len(lines[0].split()) == 5  # start end channel behavior count
     assert any(r.splits.get("3", (0, False))[1] for r in result.reports), "the silent partition was marked idle"
+
+
+def test_exactly_once_kafka_sink_commits_each_batch_once(spark, kafka_broker):
+    """A transaction per batch with its marker: a batch written again (a replay) is skipped, also by a writer
+    that reads the marker back from Kafka; another query with the same prefix is refused by name."""
+    from floodmark.spark.sinks import QUERY_ID_PROPERTY
+
+    kafka_broker.create_topic("eo-panes", partitions=2)
+    panes = spark.createDataFrame(
+        [("app", 0, 60_000, 0, 3), ("web", 0, 60_000, 0, 2)],
+        "channel STRING, window_start LONG, window_end LONG, pane_index INT, n LONG",
+    )
+    sink = KafkaSink(kafka_broker.bootstrap_servers, "eo-panes", transactional_id_prefix="eo-test")
+    assert sink.guarantee.startswith("exactly-once")
+    context = spark.sparkContext
+    context.setLocalProperty(QUERY_ID_PROPERTY, "query-a")
+    writers = context._jvm.floodmark.kafka.TransactionalWriter
+    try:
+        for batch_id in (0, 1, 1, 0):  # batches 0 and 1, then both again as replays
+            sink.write(OutputBatch("panes", panes, batch_id, ("channel",), ("n",), stage="counts"))
+        writers.closeAll()  # a new driver: the marker comes from Kafka
+        sink.write(OutputBatch("panes", panes, 1, ("channel",), ("n",), stage="counts"))
+        records = kafka_broker.consume("eo-panes")
+        assert sorted(dict(r.headers)[BATCH_ID_HEADER] for r in records) == [b"0", b"0", b"1", b"1"]
+        assert {json.loads(r.key)["channel"] for r in records} == {"app", "web"}
+        # Uncommitted reading sees the same: no transaction was aborted.
+        assert len(kafka_broker.consume("eo-panes", isolation_level="read_uncommitted")) == 4
+
+        writers.closeAll()
+        context.setLocalProperty(QUERY_ID_PROPERTY, "query-b")
+        with pytest.raises(Exception, match="eo-test-counts-panes' holds batch 1 of another query"):
+            sink.write(OutputBatch("panes", panes, 2, ("channel",), ("n",), stage="counts"))
+    finally:
+        context.setLocalProperty(QUERY_ID_PROPERTY, None)
+        writers.closeAll()
+
+
+AVRO_SCHEMA = json.dumps(
+    {
+        "type": "record",
+        "name": "Click",
+        "fields": [
+            {"name": "timestamp", "type": "long"},
+            {"name": "channel", "type": "string"},
+            {"name": "behavior", "type": "string"},
+        ],
+    }
+)
+
+
+def avro_values(spark, rows: list[tuple[int, str, str]]) -> list[bytes]:
+    """Avro binary of ``rows`` (timestamp, channel, behavior), encoded by Spark's own ``to_avro``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    frame = spark.createDataFrame(rows, "timestamp LONG, channel STRING, behavior STRING")
+    encoded = frame.select(to_avro(F.struct("timestamp", "channel", "behavior"), AVRO_SCHEMA).alias("value"))
+    return [bytes(row.value) for row in encoded.collect()]
+
+
+def test_plain_avro_values_decode_and_bad_ones_keep_their_bytes(spark):
+    from floodmark.spark.kafka import parse_avro
+    from floodmark.spark.plan import TEXT, corrupt_record_column
+
+    good = avro_values(spark, [(5, "app", "CLICK"), (7, "web", "VIEW")])
+    values = spark.createDataFrame([(v,) for v in [*good, b"", b"\x02"]], "value BINARY")
+    rows = parse_avro(values, AVRO_SCHEMA, False, (), "test").collect()
+    corrupt = corrupt_record_column(spark)
+    assert [(r.timestamp, r.channel, r.behavior) for r in rows[:2]] == [(5, "app", "CLICK"), (7, "web", "VIEW")]
+    assert [r[corrupt] for r in rows] == [None, None, "base64:", "base64:Ag=="]
+    assert rows[0][TEXT].startswith("base64:")
+    with pytest.raises(ValueError, match="Avro record schema"):
+        parse_avro(values, '"long"', False, (), "test")
+
+
+def test_confluent_avro_values_from_kafka_and_undecodable_ones_as_dead_letters(spark, kafka_broker, tmp_path):
+    import base64
+
+    kafka_broker.create_topic("avro-clicks", partitions=2)
+    header = bytes([0]) + (42).to_bytes(4, "big")  # Confluent's wire format: magic byte, schema id
+    for partition in range(2):
+        rows = [(s * SECOND, f"ch{partition}", "CLICK") for s in range(0, 300, 3)]
+        kafka_broker.produce("avro-clicks", [header + v for v in avro_values(spark, rows)], partition=partition)
+    bad = [b"\x01" + header[1:] + b"junk", header, avro_values(spark, [(1, "app", "CLICK")])[0]]  # no header last
+    kafka_broker.produce("avro-clicks", bad, partition=0)
+    source = read_kafka(spark, kafka_broker.bootstrap_servers, "avro-clicks", AVRO_SCHEMA, "confluent-avro")
+    aggregation = minute_counts(spark, source, known_splits=["0", "1"])
+    handle = aggregation.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=600)
+    from floodmark.apps.outputs import read_output
+
+    panes = read_output(tmp_path / "out", "panes")
+    assert int(panes["count"].sum()) == 200
+    assert sorted(set(panes["channel"])) == ["ch0", "ch1"]
+    dead = read_output(tmp_path / "out", "dead_letter")
+    assert sorted(dead["record"]) == sorted(f"base64:{base64.b64encode(v).decode()}" for v in bad)
+    assert set(dead["reason"]) == {UNPARSABLE}
+    accounted = handle.reconciliation
+    assert (accounted.rows_in, accounted.records, accounted.dead_letters) == (203, 200, 3), "every value counted"
+
+
+def test_wrong_credentials_stop_with_kafkas_own_reason(spark, kafka_broker, tmp_path):
+    kafka_broker.create_topic("guarded", partitions=2)
+    servers, wrong = kafka_broker.sasl_bootstrap_servers, kafka_broker.sasl_options(password="not-the-password")
+    with pytest.raises(
+        ConnectionError, match=r"'guarded' at 127\.0\.0\.1.*SaslAuthenticationException.*invalid credentials"
+    ):
+        topic_partitions(spark, servers, "guarded", wrong)
+    assert topic_partitions(spark, servers, "guarded", kafka_broker.sasl_options()) == ["0", "1"]
+    source = read_kafka(spark, servers, "guarded", schema=SCHEMA, options=wrong)
+    with pytest.raises(Exception, match=r"SaslAuthenticationException.*invalid credentials"):
+        minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=120)

@@ -189,15 +189,21 @@ def test_repeated_kill_minus_nine_including_the_final_flush_is_exactly_once(spar
 PANE_FIELDS = ["k", "window_start", "window_end", "timing", "pane_index", "is_last", "n", "total"]
 
 
+def produce_ordered(broker, topic: str, seed: int) -> pd.DataFrame:
+    """:func:`ordered_batches` (12) into a new 2-partition topic, split ``p`` as the partition; returns the records."""
+    broker.create_topic(topic, partitions=2)
+    records = pd.concat(ordered_batches(12, seed=seed), ignore_index=True)
+    for split in (0, 1):
+        rows = records[records["p"] == split]
+        broker.produce(topic, [json.dumps(r) for r in rows.to_dict("records")], partition=split)
+    return records
+
+
 def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_path):
     from floodmark.spark.sinks import PANE_ID_HEADER
 
     broker = kafka_broker
-    broker.create_topic("restart-in", partitions=2)
-    records = pd.concat(ordered_batches(12, seed=11), ignore_index=True)
-    for split in (0, 1):
-        rows = records[records["p"] == split]
-        broker.produce("restart-in", [json.dumps(r) for r in rows.to_dict("records")], partition=split)
+    records = produce_ordered(broker, "restart-in", seed=11)
     for run in ("ref", "crash"):
         for kind in ("panes", "late", "dead"):
             broker.create_topic(f"{run}-{kind}")
@@ -225,6 +231,47 @@ def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_p
     assert broker.consume("crash-late") == [] and broker.consume("crash-dead") == []
 
 
+def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_broker, tmp_path):
+    """Exactly-once Kafka output across six kills of the driver: one right after a batch's Kafka transaction
+    committed and before Spark committed the batch, five at random points (the last inside the final flush).
+    A read_committed consumer sees each pane of an uninterrupted run once."""
+    from floodmark.spark.sinks import BATCH_ID_HEADER, PANE_ID_HEADER
+
+    broker = kafka_broker
+    records = produce_ordered(broker, "eo-in", seed=17)
+    for run in ("eoref", "eocrash"):
+        for kind in ("panes", "late", "dead"):
+            broker.create_topic(f"{run}-{kind}", partitions=2)
+    servers = broker.bootstrap_servers
+    reference = run_driver("--kafka", servers, "eo-in", tmp_path / "ref", "eoref", "--exactly-once")
+    assert reference.wait(timeout=600) == 0
+    checkpoint = tmp_path / "crash"
+    args = ("--kafka", servers, "eo-in", checkpoint, "eocrash", "--exactly-once")
+    killed = run_driver(*args, "--kill-after-commit", 3, stderr=tmp_path / "killed.log")
+    assert killed.wait(timeout=600) == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
+    in_kafka = {int(dict(m.headers)[BATCH_ID_HEADER]) for m in broker.consume("eocrash-panes")}
+    committed_by_spark = {int(f.name) for f in (checkpoint / "spark" / "commits").iterdir() if f.name.isdigit()}
+    between = in_kafka - committed_by_spark
+    assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
+    landed = crash_repeatedly(checkpoint, 5, random.Random(17), *args)
+    print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
+
+    def panes(run: str, isolation: str = "read_committed") -> list[tuple[bytes, tuple]]:
+        messages = broker.consume(f"{run}-panes", isolation_level=isolation)
+        return [(dict(m.headers)[PANE_ID_HEADER], tuple(m.json()[f] for f in PANE_FIELDS)) for m in messages]
+
+    expected, got = panes("eoref"), panes("eocrash")
+    assert len({pane_id for pane_id, _ in got}) == len(got), "no pane twice"
+    assert sorted(pane_id for pane_id, _ in got) == sorted(pane_id for pane_id, _ in expected), "none missing"
+    assert structure([p for _, p in got]) == structure([p for _, p in expected])
+    assert window_totals([p for _, p in got]) == window_totals([p for _, p in expected])
+    assert sum(p[6] for _, p in got) == len(records)
+    uncommitted = panes("eocrash", "read_uncommitted")
+    print(f"{len(got)} panes read_committed, {len(uncommitted)} messages read_uncommitted (aborted attempts too)")
+    assert len(uncommitted) >= len(got)
+    assert broker.consume("eocrash-late") == [] and broker.consume("eocrash-dead") == []
+
+
 def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
     """Kafka in and out through a broker of its own, killed -9 after a few batches and started again on its storage
     and ports: the query rides through, or stops with floodmark's error and resumes from its checkpoint; either
@@ -232,12 +279,8 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
     from floodmark.spark.sinks import PANE_ID_HEADER
     from floodmark_dev.kafka import KafkaBroker
 
-    records = pd.concat(ordered_batches(12, seed=13), ignore_index=True)
     with KafkaBroker(work_dir=tmp_path / "broker") as broker:
-        broker.create_topic("in", partitions=2)
-        for split in (0, 1):
-            rows = records[records["p"] == split]
-            broker.produce("in", [json.dumps(r) for r in rows.to_dict("records")], partition=split)
+        records = produce_ordered(broker, "in", seed=13)
         for kind in ("panes", "late", "dead"):
             broker.create_topic(f"out-{kind}")
         checkpoint = tmp_path / "ckpt"

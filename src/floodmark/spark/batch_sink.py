@@ -71,7 +71,7 @@ class StageRoute:
         """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns."""
         values = tuple(self.plan.result_names) if kind == wire.PANE else ()
         rows = self.readers[kind].rows(frame)
-        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.plan.key_columns), values)
+        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.plan.key_columns), values, self.plan.stage)
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
@@ -141,7 +141,7 @@ class BatchSink:
             interruption = _interruption(error)
             if interruption is None:
                 raise BatchFailed(
-                    f"floodmark batch {batch_id} failed while {self.doing}: {_root_cause(error)}. The batch was "
+                    f"floodmark batch {batch_id} failed while {self.doing}: {root_cause(error)}. The batch was "
                     "not committed: once the cause is fixed, start the query again from its checkpoint; it "
                     "resumes with this batch and replaces what this attempt wrote."
                 ) from error
@@ -219,7 +219,7 @@ class BatchFailed(RuntimeError):
     """A batch failed (a sink that cannot be written, a failed task): what it was doing and the root cause."""
 
 
-def _root_cause(error: Py4JJavaError) -> str:
+def root_cause(error: Py4JJavaError) -> str:
     """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``)."""
     try:
         cause = error.java_exception

@@ -18,20 +18,25 @@ fetched it; see :func:`floodmark.spark.session.kafka_connector_jars`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from floodmark.spark.batch_sink import root_cause
 from floodmark.spark.json_lines import parse_json
-from floodmark.spark.plan import TEXT
+from floodmark.spark.plan import TEXT, corrupt_record_column
 
 METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
 """What :func:`read_kafka` adds to the value's fields: the record's partition (int), offset (long), Kafka
 timestamp (timestamp) and key (text)."""
 
-VALUE_FORMATS = ("json", "text")
+VALUE_FORMATS = ("json", "text", "avro", "confluent-avro")
+CONFLUENT_MAGIC_BYTE = 0
+"""The first byte of a value in Confluent's wire format (then the schema id in 4 bytes, then the Avro body)."""
 
 
 def read_kafka(
@@ -45,14 +50,20 @@ def read_kafka(
 ) -> DataFrame:
     """A streaming DataFrame of ``topic``'s records, values parsed, plus :data:`METADATA_COLUMNS`.
 
-    :arg schema: the value's fields (a ``StructType`` or DDL string) for ``value_format="json"``.
+    :arg schema: ``value_format="json"``: the value's fields (a ``StructType`` or DDL string); ``"avro"`` and
+        ``"confluent-avro"``: the writer's Avro schema as JSON text (a record: its fields become the columns).
     :arg value_format: ``"json"``: one JSON object per value, parsed with ``schema``
         (:func:`floodmark.spark.json_lines.parse_json`); each value keeps its original text in
         :data:`~floodmark.spark.plan.TEXT` (bytes that are not UTF-8 as ``base64:<the bytes in base64>``), the
         ``record`` of its dead letter whatever made it bad, and a value that is not such an object (broken
         JSON, a field of the wrong type, an empty value) has that text in the corrupt-record column too
-        (:func:`~floodmark.spark.plan.corrupt_record_column`). ``"text"``: the value as a ``value`` string
-        column (invalid UTF-8 replaced by U+FFFD), to parse yourself.
+        (:func:`~floodmark.spark.plan.corrupt_record_column`). ``"avro"``: Avro binary (no header), decoded with
+        Spark's ``from_avro`` (:func:`parse_avro`; needs the ``spark-avro`` jar, which ``scripts/setup.sh``
+        fetches beside the connector); ``"confluent-avro"``: Confluent's wire format (a zero byte, the schema id
+        in 4 bytes, then Avro binary), as Confluent's serializers write it; the schema id is not checked (no
+        schema registry is asked). A value that does not decode goes to the dead letters, its ``record`` its
+        bytes as ``base64:...``. ``"text"``: the value as a ``value`` string column (invalid UTF-8 replaced by
+        U+FFFD), to parse yourself.
     :arg starting_offsets: Spark's ``startingOffsets`` for a new query (a restart resumes from its checkpoint).
     :arg options: more source options (``kafka.*`` client settings, ``maxOffsetsPerTrigger``, ...).
     """
@@ -79,10 +90,60 @@ def read_kafka(
     if value_format == "text":
         return raw.select(text.alias("value"), *metadata)
     if schema is None:
-        raise ValueError("value_format='json' needs the value's schema")
+        raise ValueError(f"value_format={value_format!r} needs the value's schema")
+    if value_format in ("avro", "confluent-avro"):
+        if not isinstance(schema, str):
+            raise ValueError(f"value_format={value_format!r} takes the Avro schema as JSON text")
+        values = raw.select(F.col("value"), *metadata)
+        return parse_avro(values, schema, value_format == "confluent-avro", METADATA_COLUMNS, "read_kafka")
     original = F.when(F.is_valid_utf8(cast), text).otherwise(F.concat(F.lit("base64:"), F.base64(F.col("value"))))
     values = raw.select(text.alias("value"), original.alias(TEXT), *metadata)
     return parse_json(values, schema, "value", METADATA_COLUMNS, "read_kafka")
+
+
+def parse_avro(frame: DataFrame, schema: str, confluent: bool, keep: Sequence[str], reader: str) -> DataFrame:
+    """The Avro records in ``frame``'s binary column ``value`` (one per row) as the columns of their record schema.
+
+    The result has the record's fields, ``frame``'s columns ``keep``, Spark's corrupt-record column (the value's
+    bytes as ``base64:<base64>`` when it does not decode: Avro that does not match ``schema``, an empty value,
+    and with ``confluent`` a value without Confluent's header; else null) and :data:`~floodmark.spark.plan.TEXT`
+    (every value's bytes in that form: a dead letter's ``record``).
+
+    :arg schema: the writer's Avro schema, JSON text; a record. :arg confluent: values are in Confluent's wire
+        format (:data:`CONFLUENT_MAGIC_BYTE`, a 4-byte schema id, the Avro body).
+    :raises ValueError: the schema is not a record, or has a field named as a column the result adds.
+    """
+    from pyspark.sql.avro.functions import from_avro
+
+    writer = json.loads(schema)
+    if not isinstance(writer, dict) or writer.get("type") != "record":
+        raise ValueError(f"{reader} needs an Avro record schema (its fields become columns), not {schema[:80]}")
+    fields = [field["name"] for field in writer.get("fields", [])]
+    spark = frame.sparkSession
+    corrupt = corrupt_record_column(spark)
+    clashes = sorted(set(fields) & {*keep, TEXT, corrupt, _DECODED})
+    if clashes:
+        raise ValueError(f"the Avro schema has field(s) {clashes}, which {reader} adds itself")
+    # In PERMISSIVE mode (FAILFAST, the default, would fail the batch) a value that does not decode becomes a
+    # record of nulls, which a record of nullable fields can also be. Read with the writer's schema plus a field
+    # that only Avro's schema resolution fills in (its default, true): null exactly when decoding failed.
+    resolved = {**writer, "fields": [*writer.get("fields", []), {"name": _DECODED, "type": "boolean", "default": True}]}
+    body = F.col("value")
+    if confluent:
+        framed = F.expr(f"length(value) >= 5 AND substring(value, 1, 1) = X'{CONFLUENT_MAGIC_BYTE:02X}'")
+        body = F.when(framed, F.expr("substring(value, 6)"))
+    decoded = from_avro(body, schema, {"mode": "PERMISSIVE", "avroSchema": json.dumps(resolved)})
+    original = F.concat(F.lit("base64:"), F.base64(F.col("value")))
+    failed = F.col(_DECODED).getField(_DECODED).isNull()
+    return frame.select(*keep, original.alias(TEXT), decoded.alias(_DECODED)).select(
+        *[F.col(_DECODED).getField(name).alias(name) for name in fields],
+        *keep,
+        F.when(failed, F.col(TEXT)).alias(corrupt),
+        TEXT,
+    )
+
+
+_DECODED = "fm_decoded"
 
 
 def topic_partitions(
@@ -94,6 +155,7 @@ def topic_partitions(
     of ``options`` are passed to the client (security settings, as for :func:`read_kafka`).
 
     :raises ValueError: the topic does not exist.
+    :raises ConnectionError: the broker cannot be reached or refuses the client (its Java error's cause).
     """
     jvm = spark._jvm  # type: ignore[attr-defined]
     properties = jvm.java.util.Properties()
@@ -109,5 +171,9 @@ def topic_partitions(
         described = admin.describeTopics(jvm.java.util.List.of(topic)).allTopicNames()
         description = described.get(30, jvm.java.util.concurrent.TimeUnit.SECONDS).get(topic)
         return [str(p) for p in sorted(info.partition() for info in description.partitions())]
+    except Py4JJavaError as error:  # wrong credentials, no broker: the Java cause, not py4j's "calling o56.get"
+        raise ConnectionError(
+            f"cannot list the partitions of {topic!r} at {bootstrap_servers}: {root_cause(error)}"
+        ) from None
     finally:
         admin.close()

@@ -6,9 +6,13 @@ duplicates depends on the sink, and each states it in ``guarantee``:
 
 * :class:`FileSink`: exactly-once. One directory per batch (``batch_id=N``), overwritten on replay.
 * :class:`TableSink`: exactly-once. A table partitioned by ``batch_id``; a replay overwrites its partition.
-* :class:`KafkaSink`: at-least-once. A replay produces its records again; drop repeats by the dedupe key
-  ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id`` header),
-  keeping the last message of a key: the committed attempt's (a key's messages share a partition, in order).
+* :class:`KafkaSink` with a ``transactional_id_prefix``: exactly-once for consumers that read
+  ``read_committed``. Each batch's messages go out in one Kafka transaction that also commits the batch id;
+  a replay of a committed batch writes nothing.
+* :class:`KafkaSink` without one: at-least-once. A replay produces its records again; drop repeats by the
+  dedupe key ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id``
+  header), keeping the last message of a key: the committed attempt's (a key's messages share a partition, in
+  order).
 * :class:`FunctionSink`: yours. Your function gets ``(DataFrame, batch_id)``; make it idempotent per batch
   id for exactly-once.
 
@@ -46,6 +50,7 @@ class OutputBatch:
 
     :ivar kind: ``panes``, ``late`` or ``dead_letter``.
     :ivar key_columns: the pipeline's key columns. :ivar value_columns: its aggregation columns (panes).
+    :ivar stage: the stage whose output this is (its name in the query's graph).
     """
 
     kind: str
@@ -53,6 +58,7 @@ class OutputBatch:
     batch_id: int
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...] = ()
+    stage: str = ""
 
 
 class Sink(ABC):
@@ -161,28 +167,58 @@ class TableSink(Sink):
 
 @dataclass
 class KafkaSink(Sink):
-    """A Kafka topic; at-least-once (a replayed batch produces its records again).
+    """A Kafka topic: exactly-once with a ``transactional_id_prefix``, else at-least-once.
 
     Message key: the pane's key columns as a JSON object. Value: ``value_format="json"``: every column as
     a JSON object; ``"text"`` (panes only; late records and dead letters stay JSON): seed 001's line
     ``yyyyMMddHHmmss yyyyMMddHHmmss key... value...`` (window start and end in UTC). Pane messages carry
     the dedupe key ``(key, window_start, window_end, pane_index)`` as JSON in the ``floodmark-pane-id``
-    header, every message its batch id in ``floodmark-batch-id``.
+    header, every message its batch id in ``floodmark-batch-id``. A message goes to the partition Kafka's
+    default partitioner picks for its key, so a key's messages share a partition, in order.
 
-    :arg options: more Kafka sink options (``kafka.*`` producer settings).
+    **Exactly-once** (``transactional_id_prefix`` given; as Flink's ``KafkaSink`` with
+    ``DeliveryGuarantee.EXACTLY_ONCE``): the driver writes each batch's messages of this kind in one Kafka
+    transaction (transactional id ``<prefix>-<stage>-<kind>``), which also commits the batch id as a marker
+    (the offset of partition 0 of ``topic`` in the consumer group named after the transactional id). A driver
+    that restarts fences the one before it (a zombie's commit fails) and aborts the transaction it left open;
+    a replayed batch whose id the marker already holds writes nothing. Consumers that read with
+    ``isolation.level=read_committed`` see every batch's messages once; ``read_uncommitted`` consumers also see
+    the messages of aborted attempts (as at-least-once, with the same dedupe key). What to keep in mind:
+
+    * the prefix must be unique per query and sink (a second query with the same prefix is refused by name);
+    * the batch's messages travel through the driver (one partition of rows at a time), inside a transaction
+      that lasts as long as producing them: ``kafka.transaction.timeout.ms`` (default 60 s, at most the
+      broker's ``transaction.max.timeout.ms``) must exceed that;
+    * a driver killed inside a transaction leaves it open until the restart's driver aborts it or the timeout
+      does; meanwhile ``read_committed`` consumers of the topic's partitions wait (Kafka's last stable offset);
+    * the consumer group ``<prefix>-<stage>-<kind>`` holds the marker: do not consume with that group id.
+
+    :arg options: more Kafka settings: ``kafka.*`` entries are producer settings (security, timeouts) in both
+        modes; other entries are options of Spark's Kafka writer (at-least-once only).
+    :arg transactional_id_prefix: makes the sink exactly-once (see above); needs floodmark's jar on the driver.
     """
 
     bootstrap_servers: str
     topic: str
     value_format: str = "json"
     options: Mapping[str, str] = field(default_factory=dict)
-    guarantee: ClassVar[str] = "at-least-once"
+    transactional_id_prefix: str | None = None
     _columns: dict[tuple, tuple[Column, Column]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """(SparkContext, kind, key columns, value columns, their types) -> the message's key and value columns."""
 
     def __post_init__(self) -> None:
         if self.value_format not in ("json", "text"):
             raise ValueError(f"value_format must be 'json' or 'text', not {self.value_format!r}")
+        if self.transactional_id_prefix is not None and not self.transactional_id_prefix.strip():
+            raise ValueError("transactional_id_prefix must be a non-empty text (or None for at-least-once)")
+
+    @property
+    def guarantee(self) -> str:  # type: ignore[override]
+        return "at-least-once" if self.transactional_id_prefix is None else "exactly-once (read_committed)"
+
+    def transactional_id(self, batch: OutputBatch) -> str:
+        """The Kafka transactional id (and marker group) of ``batch``'s stage and kind."""
+        return f"{self.transactional_id_prefix}-{batch.stage or 'stage'}-{batch.kind}"
 
     def write(self, batch: OutputBatch) -> None:
         key, value = self._message(batch)
@@ -191,18 +227,41 @@ class KafkaSink(Sink):
         if batch.kind == PANES:
             dedupe_key = ", ".join(sql_name(c) for c in (*batch.key_columns, WINDOW_START, WINDOW_END, PANE_INDEX))
             headers.append(_header_sql(PANE_ID_HEADER, f"to_json(struct({dedupe_key}))"))
+        messages = batch.rows.select(key, value, F.expr(f"array({', '.join(headers)}) AS headers"))
+        if self.transactional_id_prefix is not None:
+            self._write_transaction(messages, batch)
+            return
         writer = (
-            batch.rows.select(key, value, F.expr(f"array({', '.join(headers)}) AS headers"))
-            .write.format("kafka")
+            messages.write.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("topic", self.topic)
             .options(**self.options)
         )
         writer.save()
 
+    def _write_transaction(self, messages: DataFrame, batch: OutputBatch) -> None:
+        spark = messages.sparkSession
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        if not jvm.org.apache.spark.util.Utils.classIsLoadable(TRANSACTIONAL_WRITER):
+            raise RuntimeError(
+                f"an exactly-once KafkaSink needs floodmark's jar on the driver ({TRANSACTIONAL_WRITER}): start the "
+                "session with floodmark.spark.configure_spark_with_floodmark or spark-submit --jars "
+                '"$(python -m floodmark.jvm --kafka)"'
+            )
+        settings = jvm.java.util.HashMap()
+        settings.put("bootstrap.servers", self.bootstrap_servers)
+        for name, setting in self.options.items():
+            if name.startswith("kafka."):
+                settings.put(name.removeprefix("kafka."), setting)
+        writer = jvm.floodmark.kafka.TransactionalWriter.forId(self.transactional_id(batch), settings)
+        # Spark's id of the streaming query (kept in its checkpoint): the marker names it, so that another query
+        # with the same prefix is refused instead of having its batches taken for committed ones.
+        query_id = spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or ""
+        writer.write(messages._jdf, self.topic, batch.batch_id, query_id)
+
     def _message(self, batch: OutputBatch) -> tuple[Column, Column]:
-        """The message's key and value columns for ``batch``'s kind and columns (cached: Column operations
-        cost several py4j round trips each; parsed from SQL, a column is one call)."""
+        """The message's key and value columns (binary) for ``batch``'s kind and columns (cached: Column
+        operations cost several py4j round trips each; parsed from SQL, a column is one call)."""
         text = self.value_format == "text" and batch.kind == PANES
         columns = (*batch.key_columns, *batch.value_columns)
         types = tuple(batch.rows.schema[c].dataType.simpleString() for c in columns) if text else ()
@@ -216,8 +275,17 @@ class KafkaSink(Sink):
                 if text
                 else "to_json(struct(*), map('ignoreNullFields', 'false'))"  # every field, null or not
             )
-            self._columns[cache_key] = (F.expr(f"{key} AS key"), F.expr(f"{value} AS value"))
+            self._columns[cache_key] = (
+                F.expr(f"CAST({key} AS BINARY) AS key"),
+                F.expr(f"CAST({value} AS BINARY) AS value"),
+            )
         return self._columns[cache_key]
+
+
+TRANSACTIONAL_WRITER = "floodmark.kafka.TransactionalWriter"
+"""The JVM class that writes an exactly-once :class:`KafkaSink`'s batches (in floodmark's jar)."""
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+"""The local property in which Spark's stream thread (and so a ``foreachBatch`` function) has the query's id."""
 
 
 def _header_sql(name: str, text: str) -> str:
@@ -263,13 +331,16 @@ class Outputs:
         dead_letter: str,
         pane_format: str = "json",
         options: Mapping[str, str] | None = None,
+        transactional_id_prefix: str | None = None,
     ) -> Outputs:
-        """Three Kafka topics (at-least-once; see :class:`KafkaSink`)."""
+        """Three Kafka topics: exactly-once with a ``transactional_id_prefix`` (one for the three: each kind
+        gets its own transactional id), else at-least-once (see :class:`KafkaSink`)."""
         extra = dict(options or {})
+        prefix = transactional_id_prefix
         return cls(
-            KafkaSink(bootstrap_servers, panes, pane_format, extra),
-            KafkaSink(bootstrap_servers, late, "json", extra),
-            KafkaSink(bootstrap_servers, dead_letter, "json", extra),
+            KafkaSink(bootstrap_servers, panes, pane_format, extra, prefix),
+            KafkaSink(bootstrap_servers, late, "json", extra, prefix),
+            KafkaSink(bootstrap_servers, dead_letter, "json", extra, prefix),
         )
 
     @classmethod
