@@ -7,10 +7,11 @@ jitter) as JSON values in a 4-partition topic of a real broker on loopback (spli
 read the topic with Spark's Kafka source, ``maxOffsetsPerTrigger`` = rows / ``--batches``, and write their
 windows' counts to a topic: native ``withWatermark + groupBy(window, key).count()`` with ``availableNow``;
 floodmark's ``EventTimeAggregation`` (per-partition watermarks, bound 5 s) with ``run_to_completion`` and
-``Outputs.kafka`` (seed 001's text lines). "pane latency" counts batches from the one after which
-floodmark's watermark passed a window's end to the one whose write put its pane in the output topic (1 =
-the next trigger; the final flush is not a sample). Each engine runs once unmeasured, then ``--repeat``
-times alternating; medians.
+``Outputs.kafka`` (seed 001's text lines), at-least-once and exactly-once (``transactional_id_prefix``: a
+Kafka transaction per batch, written through the driver; its panes read ``read_committed``). "pane latency"
+counts batches from the one after which floodmark's watermark passed a window's end to the one whose write
+put its pane in the output topic (1 = the next trigger; the final flush is not a sample). Each engine runs
+once unmeasured, then ``--repeat`` times alternating; medians.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Pat
     return rows / elapsed, steady_rate(query.recentProgress)
 
 
-def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path):
+def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path, exactly_once: bool = False):
     prefix = work.name
     for kind in ("panes", "late", "dead"):
         broker.create_topic(f"{prefix}-{kind}")
@@ -94,7 +95,12 @@ def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: 
         ),
     )
     outputs = Outputs.kafka(
-        broker.bootstrap_servers, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead", pane_format="text"
+        broker.bootstrap_servers,
+        f"{prefix}-panes",
+        f"{prefix}-late",
+        f"{prefix}-dead",
+        pane_format="text",
+        transactional_id_prefix=prefix if exactly_once else None,
     )
     started = time.perf_counter()
     handle = aggregation.run_to_completion(str(work / "ckpt"), outputs, timeout_s=3_600)
@@ -134,6 +140,8 @@ def main() -> None:
         "ratio",
         "ratio after 1st batch",
         "pane latency (batches)",
+        "exactly-once rows/s",
+        "exactly-once / at-least-once",
     ):
         table.add_column(column, justify="right")
     with KafkaBroker(heap="1g") as broker:
@@ -148,7 +156,8 @@ def main() -> None:
             if index == 0:  # warm-up, not measured
                 native_run(spark, broker, topic, per_batch, work / "native-warm-up")
                 floodmark_run(spark, broker, topic, per_batch, work / "fm-warm-up")
-            native_rates, native_steadies, fm_rates, fm_steadies = [], [], [], []
+                floodmark_run(spark, broker, topic, per_batch, work / "fm-eo-warm-up", exactly_once=True)
+            native_rates, native_steadies, fm_rates, fm_steadies, eo_rates = [], [], [], [], []
             for run in range(args.repeat):
                 rate, steady = native_run(spark, broker, topic, per_batch, work / f"native-{keys}-{run}")
                 native_rates.append(rate)
@@ -159,6 +168,11 @@ def main() -> None:
                 assert counted == rows, f"floodmark counted {counted} of {rows} rows"
                 fm_rates.append(rows / seconds)
                 fm_steadies.append(steady_rate(handle.query.recentProgress))
+                seconds, counted, _, _ = floodmark_run(
+                    spark, broker, topic, per_batch, work / f"fm-eo-{keys}-{run}", exactly_once=True
+                )
+                assert counted == rows, f"floodmark exactly-once counted {counted} of {rows} rows"
+                eo_rates.append(rows / seconds)
             native_rate, fm_rate = statistics.median(native_rates), statistics.median(fm_rates)
             table.add_row(
                 f"{keys:,}",
@@ -167,6 +181,8 @@ def main() -> None:
                 f"{fm_rate / native_rate:.2f}x",
                 f"{statistics.median(fm_steadies) / statistics.median(native_steadies):.2f}x",
                 latency_in_batches(handle.reports, panes),
+                f"{statistics.median(eo_rates):,.0f}",
+                f"{statistics.median(eo_rates) / fm_rate:.2f}x",
             )
         spark.stop()
     console.print(table)
