@@ -340,3 +340,57 @@ def test_wrong_credentials_stop_with_kafkas_own_reason(spark, kafka_broker, tmp_
     source = read_kafka(spark, servers, "guarded", schema=SCHEMA, options=wrong)
     with pytest.raises(Exception, match=r"SaslAuthenticationException.*invalid credentials"):
         minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=120)
+
+
+HOUR = 60 * MINUTE
+
+
+def test_watermark_alignment_bounds_the_open_windows_of_a_replay_and_changes_no_pane(spark, kafka_broker, tmp_path):
+    """Replaying a topic whose partition 0 starts two hours behind partitions 1-3 (partition 4 is known but
+    silent, idle after 2 s): without alignment partitions 1-3 run two hours ahead and their windows wait open
+    for partition 0; aligned (10 minutes of drift) they are paused until partition 0 catches up. Same panes,
+    no late record either way, a fraction of the open windows."""
+    from floodmark.apps.outputs import read_output
+
+    kafka_broker.create_topic("replay", partitions=5)
+    produced = 0
+    for partition in range(4):
+        start, step = (0, 6 * SECOND) if partition == 0 else (2 * HOUR, 12 * SECOND)
+        values = [event(ts, f"ch{partition}") for ts in range(start, 4 * HOUR, step)]
+        produced += kafka_broker.produce("replay", values, partition=partition)
+    known = topic_partitions(spark, kafka_broker.bootstrap_servers, "replay")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5)).with_idleness(timedelta(seconds=2))
+    runs = {}
+    for name, time in (
+        ("free", strategy),
+        ("aligned", strategy.with_watermark_alignment("replay", timedelta(minutes=10))),
+    ):
+        source = read_kafka(
+            spark, kafka_broker.bootstrap_servers, "replay", SCHEMA, options={"maxOffsetsPerTrigger": "300"}
+        )
+        aggregation = EventTimeAggregation(
+            source,
+            event_time="timestamp",
+            key_by=["channel", "behavior"],
+            spec=WindowSpec(window=windows.Tumbling(timedelta(minutes=1)), aggregate={"count": aggregates.count()}),
+            time=SourceTime(time, split="partition", known_splits=known),
+        )
+        query = aggregation.run_to_completion(
+            str(tmp_path / name / "ckpt"), str(tmp_path / name / "out"), timeout_s=600
+        )
+        panes = read_output(tmp_path / name / "out", "panes")
+        runs[name] = (query.reports, sorted(zip(panes["channel"], panes["window_start"], panes["count"], strict=True)))
+
+    (free_reports, free_panes), (aligned_reports, aligned_panes) = runs["free"], runs["aligned"]
+    assert aligned_panes == free_panes and sum(p[2] for p in free_panes) == produced, "alignment changes no pane"
+    assert sum(r.late for r in free_reports) == sum(r.late for r in aligned_reports) == 0
+    free_peak = max(r.open_windows for r in free_reports)
+    aligned_peak = max(r.open_windows for r in aligned_reports)
+    paused = {split for r in aligned_reports for split in r.paused_splits}
+    batches = f"batches {len(free_reports)} vs {len(aligned_reports)}"
+    print(f"\npeak open windows: {free_peak} free, {aligned_peak} aligned; {batches}")
+    assert paused == {"1", "2", "3"}, "the partitions ahead, never the slowest nor the silent one"
+    assert not any(r.paused_splits for r in free_reports)
+    # Aligned, each fast partition keeps about drift + one batch of its records open (10 + ~9 minutes); free,
+    # what it read while partition 0 was behind.
+    assert free_peak > 200 and aligned_peak < 100, "the fast partitions' windows no longer wait open"

@@ -98,6 +98,9 @@ class BatchReport:
     """What each stage did, by name (``watermark`` is the MIN of their input watermarks, so it is MAX only once
     every stage has had the end of input)."""
 
+    paused_splits: tuple[str, ...] = ()
+    """Split labels that watermark alignment pauses for the next batch (sorted; see :meth:`Controller.paused`)."""
+
     input_dead_letters: int | None = None
     """Dead letters among the rows read this batch (refused by the stages that read sources); ``bad`` also counts
     the dead letters of stages reading stages (panes they refused). None: all of ``bad``."""
@@ -208,6 +211,9 @@ class Controller:
         self.planned_at: Callable[[int], int | None] = lambda batch_id: None
         """When the engine planned a batch (ms), if it says (Spark's offset log: set by the runtime)."""
         self.running_entry: ControlEntry | None = None
+        self.on_paused: Callable[[dict[str, frozenset[str]]], None] | None = None
+        """Told, before each batch is planned, which splits of each aligned source watermark alignment pauses
+        (``{source: splits}``; set by a runtime that can pause splits: Spark's Kafka source)."""
 
     @classmethod
     def of_aggregation(cls, log: ControlLog, source: SourceSettings, **options: Any) -> Controller:
@@ -297,6 +303,49 @@ class Controller:
                 + ": start this query from a new checkpoint"
             )
         return entry
+
+    # ------------------------------------------------------------ alignment
+    @property
+    def aligned_sources(self) -> list[str]:
+        """The sources whose watermark strategy asks for watermark alignment."""
+        return [name for name, settings in self.sources.items() if settings.strategy.alignment is not None]
+
+    def paused(self, sources: dict[str, SourceWatermarks]) -> dict[str, frozenset[str]]:
+        """``{aligned source: its splits to pause}`` for the sources' split watermarks: each alignment group's
+        rule (:class:`~floodmark.core.watermarks.alignment.WatermarkAlignment`) over the splits of all its
+        sources (a group's sources must agree on the drift)."""
+        groups: dict[str, list[str]] = {}
+        for name in self.aligned_sources:
+            alignment = self.sources[name].strategy.alignment
+            assert alignment is not None
+            groups.setdefault(alignment.group, []).append(name)
+        paused = dict.fromkeys(self.aligned_sources, frozenset[str]())
+        for members in groups.values():
+            alignments = {self.sources[name].strategy.alignment for name in members}
+            if len(alignments) > 1:
+                raise ValueError(f"the sources {members} of one alignment group give different drifts: {alignments}")
+            alignment = alignments.pop()
+            assert alignment is not None
+            marks = {
+                (name, split): mark for name in members for split, mark in sources[name].split_watermarks().items()
+            }
+            for name, split in alignment.paused(marks):
+                paused[name] = paused[name] | {split}
+        return paused
+
+    def publish_paused(self, entry: ControlEntry | None = None) -> dict[str, frozenset[str]]:
+        """Tell :attr:`on_paused` which splits to pause for the batch after ``entry`` (default: the latest
+        entry's; a runtime calls this at start, :meth:`on_batch` after each batch); returns them."""
+        if not self.aligned_sources:
+            return {}
+        if entry is None:
+            latest = self.log.latest_seq()
+            entry = self.log.read(latest) if latest is not None else None
+        sources = self._graph(entry)[0] if entry is not None else {}
+        paused = self.paused(sources) if entry is not None and not entry.end_of_input else {}
+        if self.on_paused is not None:
+            self.on_paused(paused)
+        return paused
 
     # ----------------------------------------------------------- the batches
     def entry_for_batch(self, batch_id: int) -> ControlEntry:
@@ -388,6 +437,7 @@ class Controller:
             )
         )
         self.plan_next_batch(now, written, buckets, list(sources.values()))
+        paused = self.publish_paused(written)
         stage_reports = {}
         for stage in graph.order:
             rows = gauges.get(stage, [])
@@ -430,6 +480,9 @@ class Controller:
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
             accepted=sum(r.accepted for r in stage_reports.values()),
             stages=stage_reports,
+            paused_splits=tuple(
+                sorted(self.split_label(name, split) for name, held in paused.items() for split in held)
+            ),
         )
         return self.record(report, first_dead_letter)
 

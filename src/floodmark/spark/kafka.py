@@ -7,7 +7,10 @@
                       known_splits=topic_partitions(spark, "broker:9092", "clicks"))
     EventTimeAggregation(events, event_time="ts", key_by=["channel"], spec=spec, time=time)
 
-A partition is a split (Flink's per-partition watermarks; seed 000). Listing the topic's partitions as
+A partition is a split (Flink's per-partition watermarks; seed 000). With floodmark's jar on the driver, the topic
+is read through :data:`ALIGNED_SOURCE`, Spark's own source wrapped so that watermark alignment
+(``WatermarkStrategy.with_watermark_alignment``) can pause a partition that runs ahead (every read is still the
+connector's); without it, through Spark's source directly. Listing the topic's partitions as
 ``known_splits`` makes a partition that has not sent anything yet hold the watermark back (as Flink's Kafka
 source does for the partitions it is assigned), until idleness releases it.
 
@@ -19,7 +22,8 @@ fetched it; see :func:`floodmark.spark.session.kafka_connector_jars`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
@@ -35,6 +39,10 @@ METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
 timestamp (timestamp) and key (text)."""
 
 VALUE_FORMATS = ("json", "text", "avro", "confluent-avro")
+ALIGNED_SOURCE = "floodmark.kafka.AlignedKafkaSource"
+"""The JVM class of the Kafka source that can pause partitions (``jvm/floodmark``; wraps Spark's connector)."""
+ALIGNMENT_KEY_OPTION = "floodmark.alignment.key"
+"""The source option that names a :data:`ALIGNED_SOURCE` (for :func:`pause_partitions`)."""
 CONFLUENT_MAGIC_BYTE = 0
 """The first byte of a value in Confluent's wire format (then the schema id in 4 bytes, then the Avro body)."""
 
@@ -69,9 +77,11 @@ def read_kafka(
     """
     if value_format not in VALUE_FORMATS:
         raise ValueError(f"value_format must be one of {VALUE_FORMATS}, not {value_format!r}")
+    reader = spark.readStream.format("kafka")
+    if _aligned_source_loadable(spark):
+        reader = spark.readStream.format(ALIGNED_SOURCE).option(ALIGNMENT_KEY_OPTION, uuid.uuid4().hex)
     reader = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap_servers)
+        reader.option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .option("startingOffsets", starting_offsets)
     )
@@ -144,6 +154,28 @@ def parse_avro(frame: DataFrame, schema: str, confluent: bool, keep: Sequence[st
 
 
 _DECODED = "fm_decoded"
+
+
+def _aligned_source_loadable(spark: SparkSession) -> bool:
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(ALIGNED_SOURCE))
+
+
+def alignment_keys(frame: DataFrame) -> list[str]:
+    """The names of the :data:`ALIGNED_SOURCE` sources ``frame`` reads (none: it reads no Kafka topic through
+    :func:`read_kafka` with floodmark's jar)."""
+    if not _aligned_source_loadable(frame.sparkSession):
+        return []
+    jvm = frame.sparkSession.sparkContext._jvm  # type: ignore[attr-defined]
+    keys = jvm.floodmark.kafka.AlignedKafkaSource.keysIn(frame._jdf)
+    return [key for key in str(keys).split(",") if key]
+
+
+def pause_partitions(spark: SparkSession, key: str, partitions: Iterable[str]) -> None:
+    """From the next batch Spark plans, source ``key`` reads nothing more of ``partitions`` (partition numbers,
+    as split labels) and reads again every partition not listed."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm.floodmark.kafka.AlignedKafkaSource.pause(key, ",".join(sorted(partitions, key=int)))
 
 
 def topic_partitions(

@@ -57,6 +57,7 @@ from floodmark.spark import bucket_layout, python_workers, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.inputs import combined_input
+from floodmark.spark.kafka import alignment_keys, pause_partitions
 from floodmark.spark.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
 from floodmark.spark.levels import CARRIER, StageLevel
 from floodmark.spark.query import (
@@ -247,6 +248,7 @@ class Pipeline:
         }
         controller = self._controller(log, metrics)
         controller.ensure_initial_entry()
+        self._align(controller)
         order = graph.order
         bucket_count = layout.count
         names = F.array(*[F.lit(n) for n in order])
@@ -294,6 +296,39 @@ class Pipeline:
                 processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
                 rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
         return rows, controller, plans
+
+    def _align(self, controller: Controller) -> None:
+        """Let watermark alignment pause the Kafka partitions of the sources that ask for it (before the first
+        batch is planned: a restart resumes the pauses of its last control entry).
+
+        :raises ValueError: an aligned source is not a topic read by ``read_kafka`` with floodmark's jar, or its
+            splits are not the Kafka partitions.
+        """
+        keys: dict[str, list[str]] = {}
+        for name in controller.aligned_sources:
+            source = self.sources[name]
+            keys[name] = alignment_keys(source.frame)
+            if not keys[name]:
+                raise ValueError(
+                    f"source {name!r} asks for watermark alignment, which pauses Kafka partitions: read the topic "
+                    "with floodmark.spark.read_kafka in a session with floodmark's jar (configure_spark_with_floodmark)"
+                )
+            if source.time.split != "partition":
+                raise ValueError(
+                    f"source {name!r} asks for watermark alignment: its splits must be the Kafka partitions "
+                    f"(SourceTime(split='partition')), not {source.time.split!r}"
+                )
+        if not keys:
+            return
+        spark = next(iter(self.sources.values())).frame.sparkSession
+
+        def pause(paused: dict[str, frozenset[str]]) -> None:
+            for name, splits in paused.items():
+                for key in keys[name]:
+                    pause_partitions(spark, key, splits)
+
+        controller.on_paused = pause
+        controller.publish_paused()
 
     def _controller(self, log: ControlLog, metrics_path: Path | None = None) -> Controller:
         sources = {

@@ -4,6 +4,7 @@ The arithmetic follows Flink's ``org.apache.flink.api.common.eventtime`` package
 see each module for the exact rule it implements.
 """
 
+from floodmark.core.watermarks.alignment import WatermarkAlignment
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.bounded import (
     AscendingTimestamps,
@@ -33,6 +34,7 @@ __all__ = [
     "SplitOutput",
     "StageTimes",
     "StageWatermark",
+    "WatermarkAlignment",
     "WatermarkGenerator",
     "WatermarkMultiplexer",
     "WatermarkOutput",

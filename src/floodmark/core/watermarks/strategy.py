@@ -4,6 +4,7 @@ In the spirit of Flink's builder::
 
     WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
         .with_idleness(timedelta(minutes=1))
+        .with_watermark_alignment("replay", max_drift=timedelta(minutes=10))
         .with_timestamp_assigner(lambda record, previous: record["ts"])
 
 A strategy is an immutable description; :meth:`WatermarkStrategy.create_generator`
@@ -21,6 +22,7 @@ from typing import Any
 
 from floodmark.core.clock import Clock
 from floodmark.core.time import Duration, positive_millis
+from floodmark.core.watermarks.alignment import WatermarkAlignment
 from floodmark.core.watermarks.bounded import (
     AscendingTimestamps,
     BoundedOutOfOrderness,
@@ -47,12 +49,15 @@ class WatermarkStrategy:
         :class:`WatermarksWithIdleness` with this timeout.
     :arg timestamp_assigner: extracts the timestamp from a record; ``None`` means
         the record's existing timestamp is used.
+    :arg alignment: the source's splits are paused while they run ahead of their alignment group
+        (:mod:`~floodmark.core.watermarks.alignment`); None: never.
     """
 
     generator_factory: Callable[[], WatermarkGenerator]
     idle_timeout_ms: int | None = None
     timestamp_assigner: TimestampAssigner | None = None
     description: str = "custom generator"
+    alignment: WatermarkAlignment | None = None
 
     # --- built-in strategies -------------------------------------------------------
     @staticmethod
@@ -95,6 +100,13 @@ class WatermarkStrategy:
     def with_idleness(self, timeout: Duration) -> WatermarkStrategy:
         """Mark a split idle after ``timeout`` of processing time without records."""
         return replace(self, idle_timeout_ms=positive_millis(timeout, "the idle timeout"))
+
+    def with_watermark_alignment(self, group: str, max_drift: Duration) -> WatermarkStrategy:
+        """Pause a split while its watermark is more than ``max_drift`` ahead of the lowest watermark of the
+        splits of every source in ``group`` (Flink's ``withWatermarkAlignment``; idle splits do not count; see
+        :mod:`~floodmark.core.watermarks.alignment`). The runtime must be able to pause splits: on Spark, a
+        Kafka source read with :func:`floodmark.spark.read_kafka` and a ``maxOffsetsPerTrigger``."""
+        return replace(self, alignment=WatermarkAlignment.of(group, max_drift))
 
     def with_timestamp_assigner(self, assigner: TimestampAssigner) -> WatermarkStrategy:
         """Take each record's timestamp from ``assigner(record, previous_timestamp)``."""
