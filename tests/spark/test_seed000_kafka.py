@@ -9,8 +9,9 @@ detect idleness, phase 2 adds a last record at 28 s (the window [20, 30)), and n
 * floodmark, bounded out-of-orderness only: nothing: the silent partition, known from the topic, holds
   the watermark at its start (seed 000's problem).
 * with ``with_idleness(5 s)``: [0, 10) and [10, 20) once partition 2 is idle; the last window never.
-* with seed 000's generator (wait 2 s) and idleness: every window, the last one within
-  max(wait, window end - last record + bound) + two triggers of the batch that read the last record.
+* with seed 000's generator (wait 2 s), idleness and watermark alignment (2 s of drift: the silent
+  partition, without a watermark and later idle, must not hold the group back): every window, the last one
+  within max(wait, window end - last record + bound) + two triggers of the batch that read the last record.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ SCHEMA = "timestamp LONG, user STRING"
 STRATEGIES = {
     "bounded": WatermarkStrategy.for_bounded_out_of_orderness(BOUND),
     "idleness": WatermarkStrategy.for_bounded_out_of_orderness(BOUND).with_idleness(IDLE),
-    "seed-000": WatermarkStrategy.for_idle_advancing(BOUND, WAIT, interval=200).with_idleness(IDLE),
+    "seed-000": WatermarkStrategy.for_idle_advancing(BOUND, WAIT, interval=200)
+    .with_idleness(IDLE)
+    .with_watermark_alignment("seed-000", 2 * SECOND),
 }
 
 
