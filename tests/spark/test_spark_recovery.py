@@ -273,9 +273,9 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
 
 
 def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
-    """Kafka in and out through a broker of its own, killed -9 after a few batches and started again on its storage
-    and ports: the query rides through, or stops with floodmark's error and resumes from its checkpoint; either
-    way every record is counted once (the last message per dedupe key)."""
+    """Kafka in and out (exactly-once) through a broker of its own, killed -9 after a few batches and started again
+    on its storage and ports: the query rides through, or stops with floodmark's error and resumes from its
+    checkpoint; either way a read_committed consumer sees every pane once and every record counted once."""
     from floodmark.spark.sinks import PANE_ID_HEADER
     from floodmark_dev.kafka import KafkaBroker
 
@@ -284,7 +284,7 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
         for kind in ("panes", "late", "dead"):
             broker.create_topic(f"out-{kind}")
         checkpoint = tmp_path / "ckpt"
-        args = ("--kafka", broker.bootstrap_servers, "in", checkpoint, "out")
+        args = ("--kafka", broker.bootstrap_servers, "in", checkpoint, "out", "--exactly-once")
         log = tmp_path / "driver.log"
         first = run_driver(*args, stderr=log)
         deadline = time.monotonic() + 300
@@ -308,8 +308,8 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
             assert second.wait(timeout=600) == 0, (tmp_path / "driver-2.log").read_text()[-3000:]
 
         delivered = [(dict(m.headers)[PANE_ID_HEADER], m.json()) for m in broker.consume("out-panes")]
-        last = {pane_id: pane for pane_id, pane in delivered}
-        got = [tuple(p[f] for f in PANE_FIELDS) for p in last.values()]
+        assert len({pane_id for pane_id, _ in delivered}) == len(delivered), "no pane twice (read_committed)"
+        got = [tuple(p[f] for f in PANE_FIELDS) for _, p in delivered]
         assert sum(p[6] for p in got) == len(records), "every record in exactly one pane"
         expected_totals: dict = {}
         for r in records.itertuples():

@@ -62,12 +62,21 @@ public final class TransactionalWriter {
   }
 
   /**
-   * The writer of {@code transactionalId} in this JVM (created on first use). {@code settings} are Kafka
-   * client settings (bootstrap.servers, security, transaction.timeout.ms, ...) without the "kafka." prefix;
-   * those of the first call stand.
+   * The writer of {@code transactionalId} in this JVM (created on first use, and again when the settings
+   * change: a query started again with other servers or credentials). {@code settings} are Kafka client
+   * settings (bootstrap.servers, security, transaction.timeout.ms, ...) without the "kafka." prefix.
    */
   public static synchronized TransactionalWriter forId(String transactionalId, Map<String, String> settings) {
-    return WRITERS.computeIfAbsent(transactionalId, id -> new TransactionalWriter(id, settings));
+    TransactionalWriter writer = WRITERS.get(transactionalId);
+    if (writer != null && !writer.config.equals(new HashMap<String, Object>(settings))) {
+      writer.closeProducer();
+      writer = null;
+    }
+    if (writer == null) {
+      writer = new TransactionalWriter(transactionalId, settings);
+      WRITERS.put(transactionalId, writer);
+    }
+    return writer;
   }
 
   /** Closes every writer of this JVM (their producers abort nothing: no transaction is open between batches). */
