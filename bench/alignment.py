@@ -31,16 +31,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from pyspark.sql import functions as F
+from kafka_throughput import minute_counts, native_minute_counts
 from rich.console import Console
 from rich.table import Table
 
-from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.spark import EventTimeAggregation, SourceTime, local_session, read_kafka, topic_partitions
+from floodmark import WatermarkStrategy
+from floodmark.spark import local_session
 from floodmark_dev.kafka import KafkaBroker
 
 HOUR = 3_600_000
-SCHEMA = "ts LONG, k STRING"
 
 
 def fill_topic(broker: KafkaBroker, topic: str, rows: int, keys: int, behind_hours: int) -> int:
@@ -64,15 +63,7 @@ def fill_topic(broker: KafkaBroker, topic: str, rows: int, keys: int, behind_hou
 
 
 def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path) -> dict[str, float]:
-    source = read_kafka(
-        spark, broker.bootstrap_servers, topic, SCHEMA, options={"maxOffsetsPerTrigger": str(per_batch)}
-    )
-    counts = (
-        source.withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "5 seconds")
-        .groupBy(F.window("t", "1 minute"), "k")
-        .count()
-    )
+    counts = native_minute_counts(spark, broker, topic, per_batch)
     started = time.perf_counter()
     query = (
         counts.writeStream.format("noop")
@@ -98,18 +89,7 @@ def floodmark_run(
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5))
     if drift_minutes is not None:
         strategy = strategy.with_watermark_alignment("replay", timedelta(minutes=drift_minutes))
-    source = read_kafka(
-        spark, broker.bootstrap_servers, topic, SCHEMA, options={"maxOffsetsPerTrigger": str(per_batch)}
-    )
-    aggregation = EventTimeAggregation(
-        source,
-        event_time="ts",
-        key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}),
-        time=SourceTime(
-            strategy, split="partition", known_splits=topic_partitions(spark, broker.bootstrap_servers, topic)
-        ),
-    )
+    aggregation = minute_counts(spark, broker, topic, per_batch, strategy)
     started = time.perf_counter()
     query = aggregation.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
     elapsed = time.perf_counter() - started

@@ -47,18 +47,24 @@ def fill_topic(broker: KafkaBroker, topic: str, data: Path) -> int:
     return len(frame)
 
 
-def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path) -> tuple[float, float]:
-    out = f"{work.name}-out"
-    broker.create_topic(out)
+def native_minute_counts(spark, broker: KafkaBroker, topic: str, per_batch: int):
+    """Native Spark's count per ``k`` and 1-minute window of ``topic`` (global watermark: MAX event time - 5 s)."""
     source = read_kafka(
         spark, broker.bootstrap_servers, topic, VALUE_SCHEMA, options={"maxOffsetsPerTrigger": str(per_batch)}
     )
-    counts = (
+    return (
         source.withColumn("t", F.timestamp_millis("ts"))
         .withWatermark("t", "5 seconds")
         .groupBy(F.window("t", "1 minute"), "k")
         .count()
-        .select(F.col("k").alias("key"), F.to_json(F.struct("window", "k", "count")).alias("value"))
+    )
+
+
+def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path) -> tuple[float, float]:
+    out = f"{work.name}-out"
+    broker.create_topic(out)
+    counts = native_minute_counts(spark, broker, topic, per_batch).select(
+        F.col("k").alias("key"), F.to_json(F.struct("window", "k", "count")).alias("value")
     )
     started = time.perf_counter()
     query = (
@@ -76,24 +82,30 @@ def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Pat
     return rows / elapsed, steady_rate(query.recentProgress)
 
 
-def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path, exactly_once: bool = False):
-    prefix = work.name
-    for kind in ("panes", "late", "dead"):
-        broker.create_topic(f"{prefix}-{kind}")
+def minute_counts(
+    spark, broker: KafkaBroker, topic: str, per_batch: int, strategy: WatermarkStrategy
+) -> EventTimeAggregation:
+    """floodmark's count per key ``k`` and 1-minute window of ``topic``'s JSON values ``{"ts", "k"}``, a partition a
+    split (every partition known), ``per_batch`` records per batch at most."""
     source = read_kafka(
         spark, broker.bootstrap_servers, topic, VALUE_SCHEMA, options={"maxOffsetsPerTrigger": str(per_batch)}
     )
-    aggregation = EventTimeAggregation(
+    return EventTimeAggregation(
         source,
         event_time="ts",
         key_by=["k"],
         spec=WindowSpec(windows.Tumbling(60_000), {"n": aggregates.count()}),
         time=SourceTime(
-            WatermarkStrategy.for_bounded_out_of_orderness(5_000),
-            split="partition",
-            known_splits=topic_partitions(spark, broker.bootstrap_servers, topic),
+            strategy, split="partition", known_splits=topic_partitions(spark, broker.bootstrap_servers, topic)
         ),
     )
+
+
+def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path, exactly_once: bool = False):
+    prefix = work.name
+    for kind in ("panes", "late", "dead"):
+        broker.create_topic(f"{prefix}-{kind}")
+    aggregation = minute_counts(spark, broker, topic, per_batch, WatermarkStrategy.for_bounded_out_of_orderness(5_000))
     outputs = Outputs.kafka(
         broker.bootstrap_servers,
         f"{prefix}-panes",
