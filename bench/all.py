@@ -19,11 +19,13 @@ window still open); pane latency in batches (from the batch after which the wate
 to the batch that emitted its pane: 1 = the next trigger); the driver's state (the newest control entry:
 per split, not per key); the peak resident memory of the Python worker processes during floodmark's run.
 
-``two stages`` is seed 003's pipeline (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2
-minutes) against native chained aggregations. ``early firings`` is ``AfterWatermark(early=AfterProcessingTime(1 s))``;
-native has no early firings, so its runs in that row are its tumbling count, alternating with floodmark's as in every
-row. ``idle`` runs each engine's tumbling query on an empty directory with a 1-second trigger for ``--idle-seconds`` and
-reports the CPU used by this process, the JVM and its Python workers, as a % of one core, and the batches each ran.
+``Nexmark`` rows are ``bench/nexmark.py``'s event-time queries on Nexmark-shaped bids (``--rows`` bids; that script
+adds events/s per core and Flink's published figures). ``two stages`` is seed 003's pipeline
+(``bench/stages_throughput.py``: per-user sessions, then a global mean per 2 minutes) against native chained
+aggregations. ``early firings`` is ``AfterWatermark(early=AfterProcessingTime(1 s))``; native has no early firings, so
+its runs in that row are its tumbling count, alternating with floodmark's as in every row. ``idle`` runs each engine's
+tumbling query on an empty directory with a 1-second trigger for ``--idle-seconds`` and reports the CPU used by this
+process, the JVM and its Python workers, as a % of one core, and the batches each ran.
 ``growth`` is ``bench/state_growth.py``'s table (one 60-minute window per key, keys from 20M, ``--growth-rows``
 sizes, one run each): per-batch seconds as the state grows, state bytes, floodmark's Python memory.
 ``cold`` runs the tumbling 100k-key workload on 2 files in a fresh process per run (a new JVM and new Python workers:
@@ -45,9 +47,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from math import nan
 from pathlib import Path
 
 import psutil
+from nexmark import QUERIES as NEXMARK_QUERIES
+from nexmark import floodmark_run as nexmark_floodmark_run
+from nexmark import generate as generate_bids
+from nexmark import native_run as nexmark_native_run
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from rich.console import Console
@@ -141,6 +148,24 @@ class Row:
     rows: int
     native: list[Run] = field(default_factory=list)
     floodmark: list[Run] = field(default_factory=list)
+
+
+def nexmark_rows(spark, work: Path, events: int, files: int, repeat: int) -> list[Row]:
+    """``bench/nexmark.py``'s queries on the same bids, one row each (per-core figures and Flink's: that script)."""
+    data = work / "bids"
+    generate_bids(data, events, 10, files)
+    events = events // files * files
+    rows = []
+    for name, query in NEXMARK_QUERIES.items():
+        row = Row(f"Nexmark {query.name}", events)
+        nexmark_native_run(spark, query, data, work / f"{name}-native-warm-up")
+        nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-warm-up")
+        for run in range(repeat):
+            row.native.append(Run(nexmark_native_run(spark, query, data, work / f"{name}-native-{run}"), events, nan))
+            seconds = nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-{run}")
+            row.floodmark.append(Run(seconds, events, nan))
+        rows.append(row)
+    return rows
 
 
 def trigger_seconds(progress: list, batch_id: int) -> float:
@@ -332,7 +357,7 @@ def main() -> None:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
         args.growth_rows = [400_000, 800_000]
     chosen = workloads(args.quick)
-    extra = ["stages", "idle", "growth", "cold"]
+    extra = ["stages", "nexmark", "idle", "growth", "cold"]
     wanted = args.only or [*chosen, *extra]
     unknown = set(wanted) - {*chosen, *extra}
     if unknown:
@@ -363,6 +388,8 @@ def main() -> None:
     if "stages" in wanted:
         rows.append(stages_row(spark, work, args.players, args.repeat))
         console.print(f"[dim]two stages: {progress_line(rows[-1])}[/dim]")
+    if "nexmark" in wanted:
+        rows.extend(nexmark_rows(spark, work, args.rows, args.files, args.repeat))
 
     table = Table(
         title=f"floodmark vs native Spark 4.3, local[2], {date.today().isoformat()}, median of {args.repeat} run(s)"
