@@ -366,7 +366,7 @@ def test_watermark_alignment_bounds_the_open_windows_of_a_replay_and_changes_no_
         ("aligned", strategy.with_watermark_alignment("replay", timedelta(minutes=10))),
     ):
         source = read_kafka(
-            spark, kafka_broker.bootstrap_servers, "replay", SCHEMA, options={"maxOffsetsPerTrigger": "300"}
+            spark, kafka_broker.bootstrap_servers, "replay", SCHEMA, options={"maxOffsetsPerTrigger": "120"}
         )
         aggregation = EventTimeAggregation(
             source,
@@ -391,6 +391,22 @@ def test_watermark_alignment_bounds_the_open_windows_of_a_replay_and_changes_no_
     print(f"\npeak open windows: {free_peak} free, {aligned_peak} aligned; {batches}")
     assert paused == {"1", "2", "3"}, "the partitions ahead, never the slowest nor the silent one"
     assert not any(r.paused_splits for r in free_reports)
-    # Aligned, each fast partition keeps about drift + one batch of its records open (10 + ~9 minutes); free,
-    # what it read while partition 0 was behind.
-    assert free_peak > 200 and aligned_peak < 100, "the fast partitions' windows no longer wait open"
+    # Free, a fast partition keeps open all it read while partition 0 was behind (~3.4 minutes of its events per
+    # batch for ~17 batches). Aligned, about the drift plus one batch of its records (10 + ~3 minutes), and
+    # partition 0 one batch of its own (the whole limit while the others are paused: 12 minutes).
+    assert free_peak > 150 and aligned_peak < 80, "the fast partitions' windows no longer wait open"
+
+
+def test_the_aligned_source_holds_paused_partitions_and_shares_the_read_limit(spark):
+    """The offsets arithmetic of floodmark.kafka.AlignedKafkaSource (the JVM side of alignment)."""
+    source = spark.sparkContext._jvm.floodmark.kafka.AlignedKafkaSource
+    start, available = '{"t":{"0":10,"1":100,"2":50}}', '{"t":{"0":1010,"1":400,"2":50}}'
+    # Paused partition 1 stays at its start; the others keep the proposed ends.
+    assert json.loads(source.hold(start, available, {1})) == {"t": {"0": 1010, "1": 100, "2": 50}}
+    # A limit of 100 goes to partition 0 alone (1 is paused, 2 has nothing): not 100 * 1000 / 1300 of it.
+    assert json.loads(source.share(start, available, {1}, 100)) == {"t": {"0": 110, "1": 100, "2": 50}}
+    # Shared by what each has to read, never beyond it, at least one record each.
+    shared = json.loads(source.share('{"t":{"0":0,"1":0}}', '{"t":{"0":990,"1":10}}', set(), 100))
+    assert shared == {"t": {"0": 99, "1": 1}}
+    assert json.loads(source.share('{"t":{"0":0,"1":0}}', '{"t":{"0":5,"1":3}}', {7}, 100)) == {"t": {"0": 5, "1": 3}}
+    assert source.share(start, available, {0, 1}, 100) is None, "nothing that may be read: the caller falls back"

@@ -24,6 +24,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
@@ -37,10 +38,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code src/floodmark/core/watermarks/alignment.py}; the Spark side is {@code floodmark.spark.kafka}).
  *
  * <p>Every read is Spark's connector's ({@link KafkaSourceProvider}'s table, scan and micro-batch stream,
- * wrapped). Only {@code latestOffset(start, limit)} changes: the end offset Spark's stream proposes for the
- * next batch keeps a paused partition at its start offset. When that would leave the batch with nothing to
- * read although the stream proposed something, the stream's own end offset stands: alignment never stops
- * reading altogether (a bounded replay whose slowest partition has ended would otherwise end early). Offsets
+ * wrapped). Only {@code latestOffset(start, limit)} changes: the next batch's end offset keeps a paused partition
+ * at its start offset, and a {@code maxOffsetsPerTrigger} limit is shared among the partitions that may be read
+ * ({@link #share}; the connector would give the paused ones their share too). When no partition that may be
+ * read has anything new, the stream's own end offset stands: alignment never stops reading altogether (a
+ * bounded replay whose slowest partition has ended would otherwise end early). Offsets
  * are the connector's ({@code {"topic":{"partition":offset}}}), logged by Spark before the batch runs, so a
  * replayed batch reads what its first attempt planned.
  *
@@ -108,7 +110,7 @@ public final class AlignedKafkaSource implements TableProvider {
   }
 
   /** {@code end} with every paused partition of {@code start} kept at its start offset (JSON offsets). */
-  static String hold(String start, String end, Set<Integer> paused) {
+  public static String hold(String start, String end, Set<Integer> paused) {
     Map<String, Map<Integer, Long>> from = parse(start);
     Map<String, Map<Integer, Long>> to = parse(end);
     for (Map.Entry<String, Map<Integer, Long>> topic : to.entrySet()) {
@@ -118,6 +120,47 @@ public final class AlignedKafkaSource implements TableProvider {
         if (at != null && topic.getValue().containsKey(partition)) {
           topic.getValue().put(partition, at);
         }
+      }
+    }
+    return render(to);
+  }
+
+  /**
+   * The end offsets for reading at most {@code limit} records from {@code start}, up to {@code available}, from
+   * the partitions not {@code paused} (each gets a share of the limit in proportion to what it has to read, at
+   * least one record, as the connector's own rate limit gives them); paused partitions stay at their start.
+   * Null when no partition that may be read has anything to read.
+   */
+  public static String share(String start, String available, Set<Integer> paused, long limit) {
+    Map<String, Map<Integer, Long>> from = parse(start);
+    Map<String, Map<Integer, Long>> to = parse(available);
+    double total = 0;
+    for (Map.Entry<String, Map<Integer, Long>> topic : to.entrySet()) {
+      Map<Integer, Long> starts = from.getOrDefault(topic.getKey(), Map.of());
+      for (Map.Entry<Integer, Long> end : topic.getValue().entrySet()) {
+        Long begin = starts.get(end.getKey());
+        if (begin != null && !paused.contains(end.getKey()) && end.getValue() > begin) {
+          total += end.getValue() - begin;
+        }
+      }
+    }
+    if (total <= 0) {
+      return null;
+    }
+    for (Map.Entry<String, Map<Integer, Long>> topic : to.entrySet()) {
+      Map<Integer, Long> starts = from.getOrDefault(topic.getKey(), Map.of());
+      for (Map.Entry<Integer, Long> end : topic.getValue().entrySet()) {
+        Long begin = starts.get(end.getKey());
+        if (begin == null) {
+          continue; // a partition new to the query: where the connector starts it
+        }
+        if (paused.contains(end.getKey()) || end.getValue() <= begin) {
+          end.setValue(begin);
+          continue;
+        }
+        long lag = end.getValue() - begin;
+        long portion = Math.max(1, (long) Math.floor(limit * (lag / total)));
+        end.setValue(begin + Math.min(lag, portion));
       }
     }
     return render(to);
@@ -205,10 +248,23 @@ public final class AlignedKafkaSource implements TableProvider {
 
     @Override
     public Offset latestOffset(Offset start, ReadLimit limit) {
-      Offset proposed = ((SupportsAdmissionControl) kafka).latestOffset(start, limit);
+      SupportsAdmissionControl admission = (SupportsAdmissionControl) kafka;
       Set<Integer> paused = PAUSED.getOrDefault(key, Set.of());
-      if (paused.isEmpty() || start == null || proposed == null) {
-        return proposed;
+      if (paused.isEmpty() || start == null) {
+        return admission.latestOffset(start, limit);
+      }
+      if (limit instanceof ReadMaxRows max) {
+        // The connector would share the limit among every partition by its lag, the paused ones too: share it
+        // among the partitions that may be read instead, so that the slow ones catch up at the full rate.
+        Offset available = admission.latestOffset(start, ReadLimit.allAvailable());
+        String shared = available == null ? null : share(start.json(), available.json(), paused, max.maxRows());
+        if (shared != null) {
+          return kafka.deserializeOffset(shared);
+        }
+      }
+      Offset proposed = admission.latestOffset(start, limit);
+      if (proposed == null) {
+        return null;
       }
       String held = hold(start.json(), proposed.json(), paused);
       if (parse(held).equals(parse(start.json()))) {
