@@ -44,7 +44,7 @@ from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window
 from floodmark.simulator import games
-from floodmark.spark import FunctionSink, Outputs
+from floodmark.spark import DiscardSink, FunctionSink, Outputs
 
 pytestmark = pytest.mark.spark
 
@@ -157,6 +157,31 @@ def test_stages_writing_to_functions_and_files_give_the_same_panes_and_are_watch
     for stage in STAGES:
         (row,) = [line for line in text.splitlines() if line.startswith(f"│ {stage} ")]
         assert f"{totals.stages[stage].panes:,}" in row, row
+
+
+def test_intermediate_panes_can_go_unwritten_and_the_last_stage_is_the_same(spark, game_input, runs, tmp_path):
+    """``Outputs.files(root, panes=False)`` for the session stages: no pane files and no write for them (the means
+    stage's pane write runs the batch), the same means, and their reports still count their panes."""
+    _, directory = game_input
+    outputs = {
+        "mobile_sessions": Outputs.files(str(tmp_path / "mobile_sessions"), panes=False),
+        "console_sessions": Outputs.files(str(tmp_path / "console_sessions"), panes=False),
+        "means": str(tmp_path / "means"),
+    }
+    pipeline = game_pipeline(spark, directory / "in", TimestampCombiner.END_OF_WINDOW)
+    query = pipeline.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=600)
+    _, out = runs[TimestampCombiner.END_OF_WINDOW]
+    assert (
+        not (tmp_path / "mobile_sessions" / "panes").exists() and not (tmp_path / "console_sessions" / "panes").exists()
+    )
+    means, expected = read_output(spark, tmp_path / "means" / "panes"), read_output(spark, out / "means" / "panes")
+    assert dict(zip(means["window_start"], means["mean_length"], strict=True)) == dict(
+        zip(expected["window_start"], expected["mean_length"], strict=True)
+    )
+    for stage in ("mobile_sessions", "console_sessions"):
+        assert sum(r.stages[stage].panes for r in query.reports) == len(read_output(spark, out / stage / "panes"))
+    with pytest.raises(ValueError, match="cannot be discarded"):
+        Outputs(DiscardSink(), DiscardSink(), FunctionSink(lambda rows, batch_id: None))
 
 
 def test_stage_watermarks_propagate_and_earliest_holds_the_mean_stage_back(runs):

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
         kafka_connector_jars,
         local_session,
     )
-    from floodmark.spark.sinks import FileSink, FunctionSink, KafkaSink, Outputs, TableSink
+    from floodmark.spark.sinks import DiscardSink, FileSink, FunctionSink, KafkaSink, Outputs, TableSink
 
 __all__ = [
+    "DiscardSink",
     "EventTimeAggregation",
     "FileSink",
     "FloodmarkQuery",
@@ -68,6 +69,7 @@ __getattr__, __dir__ = lazy_exports(
         "floodmark_jars": "floodmark.spark.session",
         "kafka_connector_jars": "floodmark.spark.session",
         "local_session": "floodmark.spark.session",
+        "DiscardSink": "floodmark.spark.sinks",
         "FileSink": "floodmark.spark.sinks",
         "FunctionSink": "floodmark.spark.sinks",
         "KafkaSink": "floodmark.spark.sinks",

@@ -182,7 +182,13 @@ class BatchSink:
                 if name == leader and not counts[name][wire.PANE]:
                     route.outputs.panes.discard_empty(frame.sparkSession, PANES, batch_id)
                 # The leader's panes went out with the job that ran the batch.
-                kinds = [kind for kind in OUTPUT_KINDS if counts[name][kind] and (name, kind) != (leader, wire.PANE)]
+                kinds = [
+                    kind
+                    for kind in OUTPUT_KINDS
+                    if counts[name][kind]
+                    and (name, kind) != (leader, wire.PANE)
+                    and not route.outputs.sink(OUTPUT_KINDS[kind]).discards
+                ]
                 if not kinds:
                     continue
                 for kind in kinds:

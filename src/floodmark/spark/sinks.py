@@ -13,6 +13,8 @@ duplicates depends on the sink, and each states it in ``guarantee``:
   dedupe key ``(key, window_start, window_end, pane_index)`` (also in each pane message's ``floodmark-pane-id``
   header), keeping the last message of a key: the committed attempt's (a key's messages share a partition, in
   order).
+* :class:`DiscardSink`: panes not written at all (an intermediate stage whose panes only its downstream
+  stages need); late records and dead letters cannot be discarded.
 * :class:`FunctionSink`: yours. Your function gets ``(DataFrame, batch_id)``; make it idempotent per batch
   id for exactly-once.
 
@@ -65,6 +67,8 @@ class Sink(ABC):
     """Where one kind of output goes (see the module docstring for the guarantees)."""
 
     guarantee: ClassVar[str]
+    discards: ClassVar[bool] = False
+    """Nothing is written (:class:`DiscardSink`): the batch skips this output altogether."""
     runs_the_batch: ClassVar[bool] = False
     """``write`` runs the rows' own query plan and so reports the batch's ``DataFrame.observe`` metrics: the
     pane write can then be the job that runs the whole micro-batch (no extra job). Not so for writers that
@@ -309,6 +313,18 @@ class FunctionSink(Sink):
 
 
 @dataclass(frozen=True)
+class DiscardSink(Sink):
+    """Panes nobody reads: not written (no Spark job, no files). For an intermediate stage of a pipeline, whose
+    panes reach its downstream stages inside the query whatever its sink; they still count in its reports."""
+
+    guarantee: ClassVar[str] = "not written"
+    discards: ClassVar[bool] = True
+
+    def write(self, batch: OutputBatch) -> None:
+        raise AssertionError("a DiscardSink is never written")  # the batch skips its output
+
+
+@dataclass(frozen=True)
 class Outputs:
     """Where each kind goes. ``EventTimeAggregation.start(output=...)`` takes this or a root path
     (:meth:`files`)."""
@@ -317,10 +333,18 @@ class Outputs:
     late: Sink
     dead_letter: Sink
 
+    def __post_init__(self) -> None:
+        if self.late.discards or self.dead_letter.discards:
+            raise ValueError("late records and dead letters cannot be discarded: give them a sink")
+
     @classmethod
-    def files(cls, root: str, file_format: str = "parquet") -> Outputs:
-        """The default layout: ``<root>/panes``, ``<root>/late``, ``<root>/dead_letter`` (exactly-once)."""
-        return cls(*(FileSink(checkpoint_files.join(root, kind), file_format) for kind in KINDS))
+    def files(cls, root: str, file_format: str = "parquet", panes: bool = True) -> Outputs:
+        """The default layout: ``<root>/panes``, ``<root>/late``, ``<root>/dead_letter`` (exactly-once); with
+        ``panes=False`` the panes are not written (:class:`DiscardSink`), late records and dead letters are."""
+        pane_sink: Sink = FileSink(checkpoint_files.join(root, PANES), file_format) if panes else DiscardSink()
+        return cls(
+            pane_sink, *(FileSink(checkpoint_files.join(root, kind), file_format) for kind in (LATE, DEAD_LETTER))
+        )
 
     @classmethod
     def kafka(
