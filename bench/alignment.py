@@ -34,6 +34,7 @@ import numpy as np
 from kafka_throughput import minute_counts, native_minute_counts
 from rich.console import Console
 from rich.table import Table
+from throughput import run_to_noop
 
 from floodmark import WatermarkStrategy
 from floodmark.spark import local_session
@@ -63,17 +64,7 @@ def fill_topic(broker: KafkaBroker, topic: str, rows: int, keys: int, behind_hou
 
 
 def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path) -> dict[str, float]:
-    counts = native_minute_counts(spark, broker, topic, per_batch)
-    started = time.perf_counter()
-    query = (
-        counts.writeStream.format("noop")
-        .outputMode("append")
-        .option("checkpointLocation", str(work / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    elapsed = time.perf_counter() - started
+    elapsed, query = run_to_noop(native_minute_counts(spark, broker, topic, per_batch), work / "ckpt")
     progress = [p for p in query.recentProgress if p["stateOperators"]]
     return {
         "seconds": elapsed,

@@ -41,6 +41,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
+from throughput import run_to_noop
 
 from floodmark import AccumulationMode, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, Outputs, Pipeline, SourceTime, local_session
@@ -140,16 +141,7 @@ def bids(spark, directory: Path) -> DataFrame:
 
 def native_run(spark, query: Query, data: Path, work: Path) -> float:
     frame = query.native(bids(spark, data).withColumn("t", F.timestamp_millis("ts")))
-    started = time.perf_counter()
-    stream = (
-        frame.writeStream.outputMode("append")
-        .format("noop")
-        .option("checkpointLocation", str(work / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    stream.awaitTermination()
-    return time.perf_counter() - started
+    return run_to_noop(frame, work / "ckpt")[0]
 
 
 def floodmark_run(spark, query: Query, data: Path, work: Path) -> float:

@@ -30,6 +30,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
+from throughput import run_to_noop
 
 from floodmark import WatermarkStrategy
 from floodmark.apps.games import GAP_MS, SCHEMA, WINDOW_MS, game_stages
@@ -73,16 +74,7 @@ def native_run(spark, data: Path, checkpoint: Path) -> float:
         )
     )
     means = sessions.groupBy(F.window("t", f"{WINDOW_MS // 1000} seconds")).agg(F.avg("length").alias("mean"))
-    start = time.perf_counter()
-    query = (
-        means.writeStream.format("noop")
-        .outputMode("append")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return time.perf_counter() - start
+    return run_to_noop(means, checkpoint)[0]
 
 
 def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = False) -> float:

@@ -101,6 +101,21 @@ def native_counts(
     return query
 
 
+def run_to_noop(frame, checkpoint: Path):
+    """Run the streaming aggregation ``frame`` to the end of its input (``availableNow``, append mode) into Spark's
+    ``noop`` sink; returns (seconds, the finished query)."""
+    started = time.perf_counter()
+    query = (
+        frame.writeStream.outputMode("append")
+        .format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return time.perf_counter() - started, query
+
+
 def native_run(spark, directory: Path, checkpoint: Path, sink: str = "noop") -> tuple[float, int, float]:
     """:func:`native_counts` of 1-minute windows: (seconds, rows, steady rows/s)."""
     started = time.perf_counter()
