@@ -59,10 +59,11 @@ fetch_jars() {
   echo "$stamp" >"$target.partial/.stamp"
   rm -rf "$target" && mv "$target.partial" "$target"
 }
-# floodmark's own JVM code (jvm/floodmark: the tick source, the sink's block reader), a Maven module with Spark
-# `provided`: built when its pom or a source file changes, into the Python package (src/floodmark/jars/), where
-# sessions find it and from where the wheel carries it. Without Maven and a JDK floodmark uses the Python forms
-# of both (same behaviour; a query starts seconds slower and its batches take longer).
+# floodmark's own JVM code (jvm/floodmark: the tick source, the sink's block reader, the Kafka classes, the JVM
+# map side), a Maven module with Spark `provided`: built when its pom or a source file changes, into the Python
+# package (src/floodmark/jars/), where sessions find it and from where the wheel carries it. Without Maven and a
+# JDK floodmark uses the Python forms of the tick source, the block reader and the map side (same behaviour; a
+# query starts seconds slower and its batches take longer) and has no Kafka alignment or exactly-once Kafka sink.
 build_floodmark_jar() {
   local module=jvm/floodmark target=src/floodmark/jars/floodmark.jar stamp
   stamp=$(find "$module/pom.xml" "$module/src" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)

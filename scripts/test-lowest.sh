@@ -14,4 +14,5 @@ fi
 echo "test-lowest: $(.venv-lowest/bin/python -c 'import numpy, pandas, pyarrow, pyspark
 print(f"numpy {numpy.__version__}, pandas {pandas.__version__}, pyarrow {pyarrow.__version__}, pyspark {pyspark.__version__}")')" >&2
 .venv-lowest/bin/python -m pytest -p no:cacheprovider tests/core tests/test_public_names.py tests/test_readme.py \
-  tests/spark/test_ticks.py tests/spark/test_stage_output.py tests/spark/test_state_parts.py -k "not kafka" "$@"
+  tests/spark/test_ticks.py tests/spark/test_stage_output.py tests/spark/test_state_parts.py tests/spark/test_jvm_combine.py \
+  -k "not kafka" "$@"

@@ -54,6 +54,10 @@ HOLD = "fm_hold"
 """A hold on the output watermark: a partial aggregate's (PARTIAL), a bucket's lowest (GAUGE)."""
 REASON = "fm_reason"
 RECORD = "fm_record"
+ORDER = "fm_order"
+"""A record's place in its batch's input (Spark's ``monotonically_increasing_id``: input partition, then row):
+the JVM map side's RAW rows cross a second shuffle, and the processor takes a bucket's RAW rows in this order.
+Null from the Arrow combiner (its blocks keep the input order)."""
 
 SEQ = "fm_seq"
 """The control entry a bucket ran with."""
@@ -84,6 +88,7 @@ TYPES = {
     HOLD: LONG,
     REASON: STRING,
     RECORD: STRING,
+    ORDER: LONG,
     SEQ: LONG,
     OLDEST_PENDING: LONG,
     OPEN_WINDOWS: LONG,
@@ -97,7 +102,7 @@ TYPES = {
 """Every ``fm_`` column's neutral type."""
 
 # ----------------------------------------------------------------- groups
-COMBINER_COLUMNS = typed(TYPES, (ROW, SPLIT, WINDOW_START, WINDOW_END, COUNT, HOLD, MIN_TS, MAX_TS))
+COMBINER_COLUMNS = typed(TYPES, (ROW, SPLIT, WINDOW_START, WINDOW_END, COUNT, HOLD, MIN_TS, MAX_TS, ORDER))
 """The columns the map-side combiner adds to the input rows, before the accumulators."""
 REJECTED_COLUMNS = typed(TYPES, (REASON, RECORD))
 """The combiner's last columns: why a BAD_INPUT row was rejected, and the record."""

@@ -45,6 +45,7 @@ from floodmark.core.time import Duration
 from floodmark.core.windows import Window
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, BatchReport
 from floodmark.spark import plan as p
+from floodmark.spark.inputs import MapSide
 from floodmark.spark.pipeline import Pipeline, SourceTime
 from floodmark.spark.query import FloodmarkQuery
 from floodmark.spark.sinks import Outputs
@@ -67,6 +68,8 @@ class EventTimeAggregation:
         dead-letter output (one corrupt far-future record must not push the watermark over every window);
         ``None`` disables.
     :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
+    :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
+        :class:`~floodmark.spark.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
     """
 
@@ -79,11 +82,12 @@ class EventTimeAggregation:
         time: SourceTime,
         max_future_skew: Duration | None = None,
         buckets: int | None = None,
+        map_side: MapSide = "arrow",
     ) -> None:
         if not key_by:
             raise ValueError("key_by needs at least one column")
         self.spec = spec
-        self.pipeline = Pipeline(buckets=buckets)
+        self.pipeline = Pipeline(buckets=buckets, map_side=map_side)
         self.pipeline.source(SOURCE, source, event_time, time, max_future_skew)
         self.pipeline.stage(STAGE, SOURCE, spec, key_by=tuple(key_by))
         self.plan: p.RuntimePlan = self.pipeline.plans(source.sparkSession)[STAGE]

@@ -90,6 +90,10 @@ class MapSideCombiner:
 
     def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
+        return arrow_table(self.parts(data, watermark, processing_time, partition), self.schema, like=data.schema)
+
+    def parts(self, data: pa.Table, watermark: int, processing_time: int, partition: int) -> list[dict[str, Any]]:
+        """The rows to shuffle as :func:`~floodmark.spark.rows.arrow_table` parts (see :meth:`process`)."""
         ts = data.column(self.plan.ts_column)
         timestamps = pc.fill_null(ts, 0).to_numpy()
         values, rejected, reasons = self._validate(data, timestamps, processing_time)
@@ -105,7 +109,7 @@ class MapSideCombiner:
             out.append(self._partials(rows, pairs, starts, ends, out_times, good_values))
         if len(raw):
             out.append({**_columns(rows if len(raw) == rows.num_rows else rows.take(raw)), wire.ROW: wire.RAW})
-        return arrow_table(out, self.schema, like=data.schema)
+        return out
 
     # ------------------------------------------------------------- validation
     def _validate(
@@ -167,25 +171,25 @@ class MapSideCombiner:
         if rows.num_rows == 0 or not self.plan.split_stats:
             return {}
         column = self.plan.split_column
-        if column is None:
-            labels = ["0"]
-            counts, lows, highs = [rows.num_rows], [int(timestamps.min())], [int(timestamps.max())]
-        else:
-            frame = pa.table({"split": rows.column(column), "ts": timestamps})
-            stats = frame.group_by("split", use_threads=False).aggregate(
-                [("ts", "count"), ("ts", "min"), ("ts", "max")]
-            )
-            # Labelled per distinct value, not per record; the driver merges equal labels.
-            labels = [_split_label(v) for v in stats.column("split").to_pylist()]
-            counts, lows, highs = (stats.column(f"ts_{f}") for f in ("count", "min", "max"))
+        splits = None if column is None else rows.column(column)
+        return self.split_stats(splits, np.ones(len(timestamps), dtype=np.int64), timestamps, timestamps, partition)
+
+    def split_stats(self, splits: Any, counts: Any, lows: Any, highs: Any, partition: int) -> dict[str, Any]:
+        """SPLIT_STATS rows of groups of good records: each group's split value (``splits``, None: the one split
+        ``"0"``), record count and lowest and highest timestamp (ms); groups of one split are merged."""
+        one_split = np.zeros(len(lows), dtype=np.int8)
+        frame = pa.table({"split": one_split if splits is None else splits, "n": counts, "lo": lows, "hi": highs})
+        stats = frame.group_by("split", use_threads=False).aggregate([("n", "sum"), ("lo", "min"), ("hi", "max")])
+        # Labelled per distinct value, not per record; the driver merges equal labels.
+        labels = ["0"] if splits is None else [_split_label(v) for v in stats.column("split").to_pylist()]
         if self.plan.source is not None:
             labels = [f"{self.plan.source}/{label}" for label in labels]
         return {
             wire.ROW: wire.SPLIT_STATS,
             wire.SPLIT: labels,
-            wire.COUNT: counts,
-            wire.MIN_TS: lows,
-            wire.MAX_TS: highs,
+            wire.COUNT: stats.column("n_sum"),
+            wire.MIN_TS: stats.column("lo_min"),
+            wire.MAX_TS: stats.column("hi_max"),
             # Statistics of one partition go to one bucket (any will do: the driver merges them).
             wire.BUCKET: self.plan.bucket_values[partition % max(self.plan.buckets, 1)],
         }
@@ -226,6 +230,62 @@ class MapSideCombiner:
         for (_, reduction, field), (_, column) in accumulators:
             out[column.name] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
         return out
+
+
+class AggregatedInJvm:
+    """``mapInArrow`` function after the JVM map side (:mod:`floodmark.spark.jvm_combine`): its rows -> the rows
+    to shuffle, packed per bucket, as :class:`MapSideCombiner` makes them.
+
+    The JVM's rows are of two kinds. An aggregated row (``fm_order`` null) is one (key, window[, split]) of
+    records that were good and on time: it becomes a PARTIAL row, and its ``fm_row_count`` / ``fm_min_ts`` /
+    ``fm_max_ts`` (records, lowest and highest event time) become the SPLIT_STATS rows. Every other row is a
+    whole record the JVM could not decide on (bad, late, or held by an output time): those go through
+    :meth:`MapSideCombiner.parts` in input order (``fm_order``), which finds their reasons and keeps them RAW.
+
+    :arg combiner: the Arrow combiner of the same plan (its schema has ``fm_order``).
+    :arg record_columns: the input's columns as the combiner reads them.
+    """
+
+    RECORDS = "fm_row_count"
+    """An aggregated row's number of records (its COUNT counts (record, window) pairs)."""
+
+    def __init__(self, combiner: MapSideCombiner, record_columns: list[str]) -> None:
+        self.combiner = combiner
+        self.plan = combiner.plan
+        self.record_columns = record_columns
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [batch for batch in batches if batch.num_rows]
+        if not parts:
+            return
+        entry = self.combiner.current_entry()
+        partition = _partition_id()
+        out = self.process(
+            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage), entry.processing_time, partition
+        )
+        yield blocks.pack(out, partition)
+
+    def process(self, table: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
+        """One partition of the JVM's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
+        records = table.column(wire.ORDER).is_valid()
+        aggregated = table.filter(pc.invert(records))
+        out: list[dict[str, Any]] = []
+        if aggregated.num_rows:
+            partial = _columns(aggregated.select([*self.plan.key_columns, wire.BUCKET]))
+            names = [wire.WINDOW_START, wire.WINDOW_END, wire.COUNT, wire.HOLD]
+            names += [column.name for _, column in self.plan.accumulator_columns()]
+            partial.update({name: aggregated.column(name) for name in names})
+            out.append({**partial, wire.ROW: wire.PARTIAL})
+            if self.plan.split_stats:
+                column = self.plan.split_column
+                stats = [aggregated.column(c) for c in (self.RECORDS, wire.MIN_TS, wire.MAX_TS)]
+                splits = None if column is None else aggregated.column(column)
+                out.append(self.combiner.split_stats(splits, *stats, partition))
+        whole = table.filter(records)
+        if whole.num_rows:
+            whole = whole.select([*self.record_columns, wire.ORDER]).sort_by(wire.ORDER)
+            out.extend(self.combiner.parts(whole, watermark, processing_time, partition))
+        return arrow_table(out, self.combiner.schema, like=table.schema)
 
 
 def _columns(table: pa.Table) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Literal
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -17,9 +20,12 @@ from pyspark.sql.types import (
 )
 
 from floodmark.protocol import wire
-from floodmark.spark import blocks, bucket_layout
+from floodmark.spark import blocks, bucket_layout, jvm_combine
 from floodmark.spark import plan as p
 from floodmark.spark.combiner import MapSideCombiner
+from floodmark.spark.unpack import register_functions
+
+_LOG = logging.getLogger(__name__)
 
 
 def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column]:
@@ -42,8 +48,22 @@ def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, 
     return ms, column.cast("string")
 
 
-def combined_input(source: DataFrame, event_time: str | Column, split: str | Column | None, plan: p.RuntimePlan):
-    """``source`` through the map-side combiner of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``)."""
+MapSide = Literal["arrow", "jvm"]
+"""Where records are combined before the shuffle (``Pipeline(map_side=...)``)."""
+
+
+def combined_input(
+    source: DataFrame,
+    event_time: str | Column,
+    split: str | Column | None,
+    plan: p.RuntimePlan,
+    map_side: MapSide = "arrow",
+) -> DataFrame:
+    """``source`` through the map side of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``).
+
+    :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
+        for the records that are good and on time (:mod:`floodmark.spark.jvm_combine`), where the plan allows.
+    """
     ms, raw = event_time_ms(source, event_time)
     # The split travels as the user's own column (no copy, no string per record); only an expression
     # adds a column. The combiner labels the few distinct values.
@@ -65,5 +85,15 @@ def combined_input(source: DataFrame, event_time: str | Column, split: str | Col
     # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
     # no record. The original text is for the combiner's dead letters: records cross the shuffle without it.
     inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.text_column]
-    combined_schema = StructType([*inputs, *plan.combiner_fields()])
-    return data.mapInArrow(MapSideCombiner(plan, combined_schema), blocks.SCHEMA)
+    combiner = MapSideCombiner(plan, StructType([*inputs, *plan.combiner_fields()]))
+    if map_side == "arrow":
+        return data.mapInArrow(combiner, blocks.SCHEMA)
+    stage = f"stage {plan.stage!r}" if plan.stage else "the aggregation"
+    why_not = jvm_combine.why_not(plan, data.schema)
+    if why_not is None and not register_functions(data.sparkSession):
+        why_not = "this session cannot load floodmark's jar"
+    if why_not is not None:
+        _LOG.warning("floodmark: %s combines records in Python (Arrow), not in the JVM: %s", stage, why_not)
+        return data.mapInArrow(combiner, blocks.SCHEMA)
+    _LOG.info("floodmark: %s combines on-time records in the JVM (Spark's partial aggregation)", stage)
+    return jvm_combine.combined_in_jvm(data, plan, combiner)

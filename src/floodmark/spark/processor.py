@@ -74,7 +74,10 @@ class WindowBucketProcessor:
             return BucketOutput([], [])  # the state and the bucket's last report stand
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
-        raw = data[kinds == wire.RAW].reset_index(drop=True)
+        raw = data[kinds == wire.RAW]
+        if wire.ORDER in raw.columns and raw[wire.ORDER].notna().any():  # the JVM map side's rows: input order
+            raw = raw.sort_values(wire.ORDER, kind="stable")
+        raw = raw.reset_index(drop=True)
         bad = data[kinds == wire.BAD_INPUT]
         out = [self._bad(bad), self._stats(data[kinds == wire.SPLIT_STATS])]
         partials = self._partials(data[kinds == wire.PARTIAL])

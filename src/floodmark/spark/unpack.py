@@ -85,14 +85,23 @@ def use_jvm_unpack(spark: SparkSession) -> bool:
     if os.environ.get(PYTHON_UNPACK_ENV) == "1":
         _LOG.info("floodmark: outputs are unpacked in Python (%s=1)", PYTHON_UNPACK_ENV)
         return False
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    if not jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FUNCTIONS):
+    if not register_functions(spark):
         # The tick source, built first, has warned that the session lacks floodmark's jar and what that costs.
         _LOG.info("floodmark: outputs are unpacked in Python: this session cannot load %s", JVM_FUNCTIONS)
         return False
-    jvm.floodmark.unpack.Functions.register(spark._jsparkSession)
     _LOG.info("floodmark: outputs are unpacked in the JVM (%s)", FUNCTION)
+    return True
+
+
+def register_functions(spark: SparkSession) -> bool:
+    """Register floodmark's SQL functions (``fm_unpack``, ``fm_batch_watermark``, ``fm_batch_processing_time``)
+    on ``spark`` when its driver can load :data:`JVM_FUNCTIONS`; whether it could. Call before the query's
+    DataFrames are built (they are analysed as they are built) and before it starts."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    if not jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FUNCTIONS):
+        return False
+    jvm.floodmark.unpack.Functions.register(spark._jsparkSession)
     return True
 
 
