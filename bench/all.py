@@ -19,6 +19,7 @@ window still open); pane latency in batches (from the batch after which the wate
 to the batch that emitted its pane: 1 = the next trigger); the driver's state (the newest control entry:
 per split, not per key); the peak resident memory of the Python worker processes during floodmark's run.
 
+The ``tumbling-100-jvm`` row is the 100-key row with floodmark's JVM map side (``map_side="jvm"``).
 ``Nexmark`` rows are ``bench/nexmark.py``'s event-time queries on Nexmark-shaped bids (``--rows`` bids; that script
 adds events/s per core and Flink's published figures). ``two stages`` is seed 003's pipeline
 (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2 minutes) against native chained
@@ -68,6 +69,7 @@ from throughput import aggregation as throughput_aggregation
 
 from floodmark import WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, local_session
+from floodmark.spark.inputs import MapSide
 
 SPLITS = ["0", "1", "2", "3"]
 
@@ -80,6 +82,7 @@ class Workload:
     keys: int
     native_window: Callable[[Column], Column]
     spec: WindowSpec
+    map_side: MapSide = "arrow"
 
 
 def workloads(quick: bool) -> dict[str, Workload]:
@@ -91,6 +94,13 @@ def workloads(quick: bool) -> dict[str, Workload]:
             100,
             lambda t: F.window(t, "1 minute"),
             WindowSpec(windows.Tumbling(60_000), count),
+        ),
+        "tumbling-100-jvm": Workload(
+            "tumbling 1 min, 100 keys, JVM map side",
+            100,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
+            map_side="jvm",
         ),
         "tumbling-100k": Workload(
             "tumbling 1 min, 100k keys",
@@ -198,7 +208,7 @@ def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
 
 
 def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
-    return throughput_aggregation(spark, data, spec=workload.spec)
+    return throughput_aggregation(spark, data, spec=workload.spec, map_side=workload.map_side)
 
 
 def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:

@@ -32,6 +32,7 @@ from throughput import generate, latency_in_batches, steady_rate
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka, topic_partitions
+from floodmark.spark.inputs import MapSide
 from floodmark.spark.sinks import PANE_ID_HEADER
 from floodmark_dev.kafka import KafkaBroker
 
@@ -83,7 +84,7 @@ def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Pat
 
 
 def minute_counts(
-    spark, broker: KafkaBroker, topic: str, per_batch: int, strategy: WatermarkStrategy
+    spark, broker: KafkaBroker, topic: str, per_batch: int, strategy: WatermarkStrategy, map_side: MapSide = "arrow"
 ) -> EventTimeAggregation:
     """floodmark's count per key ``k`` and 1-minute window of ``topic``'s JSON values ``{"ts", "k"}``, a partition a
     split (every partition known), ``per_batch`` records per batch at most."""
@@ -98,14 +99,24 @@ def minute_counts(
         time=SourceTime(
             strategy, split="partition", known_splits=topic_partitions(spark, broker.bootstrap_servers, topic)
         ),
+        map_side=map_side,
     )
 
 
-def floodmark_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Path, exactly_once: bool = False):
+def floodmark_run(
+    spark,
+    broker: KafkaBroker,
+    topic: str,
+    per_batch: int,
+    work: Path,
+    exactly_once: bool = False,
+    map_side: MapSide = "arrow",
+):
     prefix = work.name
     for kind in ("panes", "late", "dead"):
         broker.create_topic(f"{prefix}-{kind}")
-    aggregation = minute_counts(spark, broker, topic, per_batch, WatermarkStrategy.for_bounded_out_of_orderness(5_000))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5_000)
+    aggregation = minute_counts(spark, broker, topic, per_batch, strategy, map_side)
     outputs = Outputs.kafka(
         broker.bootstrap_servers,
         f"{prefix}-panes",
@@ -137,6 +148,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=10, help="event-time span of the input")
     parser.add_argument("--batches", type=int, default=8, help="micro-batches the topic is read in")
     parser.add_argument("--repeat", type=int, default=2, help="runs per engine (the table shows medians)")
+    parser.add_argument("--map-side", choices=["arrow", "jvm"], default="arrow", help="floodmark's map side")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="floodmark-kafka-bench-"))
@@ -167,21 +179,29 @@ def main() -> None:
             rows = fill_topic(broker, topic, data)
             if index == 0:  # warm-up, not measured
                 native_run(spark, broker, topic, per_batch, work / "native-warm-up")
-                floodmark_run(spark, broker, topic, per_batch, work / "fm-warm-up")
-                floodmark_run(spark, broker, topic, per_batch, work / "fm-eo-warm-up", exactly_once=True)
+                floodmark_run(spark, broker, topic, per_batch, work / "fm-warm-up", map_side=args.map_side)
+                floodmark_run(
+                    spark, broker, topic, per_batch, work / "fm-eo-warm-up", exactly_once=True, map_side=args.map_side
+                )
             native_rates, native_steadies, fm_rates, fm_steadies, eo_rates = [], [], [], [], []
             for run in range(args.repeat):
                 rate, steady = native_run(spark, broker, topic, per_batch, work / f"native-{keys}-{run}")
                 native_rates.append(rate)
                 native_steadies.append(steady)
                 seconds, counted, handle, panes = floodmark_run(
-                    spark, broker, topic, per_batch, work / f"fm-{keys}-{run}"
+                    spark, broker, topic, per_batch, work / f"fm-{keys}-{run}", map_side=args.map_side
                 )
                 assert counted == rows, f"floodmark counted {counted} of {rows} rows"
                 fm_rates.append(rows / seconds)
                 fm_steadies.append(steady_rate(handle.query.recentProgress))
                 seconds, counted, _, _ = floodmark_run(
-                    spark, broker, topic, per_batch, work / f"fm-eo-{keys}-{run}", exactly_once=True
+                    spark,
+                    broker,
+                    topic,
+                    per_batch,
+                    work / f"fm-eo-{keys}-{run}",
+                    exactly_once=True,
+                    map_side=args.map_side,
                 )
                 assert counted == rows, f"floodmark exactly-once counted {counted} of {rows} rows"
                 eo_rates.append(rows / seconds)

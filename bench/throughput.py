@@ -46,6 +46,7 @@ from rich.table import Table
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.triggers import Default, Trigger
 from floodmark.spark import EventTimeAggregation, SourceTime, local_session
+from floodmark.spark.inputs import MapSide
 
 SCHEMA = "ts LONG, k STRING, p INT"
 
@@ -126,10 +127,14 @@ def native_run(spark, directory: Path, checkpoint: Path, sink: str = "noop") -> 
 
 
 def aggregation(
-    spark, directory: Path, trigger: Trigger | None = None, spec: WindowSpec | None = None
+    spark,
+    directory: Path,
+    trigger: Trigger | None = None,
+    spec: WindowSpec | None = None,
+    map_side: MapSide = "arrow",
 ) -> EventTimeAggregation:
     """The benchmark's pipeline: ``spec`` (default: a 1-minute tumbling count per key, with ``trigger``), 4 splits,
-    bound 5 s (one file per batch)."""
+    bound 5 s (one file per batch), combined before the shuffle on ``map_side``."""
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     return EventTimeAggregation(
         stream,
@@ -139,6 +144,7 @@ def aggregation(
         time=SourceTime(
             WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=["0", "1", "2", "3"]
         ),
+        map_side=map_side,
     )
 
 
