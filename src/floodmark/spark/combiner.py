@@ -266,7 +266,7 @@ class AggregatedInJvm:
         yield blocks.pack(out, partition)
 
     def process(self, table: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
-        """One partition of the JVM's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
+        """One partition of the JVM's rows -> the rows to shuffle (pure; tests/spark/test_jvm_combine.py)."""
         records = table.column(wire.ORDER).is_valid()
         aggregated = table.filter(pc.invert(records))
         out: list[dict[str, Any]] = []
