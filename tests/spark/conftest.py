@@ -34,7 +34,7 @@ def wheel(tmp_path_factory) -> Path:
     Built from the sdist (``uv build``'s default), not from the tree (``--wheel``): setuptools builds a wheel from
     the tree in its ``build/lib``, which keeps the modules an earlier build saw, moved or deleted since."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([find_uv_bin(), "build", "--quiet", "-o", str(out), str(ROOT)], check=True)
+    subprocess.run([find_uv_bin(), "build", "--quiet", "--no-cache", "-o", str(out), str(ROOT)], check=True)
     (built,) = out.glob("floodmark-*.whl")
     with zipfile.ZipFile(built) as archive:
         assert "floodmark/jars/floodmark.jar" in archive.namelist(), "the wheel carries floodmark's jar"
@@ -47,13 +47,16 @@ def wheel_venv(wheel, tmp_path_factory) -> Path:
     requires, at the lock's versions); returns its root."""
     venv = tmp_path_factory.mktemp("wheel-venv") / "venv"
     uv = find_uv_bin()
-    subprocess.run([uv, "venv", "--quiet", "--seed", "-p", sys.executable, str(venv)], check=True)
+    subprocess.run([uv, "venv", "--quiet", "--no-cache", "--seed", "-p", sys.executable, str(venv)], check=True)
+    # No cache: pyspark comes as an sdist, and uv kept every build of it (~1.4 GB a run) in ~/.cache/uv, which
+    # filled the shared disk of a machine that runs the suite again and again.
     subprocess.run(
         [
             uv,
             "pip",
             "install",
             "--quiet",
+            "--no-cache",
             "-p",
             str(venv / "bin" / "python"),
             f"{wheel}[spark,cli]",

@@ -59,10 +59,11 @@ def test_the_wheel_keeps_a_users_numpy_pandas_and_pyarrow(wheel, tmp_path):
     venv = tmp_path / "venv"
     python = str(venv / "bin" / "python")
     uv = find_uv_bin()
-    subprocess.run([uv, "venv", "--quiet", "--seed", "-p", sys.executable, str(venv)], check=True)
+    subprocess.run([uv, "venv", "--quiet", "--no-cache", "--seed", "-p", sys.executable, str(venv)], check=True)
     before = lowest(["numpy", "pandas", "pyarrow"])
     subprocess.run(
-        [uv, "pip", "install", "--quiet", "-p", python, *(f"{n}=={v}" for n, v in before.items())], check=True
+        [uv, "pip", "install", "--quiet", "--no-cache", "-p", python, *(f"{n}=={v}" for n, v in before.items())],
+        check=True,
     )
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], check=True)
     listed = subprocess.run(
