@@ -7,10 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 uv=.venv/bin/uv
 if [ ! -x .venv-lowest/bin/python ]; then
-  "$uv" venv --quiet -p .venv/bin/python .venv-lowest
+  "$uv" venv --quiet --no-cache -p .venv/bin/python .venv-lowest
 fi
-"$uv" pip install --quiet -p .venv-lowest/bin/python -r requirements/lowest.txt
-"$uv" pip install --quiet -p .venv-lowest/bin/python --no-deps -e .
+# No cache: pyspark is an sdist, and uv kept a ~1.2 GB build of it per run (see docs/STATUS.md, pitfalls).
+"$uv" pip install --quiet --no-cache -p .venv-lowest/bin/python -r requirements/lowest.txt
+"$uv" pip install --quiet --no-cache -p .venv-lowest/bin/python --no-deps -e .
 echo "test-lowest: $(.venv-lowest/bin/python -c 'import numpy, pandas, pyarrow, pyspark
 print(f"numpy {numpy.__version__}, pandas {pandas.__version__}, pyarrow {pyarrow.__version__}, pyspark {pyspark.__version__}")')" >&2
 .venv-lowest/bin/python -m pytest -p no:cacheprovider tests/core tests/test_public_names.py tests/test_readme.py \
