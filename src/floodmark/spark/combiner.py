@@ -171,8 +171,11 @@ class MapSideCombiner:
         if rows.num_rows == 0 or not self.plan.split_stats:
             return {}
         column = self.plan.split_column
-        splits = None if column is None else rows.column(column)
-        return self.split_stats(splits, np.ones(len(timestamps), dtype=np.int64), timestamps, timestamps, partition)
+        if column is None:  # one split: its three numbers, no group-by
+            low, high = int(timestamps.min()), int(timestamps.max())
+            return self.split_stats(None, [rows.num_rows], [low], [high], partition)
+        ones = np.ones(len(timestamps), dtype=np.int64)
+        return self.split_stats(rows.column(column), ones, timestamps, timestamps, partition)
 
     def split_stats(self, splits: Any, counts: Any, lows: Any, highs: Any, partition: int) -> dict[str, Any]:
         """SPLIT_STATS rows of groups of good records: each group's split value (``splits``, None: the one split

@@ -150,6 +150,11 @@ class WindowColumns:
     def end(self) -> Column:
         return self.start + F.lit(self.size) if self.size is not None else F.lit(GLOBAL_WINDOW.end)
 
+    def output_time(self, ts: Column, end: Column) -> Column:
+        """A record's output time in the window ending at ``end`` (``WindowAssigner.output_times``: the event time,
+        or for sliding windows at least the previous window's end, ``max(ts, end - slide)``)."""
+        return ts if self.slide is None else F.greatest(ts, end - F.lit(self.slide))
+
 
 def window_columns(plan: p.RuntimePlan) -> WindowColumns:
     """The windows of each record of ``plan``'s input (its ``ts_column``)."""
@@ -173,10 +178,8 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
     watermark = F.call_function(WATERMARK, F.lit(plan.stage))
     direct = good_record(plan) & (windows.earliest_end - F.lit(1) > watermark)
     if plan.spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
-        # The lowest output time over the record's windows (Sliding.output_times: max(ts, end - slide)).
-        ts = F.col(plan.ts_column)
-        lowest = ts if windows.slide is None else F.greatest(ts, windows.earliest_end - F.lit(windows.slide))
-        direct &= lowest >= watermark
+        # The lowest output time over the record's windows: the earliest window's.
+        direct &= windows.output_time(F.col(plan.ts_column), windows.earliest_end) >= watermark
     return direct
 
 
@@ -195,7 +198,7 @@ def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCo
     group = [*plan.key_columns, wire.BUCKET]
     if plan.split_column is not None and plan.split_stats:
         group.append(plan.split_column)
-    out_time = ts if windows.slide is None else F.greatest(ts, windows.end - F.lit(windows.slide))
+    out_time = windows.output_time(ts, windows.end)
     reductions = accumulator_reductions(plan.spec)
     accumulators = zip(reductions, plan.accumulator_columns(), strict=True)
     values = {field: f"fm_j_{i}" for i, field in enumerate(dict.fromkeys(f for _, _, f in reductions if f))}
