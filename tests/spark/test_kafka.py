@@ -206,6 +206,38 @@ def test_table_and_function_sinks(spark, kafka_broker, tmp_path):
     spark.sql("DROP TABLE floodmark_test_panes")
 
 
+def test_a_batch_is_one_spark_job_when_its_panes_go_to_kafka_or_a_table(spark, kafka_broker, tmp_path):
+    """The pane write is the job that computes the batch (its observation brings the batch's reports to the
+    driver): one Spark job per batch with at-least-once Kafka or a table, no no-op write before it; batches
+    without panes leave no table partition behind."""
+    kafka_broker.create_topic("one-job", partitions=2)
+    kafka_broker.create_topic("one-job-panes")
+    for partition in (0, 1):
+        kafka_broker.produce("one-job", [event(s * SECOND) for s in range(0, 240, 4)], partition=partition)
+    nothing = FunctionSink(lambda rows, batch_id: None)  # no late record or dead letter in this input
+    sinks = {
+        "kafka": KafkaSink(kafka_broker.bootstrap_servers, "one-job-panes", "text"),
+        "table": TableSink("floodmark_one_job", location=str(tmp_path / "table")),
+    }
+    for name, panes in sinks.items():
+        options = {"maxOffsetsPerTrigger": "40"}
+        source = read_kafka(spark, kafka_broker.bootstrap_servers, "one-job", schema=SCHEMA, options=options)
+        handle = minute_counts(spark, source).run_to_completion(
+            str(tmp_path / f"{name}-checkpoint"), Outputs(panes, nothing, nothing), timeout_s=600
+        )
+        assert len(handle.reports) > 3, "several batches"
+        # Spark runs every job of a streaming query's batches in the job group of the query's run.
+        jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(handle.query.runId))
+        assert len(jobs) == len(handle.reports), f"one job per batch with panes to {name}"
+    lines = sorted(r.text() for r in kafka_broker.consume("one-job-panes"))
+    assert [line.split()[-1] for line in lines] == ["30"] * 4 and len(set(lines)) == 4
+    table = spark.table("floodmark_one_job").toPandas()
+    assert sorted(table["window_start"]) == [0, MINUTE, 2 * MINUTE, 3 * MINUTE] and table["count"].sum() == 120
+    partitions = spark.sql("SHOW PARTITIONS floodmark_one_job").collect()
+    assert len(partitions) == table["batch_id"].nunique(), "no partition for a batch without panes"
+    spark.sql("DROP TABLE floodmark_one_job")
+
+
 def test_the_kafka_demo_reads_the_topic_and_writes_three_topics(spark, tmp_path):
     from rich.console import Console
 

@@ -4,11 +4,12 @@ Each stage's panes, late records and dead letters go to the :class:`~floodmark.s
 started with (files by default: exactly-once per batch id; see :mod:`floodmark.spark.sinks` for each
 sink's guarantee). STATS and GAUGE rows go to the driver's :class:`~floodmark.driver.controller.Controller`.
 
-A batch costs one Spark job in the common case: the first stage's pane write runs the whole micro-batch
-(combiner, shuffle, stateful operators) and an observation (``DataFrame.observe``) brings the small STATS and
-GAUGE rows to the driver in the same job. Other outputs (late records and dead letters, rare; other stages'
-panes) are written from the cached batch only when the gauges count some. A pane sink that is a user function
-runs after a no-op write that computes the batch (the function may run no Spark action).
+A batch costs one Spark job in the common case: the first stage's pane write (files, a table, at-least-once
+Kafka: a sink that ``runs_the_batch``) runs the whole micro-batch (combiner, shuffle, stateful operators) and an
+observation (``DataFrame.observe``) brings the small STATS and GAUGE rows to the driver in the same job. Other
+outputs (late records and dead letters, rare; other stages' panes) are written from the cached batch only when
+the gauges count some. A pane sink that is a user function (which may run no Spark action) or exactly-once
+Kafka (written through the driver) runs after a no-op write that computes the batch.
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ class BatchSink:
     """The function given to ``foreachBatch``: each stage's rows to its outputs, the batch to the controller.
 
     One Spark job computes the batch and collects its small STATS and GAUGE rows (an observation) into the
-    cache; when a stage's pane sink can run the whole batch (files, tables), that job writes that stage's panes
-    on the way (an empty write is discarded). Every other output is then written from the cache, only when
-    the gauges count some rows for it.
+    cache; when a stage's pane sink can run the whole batch (files, tables, at-least-once Kafka), that job writes
+    that stage's panes on the way (what an empty write leaves is discarded). Every other output is then written
+    from the cache, only when the gauges count some rows for it.
 
     :arg plans: ``{stage: plan}``, upstream first. :arg outputs: ``{stage: Outputs}``.
     :arg jvm_unpack, time_zone: see :class:`StageRoute`.

@@ -33,6 +33,7 @@ from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
@@ -71,9 +72,9 @@ class Sink(ABC):
     """Nothing is written (:class:`DiscardSink`): the batch skips this output altogether."""
     runs_the_batch: ClassVar[bool] = False
     """``write`` runs the rows' own query plan and so reports the batch's ``DataFrame.observe`` metrics: the
-    pane write can then be the job that runs the whole micro-batch (no extra job). Not so for writers that
-    run a copy of the plan (Kafka's): the batch then runs first as a no-op write, and their write reads the
-    cached batch."""
+    pane write can then be the job that runs the whole micro-batch (no extra job). Not so for a function, which
+    may run no Spark action, nor for exactly-once Kafka, which reads the rows partition by partition on the
+    driver: the batch then runs first as a no-op write, and their write reads the cached batch."""
 
     @abstractmethod
     def write(self, batch: OutputBatch) -> None:
@@ -137,20 +138,12 @@ class TableSink(Sink):
     format: str = "parquet"
     location: str | None = None
     guarantee: ClassVar[str] = "exactly-once"
+    runs_the_batch: ClassVar[bool] = True
 
     def write(self, batch: OutputBatch) -> None:
         spark = batch.rows.sparkSession
         if not spark.catalog.tableExists(self.table):
-            if self.location is None or not HadoopFiles(spark).list_names(self.location):
-                rows = batch.rows.withColumn(BATCH_ID, F.lit(batch.batch_id))
-                writer = rows.write.format(self.format).partitionBy(BATCH_ID)
-                if self.location is not None:
-                    writer = writer.option("path", self.location)
-                writer.saveAsTable(self.table)
-                return
-            # The catalog forgot the table (an in-memory catalog after a driver restart): register its files.
-            spark.catalog.createTable(self.table, path=self.location, source=self.format)
-            spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
+            self._create(spark, batch.rows.schema)
         columns = [c for c in spark.table(self.table).columns if c != BATCH_ID]
         missing = sorted(set(columns) - set(batch.rows.columns))
         if missing:
@@ -167,6 +160,29 @@ class TableSink(Sink):
             )
         finally:
             spark.catalog.dropTempView(view)
+
+    def _create(self, spark: SparkSession, schema: StructType) -> None:
+        """The table: ``schema``'s columns and ``batch_id``, partitioned by it. With a ``location`` that holds a
+        table's files already (a catalog that forgot the table: an in-memory one after a driver restart), the
+        table is registered over them, partitions included. The columns are declared, not inferred from files:
+        the first batches of a query often have no panes, and an empty write leaves no file to infer from."""
+        columns = ", ".join(f"{sql_name(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+        location = ""
+        if self.location is not None:
+            location = " LOCATION '" + self.location.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self.table} ({columns}, {BATCH_ID} BIGINT) USING {self.format} "
+            f"PARTITIONED BY ({BATCH_ID}){location}"
+        )
+        if self.location is not None and HadoopFiles(spark).list_names(self.location):
+            spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
+
+    def discard_empty(self, spark: SparkSession, kind: str, batch_id: int) -> None:
+        # An idle query must not leave a partition per tick. Dropping an external table's partition keeps its
+        # (empty) directory, which a later RECOVER PARTITIONS would register again.
+        spark.sql(f"ALTER TABLE {self.table} DROP IF EXISTS PARTITION ({BATCH_ID} = {batch_id})")
+        if self.location is not None:
+            HadoopFiles(spark).delete_tree(f"{self.location}/{BATCH_ID}={batch_id}")
 
 
 @dataclass
@@ -220,6 +236,11 @@ class KafkaSink(Sink):
     def guarantee(self) -> str:  # type: ignore[override]
         return "at-least-once" if self.transactional_id_prefix is None else "exactly-once (read_committed)"
 
+    @property
+    def runs_the_batch(self) -> bool:  # type: ignore[override]
+        """At-least-once: Spark's Kafka writer runs the rows' plan (through DSv2, :func:`_append_to_kafka`)."""
+        return self.transactional_id_prefix is None
+
     def transactional_id(self, batch: OutputBatch) -> str:
         """The Kafka transactional id (and marker group) of ``batch``'s stage and kind."""
         return f"{self.transactional_id_prefix}-{batch.stage or 'stage'}-{batch.kind}"
@@ -235,13 +256,8 @@ class KafkaSink(Sink):
         if self.transactional_id_prefix is not None:
             self._write_transaction(messages, batch)
             return
-        writer = (
-            messages.write.format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap_servers)
-            .option("topic", self.topic)
-            .options(**self.options)
-        )
-        writer.save()
+        options = {"kafka.bootstrap.servers": self.bootstrap_servers, "topic": self.topic, **self.options}
+        _append_to_kafka(messages, options)
 
     def _write_transaction(self, messages: DataFrame, batch: OutputBatch) -> None:
         spark = messages.sparkSession
@@ -290,6 +306,28 @@ TRANSACTIONAL_WRITER = "floodmark.kafka.TransactionalWriter"
 """The JVM class that writes an exactly-once :class:`KafkaSink`'s batches (in floodmark's jar)."""
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 """The local property in which Spark's stream thread (and so a ``foreachBatch`` function) has the query's id."""
+
+
+V1_SOURCES = "spark.sql.sources.useV1SourceList"
+"""The session setting that names the sources Spark reads and writes through their V1 API (Kafka by default)."""
+
+
+def _append_to_kafka(messages: DataFrame, options: Mapping[str, str]) -> None:
+    """Write ``messages`` with Spark's Kafka writer through its DSv2 API, so that the write runs the rows' own
+    plan: a ``DataFrame.observe`` above them reports, and the write can be the job that computes the batch.
+
+    Spark writes Kafka through V1 by default, and V1's ``KafkaWriter`` runs a copy of the plan whose
+    observations never reach the caller (so the batch would need a job of its own). The V1 list is changed only
+    for this call, in the session of the rows (in ``foreachBatch`` the query's own clone of the user's session).
+    """
+    conf = messages.sparkSession.conf
+    v1_sources = conf.get(V1_SOURCES) or ""
+    without_kafka = ",".join(s for s in v1_sources.split(",") if s.strip().lower() != "kafka")
+    conf.set(V1_SOURCES, without_kafka)
+    try:
+        messages.write.format("kafka").mode("append").options(**options).save()
+    finally:
+        conf.set(V1_SOURCES, v1_sources)
 
 
 def _header_sql(name: str, text: str) -> str:
