@@ -2,6 +2,7 @@
 
 import pytest
 
+from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.driver.next_batch import HEARTBEAT, HEARTBEAT_MS, BucketGauges, next_batch
 
@@ -143,3 +144,11 @@ DUE_CASES = [
 def test_a_batch_is_due_for_a_bucket_from_its_last_report(bucket, watermark, pt, due):
     assert (BUCKETS.due("", watermark, pt, bucket) is not None) == due
     assert bucket is None or BUCKETS.reported("", bucket) == (bucket in (0, 1, 2))
+
+
+def test_nothing_runs_after_the_end_of_input_has_reached_every_stage():
+    """A bounded run asks for a batch at every trigger until its flush; after it nothing can fire."""
+    memory = gauges(single=[(0, None, 5, 1, 59_999, NOW)])
+    assert next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, [], bounded=True).at == NOW
+    flushed = next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, [], bounded=True, flushed=True)
+    assert flushed.waits_for_input and flushed.at == NOW + HEARTBEAT_MS

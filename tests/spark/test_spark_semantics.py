@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -51,6 +52,10 @@ def lagging_split_batches():
     return batches
 
 
+LOGS = ("offsets", "commits")
+"""Spark's logs of a query's checkpoint: the batches it planned, the batches it committed."""
+
+
 def test_lagging_split_is_not_dropped_by_floodmark_but_is_by_native_spark(spark, tmp_path):
     batches = lagging_split_batches()
     write_batches(tmp_path / "in", batches)
@@ -67,7 +72,11 @@ def test_lagging_split_is_not_dropped_by_floodmark_but_is_by_native_spark(spark,
             known_splits=["0", "1"],  # like Kafka's partitions: known before their first record
         ),
     )
-    agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    handle = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    # The run stops after its flush, committed, with no batch planned after it (nothing could fire).
+    spark_log = Path(handle.spark_checkpoint.directory)
+    offsets, commits = ({int(f.name) for f in (spark_log / log).iterdir() if f.name.isdigit()} for log in LOGS)
+    assert max(offsets) == max(commits) == handle.reports[-1].batch_id
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert panes["n"].sum() == total, "every record of the lagging split is counted"
     by_window = dict(zip(panes["window_start"], panes["n"], strict=True))

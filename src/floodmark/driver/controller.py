@@ -436,7 +436,7 @@ class Controller:
                 buckets.snapshot(),
             )
         )
-        self.plan_next_batch(now, written, buckets, list(sources.values()))
+        self.plan_next_batch(now, written, buckets, list(sources.values()), flushed=entry.watermark == MAX_TIMESTAMP)
         paused = self.publish_paused(written)
         stage_reports = {}
         for stage in graph.order:
@@ -495,11 +495,19 @@ class Controller:
         return written
 
     def plan_next_batch(
-        self, now: int, written: ControlEntry, gauges: BucketGauges, sources: list[SourceWatermarks]
+        self,
+        now: int,
+        written: ControlEntry,
+        gauges: BucketGauges,
+        sources: list[SourceWatermarks],
+        flushed: bool = False,
     ) -> None:
-        """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`)."""
+        """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`);
+        ``flushed``: the batch just run had watermark MAX at every stage."""
         bounded = self.end_when_exhausted is not None or self.end_of_input_requested or written.end_of_input
-        self.next_batch = next_batch(now, written.stage_watermarks, written.processing_time, gauges, sources, bounded)
+        self.next_batch = next_batch(
+            now, written.stage_watermarks, written.processing_time, gauges, sources, bounded, flushed=flushed
+        )
         if self.ticks is not None:
             self.ticks.request(self.next_batch.at - now)
 

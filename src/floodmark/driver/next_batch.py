@@ -10,6 +10,9 @@ decides when, after every batch, from what the driver knows:
   collection: ``next_watermark_deadline``), or its processing time has reached their lowest processing-time
   deadline (an EARLY pane: ``next_processing_deadline``), or the input is bounded (a bounded run needs a batch
   that reads nothing to see the end of its input), or the entry ends the input;
+* **no batch** before the heartbeat once the end of input has reached every stage (the batch just run had
+  watermark MAX everywhere): every window has fired and been collected, nothing can fire any more. A bounded
+  run stops there, after its flush, with no trigger running;
 * otherwise it runs at the **earliest** of: the processing time at which a source's watermark, with no new
   record, reaches the lowest watermark deadline of any stage (periodic emits, idleness:
   :meth:`SourceWatermarks.reaches`); the lowest processing-time deadline; ``now + heartbeat``.
@@ -61,12 +64,16 @@ def next_batch(
     sources: Sequence[SourceWatermarks],
     bounded: bool,
     heartbeat: int = HEARTBEAT_MS,
+    flushed: bool = False,
 ) -> NextBatch:
     """When the next batch must run (see the module docstring).
 
     :arg now: the driver's processing time (ms). :arg input_watermarks: each stage's input watermark in the
-        control entry just written. :arg processing_time: that entry's processing time.
+        control entry just written. :arg processing_time: that entry's processing time. :arg flushed: the batch
+        just run had every stage's input watermark at MAX (the end of input has reached the last level).
     """
+    if flushed:
+        return NextBatch(now + heartbeat, HEARTBEAT)
     if bounded:
         return NextBatch(now, "bounded input: every trigger runs")
     fire_at: list[int] = []

@@ -234,7 +234,8 @@ class FloodmarkQuery:
         controller decides at the end of that batch and the very next batch runs with every source's watermark
         MAX; every stage, upstream first, gets it (one batch per level), and every window fires. The first
         batch after a restart does not count: Spark may replay offsets it planned before the restart, when
-        newer input did not exist yet.
+        newer input did not exist yet. After the flush no batch is asked for (nothing can fire): the query
+        stops once Spark has committed the flush and its trigger has ended.
 
         :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
             paced source can have batches without records before it is done. Called on the driver from
@@ -249,8 +250,13 @@ class FloodmarkQuery:
                 self.stop()
                 raise TimeoutError("the bounded run did not finish in time")
             time.sleep(0.05)
+        # The report comes from the flush's sink, before Spark commits the batch: stop once the trigger has
+        # ended, so that the flush is committed and no write is interrupted.
+        while self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            self._check()
+            time.sleep(0.02)
         self.stop()
-        # The trigger after the flush may have started before the stop: it had nothing to emit, and what its
+        # A trigger that started anyway before the stop (a source's own batch) had nothing to emit, and what its
         # interrupted write left behind would never be replaced by a replay.
         for outputs in self.stage_outputs.values():
             outputs.discard_after(self.spark, self.reports[-1].batch_id)
