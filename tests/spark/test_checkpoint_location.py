@@ -203,3 +203,10 @@ def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognis
     assert str(failed.value).startswith("floodmark batch 3 failed while computing the batch: ")
     assert "start the query again from its checkpoint" in str(failed.value)
     assert failed.value.__cause__ is failure
+    # Python's own error (your function sink's): its type and first line.
+    broken = ValueError("the sink is down\nand a second line")
+    with pytest.raises(BatchFailed) as failed:
+        sink_raising(broken)(None, 4)
+    cause = "ValueError: the sink is down. "
+    assert str(failed.value).startswith(f"floodmark batch 4 failed while computing the batch: {cause}")
+    assert failed.value.__cause__ is broken

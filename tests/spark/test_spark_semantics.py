@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
-from floodmark.spark import EventTimeAggregation, SourceTime
+from floodmark.spark import EventTimeAggregation, FunctionSink, Outputs, SourceTime
 
 pytestmark = pytest.mark.spark
 
@@ -255,3 +255,32 @@ def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, t
 
 def aggregates_skew():
     return 365 * 24 * 3600 * SECOND  # one year: the 10**15 ms record (year 33658) is corrupt
+
+
+def test_a_function_sink_that_raises_stops_the_query_with_one_line_that_says_why(spark, tmp_path, capfd):
+    """Your function's error fails the batch with floodmark's line (which batch, doing what, why), raised from
+    the query's handle; Spark's log says the query ended, without pages of Python traceback and Java stack."""
+    write_batches(tmp_path / "in", [frame([(0, "a", 0, 1.0), (SECOND, "b", 0, 2.0)])])
+
+    def sink_down(rows, batch_id):
+        raise ValueError("the sink is down\nand a second line")
+
+    aggregation = EventTimeAggregation(
+        stream(spark, tmp_path / "in"),
+        event_time="ts",
+        key_by=["k"],
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
+    )
+    files = Outputs.files(str(tmp_path / "out"))
+    outputs = Outputs(FunctionSink(sink_down), files.late, files.dead_letter)
+    expected = (
+        r"^the floodmark query failed: floodmark batch \d+ failed while writing its panes output to "
+        r"FunctionSink\(.*\): ValueError: the sink is down\. The batch was not committed"
+    )
+    with pytest.raises(RuntimeError, match=expected):
+        aggregation.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=300)
+    time.sleep(1)  # the JVM's stderr reaches ours through a thread (floodmark.spark.session)
+    log = capfd.readouterr().err
+    assert "terminated with error" in log
+    assert "\tat org.apache.spark" not in log and "Traceback" not in log

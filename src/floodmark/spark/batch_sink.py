@@ -138,14 +138,10 @@ class BatchSink:
         self.doing = "computing the batch"
         try:
             self._write(frame, batch_id)
-        except Py4JJavaError as error:
+        except Exception as error:  # a Spark job's, or Python's own (a FunctionSink's function that raised)
             interruption = _interruption(error)
             if interruption is None:
-                raise BatchFailed(
-                    f"floodmark batch {batch_id} failed while {self.doing}: {root_cause(error)}. The batch was "
-                    "not committed: once the cause is fixed, start the query again from its checkpoint; it "
-                    "resumes with this batch and replaces what this attempt wrote."
-                ) from error
+                raise self._failed(batch_id, root_cause(error)) from error
             # query.stop() interrupted this batch. Spark recognises that by matching the Python error's text
             # with a regex whose recursion overflows the stack on a long text (the whole Java stack trace):
             # the stream thread would die with StackOverflowError. A short text in the expected form lets Spark
@@ -153,6 +149,13 @@ class BatchSink:
             raise BatchInterrupted(
                 f"py4j.protocol.Py4JJavaError: An error occurred while calling the floodmark sink.\n: {interruption}"
             ) from None
+
+    def _failed(self, batch_id: int, cause: str) -> BatchFailed:
+        return BatchFailed(
+            f"floodmark batch {batch_id} failed while {self.doing}: {cause}. The batch was not committed: once the "
+            "cause is fixed, start the query again from its checkpoint; it resumes with this batch and replaces "
+            "what this attempt wrote."
+        )
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
@@ -226,8 +229,12 @@ class BatchFailed(RuntimeError):
     """A batch failed (a sink that cannot be written, a failed task): what it was doing and the root cause."""
 
 
-def root_cause(error: Py4JJavaError) -> str:
-    """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``)."""
+def root_cause(error: Exception) -> str:
+    """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``);
+    for a Python exception, its type and the first line of its text (``ValueError: the sink is down``)."""
+    if not isinstance(error, Py4JJavaError):
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
     try:
         cause = error.java_exception
         while cause.getCause() is not None and cause.getCause() != cause:
@@ -239,7 +246,7 @@ def root_cause(error: Py4JJavaError) -> str:
     return lines[0] if lines else "unknown error"
 
 
-def _interruption(error: Py4JJavaError) -> str | None:
+def _interruption(error: Exception) -> str | None:
     """The interruption exception's class name if ``error`` is one, else None."""
     head = str(error)[:1_000]
     return next((name for name in INTERRUPTIONS if f": {name}" in head), None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,9 @@ from floodmark.spark import batch_entry, bucket_layout, hadoop_files, state_code
 from floodmark.spark.sinks import Outputs
 from floodmark.spark.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.ticks import TickSchedule, schedule_path
+
+FAILED_BATCH = re.compile(r"BatchFailed: (floodmark batch \d+ failed while .*)")
+"""The line of a failed query's error that says which batch failed, while doing what, and why."""
 
 
 def check_locations(checkpoint: str, outputs: Sequence[Outputs]) -> None:
@@ -264,4 +268,7 @@ class FloodmarkQuery:
     def _check(self) -> None:
         error = self.query.exception()
         if error is not None:
-            raise RuntimeError(f"the floodmark query failed: {error}") from None
+            # A batch that failed says so in one line (BatchFailed); Spark's text around it is the Python
+            # traceback and the query's plan, kept in the query's exception().
+            failed = FAILED_BATCH.search(str(error))
+            raise RuntimeError(f"the floodmark query failed: {failed.group(1) if failed else error}") from None
