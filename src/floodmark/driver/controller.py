@@ -500,7 +500,7 @@ class Controller:
         written: ControlEntry,
         gauges: BucketGauges,
         sources: list[SourceWatermarks],
-        flushed: bool = False,
+        flushed: bool,
     ) -> None:
         """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`);
         ``flushed``: the batch just run had watermark MAX at every stage."""

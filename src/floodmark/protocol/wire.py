@@ -55,7 +55,7 @@ HOLD = "fm_hold"
 REASON = "fm_reason"
 RECORD = "fm_record"
 ORDER = "fm_order"
-"""A record's place in its batch's input (Spark's ``monotonically_increasing_id``: input partition, then row):
+"""A record's place in its batch's input (``fm_row_position()`` in floodmark's jar: input partition, then row):
 the JVM map side's RAW rows cross a second shuffle, and the processor takes a bucket's RAW rows in this order.
 Null from the Arrow combiner (its blocks keep the input order)."""
 

@@ -104,7 +104,7 @@ class FileSink(Sink):
     runs_the_batch: ClassVar[bool] = True
 
     def batch_path(self, batch_id: int) -> str:
-        return f"{self.path}/{BATCH_ID}={batch_id}"
+        return batch_directory(self.path, batch_id)
 
     def write(self, batch: OutputBatch) -> None:
         writer = batch.rows.write.mode("overwrite").format(self.format).options(**self.options)
@@ -182,7 +182,7 @@ class TableSink(Sink):
         # (empty) directory, which a later RECOVER PARTITIONS would register again.
         spark.sql(f"ALTER TABLE {self.table} DROP IF EXISTS PARTITION ({BATCH_ID} = {batch_id})")
         if self.location is not None:
-            HadoopFiles(spark).delete_tree(f"{self.location}/{BATCH_ID}={batch_id}")
+            HadoopFiles(spark).delete_tree(batch_directory(self.location, batch_id))
 
 
 @dataclass
@@ -423,6 +423,11 @@ class Outputs:
     def discard_after(self, spark: SparkSession, batch_id: int) -> None:
         for kind in KINDS:
             self.sink(kind).discard_after(spark, kind, batch_id)
+
+
+def batch_directory(root: str, batch_id: int) -> str:
+    """Where batch ``batch_id``'s files go under ``root`` (a file sink's path, a table's location)."""
+    return f"{root}/{BATCH_ID}={batch_id}"
 
 
 def compact_utc(millis: str) -> str:
