@@ -60,7 +60,7 @@ class EventTimeAggregation:
     :arg source: a streaming DataFrame.
     :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted;
         anything that cannot be read as ms makes the record a bad record.
-    :arg key_by: key column names (at least one).
+    :arg key_by: the key column's name, or several names (at least one).
     :arg spec: the windowed aggregation; its aggregate is named: ``{output column: aggregate}`` (numeric
         aggregates read their ``field`` column).
     :arg time: how the input's watermark is made (:class:`SourceTime`).
@@ -77,7 +77,7 @@ class EventTimeAggregation:
         self,
         source: DataFrame,
         event_time: str | Column,
-        key_by: Sequence[str],
+        key_by: str | Sequence[str],
         spec: WindowSpec,
         time: SourceTime,
         max_future_skew: Duration | None = None,
@@ -89,7 +89,7 @@ class EventTimeAggregation:
         self.spec = spec
         self.pipeline = Pipeline(buckets=buckets, map_side=map_side)
         self.pipeline.source(SOURCE, source, event_time, time, max_future_skew)
-        self.pipeline.stage(STAGE, SOURCE, spec, key_by=tuple(key_by))
+        self.pipeline.stage(STAGE, SOURCE, spec, key_by=key_by)
         self.plan: p.RuntimePlan = self.pipeline.plans(source.sparkSession)[STAGE]
         """The stage's runtime plan, checked against the input's schema."""
 

@@ -32,18 +32,36 @@ def read_json_lines(
 ) -> DataFrame:
     """A streaming DataFrame of the JSON-lines files under ``path``, one object per line, parsed with ``schema``.
 
-    The columns are ``schema``'s fields, Spark's corrupt-record column (:func:`corrupt_record_column`: a
-    line's text when it is not an object of the schema: broken JSON, a field of the wrong type) and
-    :data:`~floodmark.spark.plan.TEXT` (every line's text, exactly as in the file), so that each dead letter's
-    ``record`` is its line as it came. Lines of nothing but whitespace are skipped, as Spark's JSON reader
-    skips them.
+    The columns are ``schema``'s fields, the partition columns of Hive-style folders under ``path``
+    (``gateway=g1/``: a column ``gateway`` holding ``g1``, as Spark's file sources give them), Spark's
+    corrupt-record column (:func:`corrupt_record_column`: a line's text when it is not an object of the schema:
+    broken JSON, a field of the wrong type) and :data:`~floodmark.spark.plan.TEXT` (every line's text, exactly as
+    in the file), so that each dead letter's ``record`` is its line as it came. Lines of nothing but whitespace
+    are skipped, as Spark's JSON reader skips them.
+
+    Partition columns are found when the stream is defined, from the folders under ``path`` then (Spark's
+    partition discovery: a folder added later under a new ``key=`` name is not a column). A field of ``schema``
+    named as a partition column takes the folder's value, cast to the field's type (a folder value that does
+    not cast is null, like a field missing from the line); the others come as Spark infers them.
 
     :arg schema: the records' fields (a ``StructType`` or DDL string); a field named as the corrupt-record
         column is that column.
     :arg options: options of Spark's text source (``maxFilesPerTrigger``, ``pathGlobFilter``, ``lineSep``, ...).
     """
     lines = spark.readStream.options(**dict(options or {})).text(path)
-    return parse_json(lines.where(~F.col("value").rlike(r"^\s*$")), schema, "value", (), "read_json_lines")
+    parsed_schema = struct_schema(spark, schema)
+    declared = {f.name: f.dataType for f in parsed_schema.fields}
+    folders = [c for c in lines.columns if c != "value"]
+    lines = lines.select(
+        "value", *[F.col(c).try_cast(declared[c]).alias(c) if c in declared else F.col(c) for c in folders]
+    )
+    fields = StructType([f for f in parsed_schema.fields if f.name not in folders])
+    return parse_json(lines.where(~F.col("value").rlike(r"^\s*$")), fields, "value", folders, "read_json_lines")
+
+
+def struct_schema(spark: SparkSession, schema: StructType | str) -> StructType:
+    """``schema`` as a ``StructType`` (a DDL string parsed by ``spark``)."""
+    return schema if isinstance(schema, StructType) else spark.createDataFrame([], schema).schema
 
 
 def parse_json(frame: DataFrame, schema: StructType | str, json: str, keep: Sequence[str], reader: str) -> DataFrame:
@@ -59,8 +77,7 @@ def parse_json(frame: DataFrame, schema: StructType | str, json: str, keep: Sequ
     """
     spark = frame.sparkSession
     corrupt = corrupt_record_column(spark)
-    parsed_schema = schema if isinstance(schema, StructType) else spark.createDataFrame([], schema).schema
-    fields = [f for f in parsed_schema.fields if f.name != corrupt]
+    fields = [f for f in struct_schema(spark, schema).fields if f.name != corrupt]
     clashes = sorted({f.name for f in fields} & {*keep, TEXT})
     if clashes:
         raise ValueError(f"the schema has field(s) {clashes}, which {reader} adds itself")

@@ -51,6 +51,7 @@ from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings
 from floodmark.driver.explain import explain_stage
+from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.protocol import wire
 from floodmark.spark import bucket_layout, python_workers, state_codec
@@ -396,6 +397,8 @@ class Pipeline:
         outputs = {name: outputs[name] for name in plans}  # in the stages' order
         time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
         sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
+        split_columns = {n: str(s.time.split) for n, s in self.sources.items() if s.time.split is not None}
+        sink.listeners.append(NullSplitWarning(split_columns, controller.source_of))
         sink.listeners.extend(listeners)
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         if metrics is not None:

@@ -1,0 +1,87 @@
+"""A user's own job on Spark (issue 39): inputs laid out as users lay them out, bad values however event time is
+given, the handle used as PySpark's StreamingQuery. Each test failed on the main of 2026-11-26."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from spark_helpers import read_output
+
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.spark import EventTimeAggregation, SourceTime, read_json_lines
+
+pytestmark = pytest.mark.spark
+
+MINUTE = 60_000
+
+
+def write_lines(path: Path, lines: list[str], mtime: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, (mtime, mtime))
+
+
+def gateway_folders(root: Path) -> None:
+    """``gateway=g1/`` is ahead (records up to minute 10), then ``gateway=g2/`` lags (minute 1): one watermark
+    over both makes g2's records late; a watermark per gateway does not. Read g1 first (older file time)."""
+    write_lines(
+        root / "gateway=g1" / "part-0.jsonl",
+        [f'{{"ts": {m * MINUTE}, "device": "d{m % 2}", "t": 20.5}}' for m in range(11)],
+        1_700_000_000,
+    )
+    write_lines(
+        root / "gateway=g2" / "part-0.jsonl",
+        [f'{{"ts": {MINUTE + s * 1000}, "device": "d9", "t": 19.0}}' for s in range(5)],
+        1_700_000_100,
+    )
+
+
+def gateway_job(spark, root: Path, split: str, known: tuple[str, ...] = ()) -> EventTimeAggregation:
+    events = read_json_lines(spark, str(root), "ts LONG, device STRING, t DOUBLE", {"maxFilesPerTrigger": "1"})
+    return EventTimeAggregation(
+        events,
+        event_time="ts",
+        key_by="device",
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000), split=split, known_splits=known),
+    )
+
+
+def test_read_json_lines_keeps_partition_folders_and_each_is_a_split(spark, tmp_path):
+    root = tmp_path / "in"
+    gateway_folders(root)
+    events = read_json_lines(spark, str(root), "ts LONG, device STRING, t DOUBLE")
+    assert "gateway" in events.columns
+    agg = gateway_job(spark, root, "gateway", known=("g1", "g2"))
+    query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert {label for r in query.reports for label in r.split_records} == {"g1", "g2"}
+    assert query.reconciliation.late == 0, "g2 holds the watermark back: its records are on time"
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert int(panes.loc[panes["device"] == "d9", "n"].sum()) == 5
+
+
+def test_a_split_column_that_is_null_is_said_once(spark, tmp_path, caplog):
+    """A split column the records do not fill (a typo here) makes one split of everything: the driver says so."""
+    root = tmp_path / "in"
+    gateway_folders(root)
+    agg = gateway_job(spark, root, "t")  # 't' is filled: no warning
+    with caplog.at_level(logging.WARNING, logger="floodmark"):
+        query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert not [r for r in caplog.records if "null split column" in r.getMessage()]
+    caplog.clear()
+    events = read_json_lines(spark, str(root), "ts LONG, device STRING, t DOUBLE, gw STRING")
+    agg = EventTimeAggregation(
+        events,
+        event_time="ts",
+        key_by=["device"],
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000), split="gw"),
+    )
+    with caplog.at_level(logging.WARNING, logger="floodmark"):
+        query = agg.run_to_completion(str(tmp_path / "ckpt2"), str(tmp_path / "out2"), timeout_s=300)
+    warned = [r.getMessage() for r in caplog.records if "null split column" in r.getMessage()]
+    assert len(warned) == 1 and "'gw'" in warned[0] and "every one" in warned[0], warned
+    assert query.reconciliation.rows_in == 16
