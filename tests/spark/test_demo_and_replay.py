@@ -80,11 +80,14 @@ def test_replay_of_the_same_on_time_records_gives_the_streaming_panes(demo, spar
     for i, part in enumerate(range(0, len(records), 1_500)):
         records.iloc[part : part + 1_500].to_json(history / f"part-{i:03d}.jsonl", orient="records", lines=True)
     first = history / "part-000.jsonl"
-    written = first.stat()
     with first.open("a") as part:
         part.write('{"ts": 17, "channel": "a", "id": 9, "behav\n')  # a line cut short
         part.write('{ "channel":"a",  "behavior":"CLICK" }\n')  # no timestamp: the dead letter keeps this text
-    os.utime(first, ns=(written.st_atime_ns, written.st_mtime_ns))  # the file source reads by modification time
+    # Modification times against the names (a copied history): the replay reads in path order all the same
+    # (Spark's file stream, by modification time, sent most records to the late output; issue 39).
+    files = sorted(history.iterdir())
+    for i, file in enumerate(files):
+        os.utime(file, (1_700_000_000 - i * 60, 1_700_000_000 - i * 60))
     replayed = run_replay(history, SEED_001, tmp_path / "replay", files_per_batch=2)
 
     def panes(frame: pd.DataFrame) -> list[tuple]:

@@ -85,3 +85,53 @@ def test_a_split_column_that_is_null_is_said_once(spark, tmp_path, caplog):
     warned = [r.getMessage() for r in caplog.records if "null split column" in r.getMessage()]
     assert len(warned) == 1 and "'gw'" in warned[0] and "every one" in warned[0], warned
     assert query.reconciliation.rows_in == 16
+
+
+def test_replay_descends_into_partition_folders_in_path_order(spark, tmp_path):
+    """``date=`` folders in path order, whatever their files' modification times (newest day written first),
+    Parquet detected below the folders, the folder a column (a split here)."""
+    import pandas as pd
+
+    from floodmark.apps.config import PipelineConfig
+    from floodmark.apps.replay import run_replay
+
+    root = tmp_path / "history"
+    for day in range(3):
+        folder = root / f"date=2026-01-0{day + 1}" / "site=s1"
+        folder.mkdir(parents=True)
+        frame = pd.DataFrame({"ts": [day * 86_400_000 + m * MINUTE for m in range(0, 1440, 60)], "k": "a"})
+        frame.to_parquet(folder / "part-0.parquet")
+        os.utime(folder / "part-0.parquet", (1_700_000_000 - day * 3600, 1_700_000_000 - day * 3600))
+    config = PipelineConfig(event_time="ts", key_by=["k", "date"], split="site", window={"size": 3_600_000})
+    result = run_replay(root, config, tmp_path / "out")
+    assert result.records == 72
+    assert result.late.empty, "every day after the one before it"
+    assert len(result.panes) == 72 and int(result.panes["count"].sum()) == 72
+    assert sorted(set(result.panes["date"].astype(str))) == ["2026-01-01", "2026-01-02", "2026-01-03"]
+
+
+def test_a_value_the_event_time_expression_fails_on_is_a_dead_letter(spark, tmp_path):
+    """``F.to_timestamp`` fails on 'yesterday' under ANSI mode (Spark's default): one dead letter with Spark's
+    reason, not a failed query."""
+    from pyspark.sql import functions as F
+
+    root = tmp_path / "in"
+    lines = [f'{{"ts": "2026-01-01T00:0{m}:00+01:00", "device": "d1"}}' for m in range(5)]
+    write_lines(root / "part-0.jsonl", [*lines[:2], '{"ts": "yesterday", "device": "d1"}', *lines[2:]], 1_700_000_000)
+    agg = EventTimeAggregation(
+        read_json_lines(spark, str(root), "ts STRING, device STRING"),
+        event_time=F.to_timestamp("ts"),
+        key_by="device",
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count()}),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0)),
+    )
+    query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    dead = read_output(spark, tmp_path / "out" / "dead_letter")
+    assert dead["record"].tolist() == ['{"ts": "yesterday", "device": "d1"}']
+    (reason,) = dead["reason"]
+    assert reason.startswith("the event-time expression failed: [CAST_INVALID_INPUT]") and "'yesterday'" in reason
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert sorted(panes["window_start"].astype("int64") // 1000) == [
+        1767222000 + 60 * m for m in range(5)
+    ], "the offset is kept: 00:0m+01:00 is 23:0m UTC"
+    assert query.reconciliation.rows_in == 6

@@ -177,7 +177,9 @@ def _validation_text(error: Exception) -> str:
 
 @app.command()
 def replay(
-    input_path: Annotated[Path, typer.Argument(help="A JSON-lines or Parquet file, or a directory of them.")],
+    input_path: Annotated[
+        Path, typer.Argument(help="A JSON-lines or Parquet file, or a folder of them (partition folders included).")
+    ],
     output: Annotated[Path, typer.Option(help="Directory for panes, late and bad records.")] = Path("floodmark-replay"),
     config: Annotated[Path | None, typer.Option(help="Pipeline file (.json or .toml); options override it.")] = None,
     event_time: Annotated[str | None, typer.Option(help="Event-time column (ms, timestamp or text).")] = None,
@@ -192,18 +194,31 @@ def replay(
     ] = None,
     file_format: Annotated[str | None, typer.Option("--format", help="json or parquet (default: from names).")] = None,
     files_per_batch: Annotated[int, typer.Option(min=1, help="Files per micro-batch.")] = 1,
+    order: Annotated[
+        str, typer.Option(help="path (default), name (file name, then path) or modified (modification time).")
+    ] = "path",
 ) -> None:
-    """Replay history (files) through a pipeline as a bounded run; every window fires at the end."""
-    from floodmark.apps.replay import FORMATS, detect_format, input_files, run_replay
+    """Replay history (files) through a pipeline as a bounded run, in path order whatever the files' modification
+    times (or --order); every window fires at the end."""
+    from floodmark.apps.replay import run_replay
+    from floodmark.protocol.files import FORMATS, ORDERS, detect_format, list_files
 
     pipeline = _pipeline(config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate)
     if file_format is not None and file_format not in FORMATS:
         raise typer.BadParameter(f"{file_format!r}: use one of {', '.join(FORMATS)}", param_hint="--format")
+    if order not in ORDERS:
+        raise typer.BadParameter(f"{order!r}: use one of {', '.join(ORDERS)}", param_hint="--order")
     try:
         fmt = file_format or detect_format(input_path)
-        input_files(input_path, fmt)
+        files = list_files(input_path, fmt, order)  # type: ignore[arg-type]
     except (FileNotFoundError, ValueError) as error:
         raise typer.BadParameter(str(error), param_hint="INPUT_PATH") from None
+    console.print(
+        f"reading {len(files):,} {fmt} file(s) in {order} order, {files_per_batch} per batch: "
+        f"{files[0]}{f' ... {files[-1]}' if len(files) > 1 else ''}",
+        soft_wrap=True,
+        highlight=False,
+    )
     with Progress(
         TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as progress:
@@ -213,7 +228,7 @@ def replay(
             progress.update(task, completed=done, total=total)
 
         try:
-            result = run_replay(input_path, pipeline, output, fmt, files_per_batch, on_progress=update)
+            result = run_replay(input_path, pipeline, output, fmt, files_per_batch, order, on_progress=update)  # type: ignore[arg-type]
         except ValueError as error:
             raise _fail(str(error)) from None
     console.print(

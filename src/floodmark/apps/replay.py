@@ -1,10 +1,10 @@
 """``floodmark replay``: run last year's history through the same pipeline (seed 001), as a bounded job.
 
-The input is JSON-lines or Parquet files; they are read as a file stream (a few
-files per micro-batch, in name order) through exactly the streaming pipeline,
-and the run ends like a Flink bounded job: once every file is read the
-watermark goes to MAX and every window fires. With every record on time the
-panes equal those of the streaming run over the same records.
+The input is JSON-lines or Parquet files, in a folder and its partition folders (``key=value``: columns); they
+are read as a stream (a few files per micro-batch, in path order whatever their modification times, or the
+order asked for: :mod:`floodmark.protocol.files`) through exactly the streaming pipeline, and the run ends like
+a Flink bounded job: once every file is read the watermark goes to MAX and every window fires. With every record
+on time the panes equal those of the streaming run over the same records.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.outputs import read_output, write_text_lines
 from floodmark.driver.checkpoint_files import require_directory
 from floodmark.driver.reconciliation import Reconciliation
-
-FORMATS = ("json", "parquet")
+from floodmark.protocol.files import FORMATS, FileOrder, detect_format, list_files
 
 
 @dataclass
@@ -36,71 +35,43 @@ class ReplayResult:
     reconciliation: Reconciliation
 
 
-def input_files(path: Path, file_format: str) -> list[Path]:
-    """The files a replay reads: ``path`` itself or its ``*.jsonl``/``*.json``/``*.parquet`` files, sorted."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"input {path} does not exist")
-    suffixes = (".jsonl", ".json") if file_format == "json" else (".parquet",)
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in suffixes)
-    if not files:
-        raise FileNotFoundError(f"no {'/'.join(suffixes)} files in {path}")
-    return files
-
-
-def detect_format(path: Path) -> str:
-    """``json`` or ``parquet`` from the file name(s) under ``path``."""
-    if not path.exists():
-        raise FileNotFoundError(f"input {path} does not exist")
-    candidates = [path] if path.is_file() else sorted(path.iterdir()) if path.is_dir() else []
-    for candidate in candidates:
-        if candidate.suffix == ".parquet":
-            return "parquet"
-        if candidate.suffix in (".jsonl", ".json"):
-            return "json"
-    raise ValueError(f"cannot tell the format of {path}: give --format json or --format parquet")
-
-
 def run_replay(
     input_path: Path,
     pipeline: PipelineConfig,
     output: Path,
     file_format: str | None = None,
     files_per_batch: int = 1,
+    order: FileOrder = "path",
     on_progress: Callable[[int, int], None] | None = None,
     timeout_s: float = 24 * 3600.0,
 ) -> ReplayResult:
-    """Replay ``input_path`` through ``pipeline`` into ``output``; ``on_progress(records_done, records_total)``."""
-    from floodmark.spark import local_session, read_json_lines
+    """Replay ``input_path`` through ``pipeline`` into ``output``, ``files_per_batch`` files per batch in
+    ``order`` (:func:`floodmark.spark.read_files_in_order`); ``on_progress(records_done, records_total)``."""
+    from floodmark.spark import local_session, read_files_in_order
 
     file_format = file_format or detect_format(input_path)
     if file_format not in FORMATS:
         raise ValueError(f"unknown format {file_format!r}: use one of {FORMATS}")
-    files = input_files(input_path, file_format)
+    files = [str(f) for f in list_files(input_path, file_format, order)]
     require_directory(output, "the output directory")
     output.mkdir(parents=True, exist_ok=True)
     (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
     started = time.monotonic()
     spark = local_session("floodmark-replay", cores=2, shuffle_partitions=2)
-    static = spark.read.format(file_format).load([str(f) for f in files])
-    total = static.count()
+    stream = read_files_in_order(spark, input_path, file_format, order, files_per_batch)
     missing = [
         c
         for c in [pipeline.event_time, *pipeline.key_by, *([pipeline.split] if pipeline.split else [])]
-        if c not in static.columns
+        if c not in stream.columns
     ]
     if missing:
-        raise ValueError(f"the input has no column(s) {missing}; it has {static.columns}")
-    directory = files[0].parent if input_path.is_dir() else input_path.parent
-    glob = None if input_path.is_dir() else input_path.name
-    options = {"maxFilesPerTrigger": str(files_per_batch), **({"pathGlobFilter": glob} if glob else {})}
-    if file_format == "json":
-        # Each line keeps its own text, the record of its dead letter whatever makes it bad (a corrupt-record
-        # column in the inferred schema, when some line is broken, is the one read_json_lines fills).
-        stream = read_json_lines(spark, str(directory), static.schema, options)
-    else:
-        stream = spark.readStream.schema(static.schema).options(**options).parquet(str(directory))
+        raise ValueError(f"the input has no column(s) {missing}; it has {stream.columns}")
+    # Rows, as the stream counts them: Parquet rows, or JSON lines that are not blank.
+    total = (
+        spark.read.text(files).where("value NOT RLIKE '^\\\\s*$'").count()
+        if file_format == "json"
+        else spark.read.parquet(*files).count()
+    )
     aggregation = pipeline.aggregation(stream)
     done = [0]
 

@@ -9,7 +9,8 @@
 * :mod:`.output` - the columns users get besides their keys and aggregates: pane metadata, late-record
   metadata, dead-letter columns;
 * :mod:`.control` - :class:`~.control.ControlEntry`, what the driver tells each micro-batch, and
-  :class:`~.control.BucketGauges`, what each state bucket last reported, which the entry carries.
+  :class:`~.control.BucketGauges`, what each state bucket last reported, which the entry carries;
+* :mod:`.files` - input files as history: their order and their partition folders' values.
 
 Plain Python importing nothing else of floodmark: the driver, the core and the Spark executors all read it.
 """

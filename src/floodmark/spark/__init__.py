@@ -10,7 +10,8 @@ the stages hosted per level by stateful operators running the core window operat
 executors get with the batch's jobs (:mod:`.batch_entry`). :class:`FloodmarkQuery` (:mod:`.query`) is the
 running query. Sessions: :func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`;
 Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`), JSON-lines files that keep
-each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`).
+each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`), history in an order
+of your choosing with :func:`read_files_in_order` (:mod:`.ordered_files`).
 """
 
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from floodmark.spark.aggregation import EventTimeAggregation
     from floodmark.spark.json_lines import read_json_lines
     from floodmark.spark.kafka import read_kafka, topic_partitions
+    from floodmark.spark.ordered_files import read_files_in_order
     from floodmark.spark.pipeline import Pipeline, SourceTime
     from floodmark.spark.query import FloodmarkQuery
     from floodmark.spark.session import (
@@ -48,6 +50,7 @@ __all__ = [
     "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
+    "read_files_in_order",
     "read_json_lines",
     "read_kafka",
     "topic_partitions",
@@ -59,6 +62,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "read_json_lines": "floodmark.spark.json_lines",
+        "read_files_in_order": "floodmark.spark.ordered_files",
         "read_kafka": "floodmark.spark.kafka",
         "topic_partitions": "floodmark.spark.kafka",
         "EventTimeAggregation": "floodmark.spark.aggregation",

@@ -131,7 +131,8 @@ class MapSideCombiner:
         missing = data.column(self.plan.ts_column).is_null().to_numpy(zero_copy_only=False)
         if missing.any():
             raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
-            reject(missing, lambda i: "missing timestamp" if raw[i] is None else f"unparsable timestamp: {raw[i]!r}")
+            error = data.column(p.TS_ERROR).to_pylist() if p.TS_ERROR in data.column_names else [None] * n
+            reject(missing, lambda i: missing_timestamp_reason(raw[i], error[i]))
         if self.plan.max_future_skew_ms is not None:
             ahead, why_ahead = validate_future_skew(timestamps, processing_time, self.plan.max_future_skew_ms)
             reject(~missing & ahead, why_ahead)
@@ -289,6 +290,14 @@ class AggregatedInJvm:
             whole = whole.select([*self.record_columns, wire.ORDER]).sort_by(wire.ORDER)
             out.extend(self.combiner.parts(whole, watermark, processing_time, partition))
         return arrow_table(out, self.combiner.schema, like=table.schema)
+
+
+def missing_timestamp_reason(raw: str | None, error: str | None) -> str:
+    """A dead letter's reason for a record without an event time: the event-time expression failed (``error``,
+    its first line), the value could not be read as a time (``raw``, as text), or there was none."""
+    if error is not None:
+        return f"the event-time expression failed: {error}"
+    return "missing timestamp" if raw is None else f"unparsable timestamp: {raw!r}"
 
 
 def _columns(table: pa.Table) -> dict[str, Any]:

@@ -28,11 +28,16 @@ from floodmark.spark.unpack import register_functions
 _LOG = logging.getLogger(__name__)
 
 
-def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column]:
-    """``(event time in ms as a long, the raw value as text)`` for ``source``'s ``event_time`` column or expression.
+def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column, Column | None]:
+    """``(event time in ms as a long, the raw value as text, why the expression failed)`` for ``source``'s
+    ``event_time`` column or expression.
 
     Longs are ms since the epoch; timestamps are converted; whole doubles are taken as ms; text is parsed as a
-    long or as a timestamp. Anything else is null (a bad record, whose raw text is kept).
+    long or as a timestamp (ISO-8601, an offset or zone if given, else the session's time zone). Anything else is
+    null (a bad record, whose raw text is kept). These conversions cannot fail; a Column expression can (Spark's
+    ANSI mode fails ``to_timestamp`` on text that is not a timestamp), so it is evaluated with ``fm_try``: a value
+    it fails on is null, and the third column has the error's first line (the dead letter's reason). Without
+    floodmark's jar that column is None and such a value fails the batch (a warning says so).
     """
     column = F.col(event_time) if isinstance(event_time, str) else event_time
     dtype = source.select(column).schema.fields[0].dataType
@@ -41,11 +46,30 @@ def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, 
     elif isinstance(dtype, LongType | IntegerType | ShortType):
         ms = column.cast("long")
     elif isinstance(dtype, DoubleType | FloatType):
-        ms = F.when(column == F.floor(column), column.cast("long"))
+        ms = F.when(column == F.floor(column), column.try_cast("long"))
     else:
         as_long = column.try_cast("long")
-        ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.cast("string"))))
-    return ms, column.cast("string")
+        ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.try_cast("string"))))
+    raw = column.try_cast("string")
+    if isinstance(event_time, str):
+        return ms, raw, None
+    if not register_functions(source.sparkSession):
+        _LOG.warning(
+            "floodmark: this session cannot load floodmark's jar: a value the event-time expression fails on fails "
+            "the batch instead of becoming a dead letter (give the session floodmark's jar, or use try_ functions)"
+        )
+        return ms, raw, None
+    return guarded(ms), guarded(raw), F.call_function(TRY_ERROR, ms)
+
+
+TRY_VALUE, TRY_ERROR = "fm_try", "fm_try_error"
+"""floodmark's SQL functions (``jvm/floodmark``, ``floodmark.input``): an expression's value or null where it throws;
+the first line of what it throws."""
+
+
+def guarded(expression: Column) -> Column:
+    """``expression``, null where evaluating it throws (``fm_try``: register floodmark's functions first)."""
+    return F.call_function(TRY_VALUE, expression)
 
 
 MapSide = Literal["arrow", "jvm"]
@@ -64,11 +88,16 @@ def combined_input(
     :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
         for the records that are good and on time (:mod:`floodmark.spark.jvm_combine`), where the plan allows.
     """
-    ms, raw = event_time_ms(source, event_time)
+    ms, raw, error = event_time_ms(source, event_time)
     # The split travels as the user's own column (no copy, no string per record); only an expression
-    # adds a column. The combiner labels the few distinct values.
+    # adds a column (null where it throws: one split for those records, which the driver warns about).
+    # The combiner labels the few distinct values.
+    if isinstance(split, Column) and register_functions(source.sparkSession):
+        split = guarded(split)
     split_value = [split.alias(p.SPLIT_VALUE)] if isinstance(split, Column) else []
     ts = [] if plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
+    if error is not None and plan.ts_column == p.TS:
+        ts.append(F.when(ms.isNull(), error).alias(p.TS_ERROR))
     bucket = (
         bucket_layout.label_column(
             plan.bucket_values, F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets))

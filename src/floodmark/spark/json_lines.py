@@ -56,7 +56,13 @@ def read_json_lines(
         "value", *[F.col(c).try_cast(declared[c]).alias(c) if c in declared else F.col(c) for c in folders]
     )
     fields = StructType([f for f in parsed_schema.fields if f.name not in folders])
-    return parse_json(lines.where(~F.col("value").rlike(r"^\s*$")), fields, "value", folders, "read_json_lines")
+    return records_of_lines(lines, fields, folders, "read_json_lines")
+
+
+def records_of_lines(lines: DataFrame, schema: StructType, keep: Sequence[str], reader: str) -> DataFrame:
+    """The JSON lines of ``lines``' string column ``value`` parsed with ``schema`` (:func:`parse_json`), its
+    columns ``keep`` kept; lines of nothing but whitespace skipped."""
+    return parse_json(lines.where(~F.col("value").rlike(r"^\s*$")), schema, "value", keep, reader)
 
 
 def struct_schema(spark: SparkSession, schema: StructType | str) -> StructType:

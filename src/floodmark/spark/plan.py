@@ -75,6 +75,9 @@ def sql_name(name: str) -> str:
 # Input columns the runtime adds before the combiner (prefixed so that they never clash with user columns).
 TS = "fm_ts"
 TS_RAW = "fm_ts_raw"
+TS_ERROR = "fm_ts_error"
+"""Why the event-time expression failed on a row (null where it did not):
+:func:`floodmark.spark.inputs.event_time_ms`."""
 SPLIT_VALUE = "fm_split_value"
 
 TEXT = "fm_text"
