@@ -135,3 +135,36 @@ def test_a_value_the_event_time_expression_fails_on_is_a_dead_letter(spark, tmp_
         1767222000 + 60 * m for m in range(5)
     ], "the offset is kept: 00:0m+01:00 is 23:0m UTC"
     assert query.reconciliation.rows_in == 6
+
+
+def test_the_handle_is_a_streaming_query(spark, tmp_path, capsys):
+    """PySpark's names on the handle; a failed batch raised from awaitTermination as floodmark's one line."""
+    from floodmark.spark import FileSink, FunctionSink, Outputs
+
+    root = tmp_path / "in"
+    gateway_folders(root)
+    agg = gateway_job(spark, root, "gateway")
+    query = agg.start(str(tmp_path / "ckpt"), str(tmp_path / "out"), query_name="readings")
+    try:
+        query.processAllAvailable()
+        assert query.isActive and query.exception() is None
+        assert query.name == "readings" and query.id == query.query.id and query.runId == query.query.runId
+        assert query.lastProgress is not None and query.lastProgress["name"] == "readings"
+        assert query.recentProgress and set(query.status) >= {"message", "isDataAvailable", "isTriggerActive"}
+        assert query.explain() is None and "== Physical Plan ==" in capsys.readouterr().out
+        assert query.awaitTermination(0.1) is False
+    finally:
+        query.stop()
+    assert not query.isActive and query.awaitTermination(1) is True
+
+    def refuse(frame, batch_id):
+        raise ValueError("the sink is down")
+
+    failing = gateway_job(spark, root, "gateway").start(
+        str(tmp_path / "ckpt2"),
+        Outputs(FunctionSink(refuse), FileSink(str(tmp_path / "late")), FileSink(str(tmp_path / "dead"))),
+    )
+    failed = r"^the floodmark query failed: floodmark batch \d+ failed while .*the sink is down"
+    with pytest.raises(RuntimeError, match=failed):
+        failing.awaitTermination(120)
+    assert failing.exception() is not None

@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -137,9 +137,15 @@ def start_query(
 
 
 class FloodmarkQuery:
-    """A running floodmark query: the Spark query (``query``), its controller and each stage's outputs.
+    """A running floodmark query: PySpark's ``StreamingQuery`` (the same names, delegated to :attr:`query`), plus
+    floodmark's own: :attr:`reports`, :attr:`reconciliation`, :meth:`explain` of a window, :meth:`await_batches`.
 
-    :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
+    A failed query raises floodmark's one line (``RuntimeError: the floodmark query failed: floodmark batch N
+    failed while ...``) from :meth:`awaitTermination`, :meth:`processAllAvailable` and the waits; Spark's whole
+    error is :meth:`exception`.
+
+    :ivar query: the Spark query. :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages:
+        ``{stage: its definition}``.
     """
 
     def __init__(
@@ -162,7 +168,80 @@ class FloodmarkQuery:
         self.metrics = metrics
         """The query's Prometheus endpoint (``start(metrics_port=...)``), closed when the query stops."""
 
-    def explain(self, key: Any, window: Window, stage: str | None = None, batch: int | None = None) -> Explanation:
+    # ------------------------------------------------------------ PySpark's StreamingQuery
+    @property
+    def id(self) -> str:
+        """The query's id, kept across restarts from its checkpoint (``StreamingQuery.id``)."""
+        return self.query.id
+
+    @property
+    def runId(self) -> str:  # PySpark's names, camel case
+        """This run's id, new at every start (``StreamingQuery.runId``)."""
+        return self.query.runId
+
+    @property
+    def name(self) -> str | None:
+        """The ``query_name`` given to ``start()``, or None."""
+        return self.query.name
+
+    @property
+    def isActive(self) -> bool:
+        """Whether the query is running."""
+        return self.query.isActive
+
+    @property
+    def status(self) -> dict[str, Any]:
+        """Spark's status of the query: ``message``, ``isDataAvailable``, ``isTriggerActive``."""
+        return self.query.status
+
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:
+        """Spark's progress report of the last batch, or None (floodmark's own: ``reports[-1]``)."""
+        return self.query.lastProgress
+
+    @property
+    def recentProgress(self) -> list[dict[str, Any]]:
+        """Spark's recent progress reports, oldest first."""
+        return self.query.recentProgress
+
+    def exception(self) -> Any:
+        """The error that stopped the query (PySpark's ``StreamingQueryException``), or None."""
+        return self.query.exception()
+
+    def awaitTermination(self, timeout: float | None = None) -> bool | None:
+        """Wait until the query stops (or ``timeout`` seconds: then whether it has stopped), as PySpark's; a failed
+        query raises floodmark's one line instead of Spark's pages."""
+        try:
+            result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        except Exception:
+            self._check()
+            raise
+        self._check()
+        return result
+
+    def processAllAvailable(self) -> None:
+        """Block until the input available now has been processed (PySpark's; for tests)."""
+        try:
+            self.query.processAllAvailable()
+        except Exception:
+            self._check()
+            raise
+
+    # ------------------------------------------------------------ floodmark's own
+    @overload
+    def explain(self, key: Any, window: Window, stage: str | None = None, batch: int | None = None) -> Explanation: ...
+
+    @overload
+    def explain(self, key: bool = False, *, extended: bool = False) -> None: ...
+
+    def explain(
+        self,
+        key: Any = None,
+        window: Window | None = None,
+        stage: str | None = None,
+        batch: int | None = None,
+        extended: bool = False,
+    ) -> Explanation | None:
         """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, as of the end of
         ``batch`` (default: the latest finished): the status follows the watermark that batch ran with (the one
         its panes were fired with; MAX after the end of a bounded input). A stage reading one source is
@@ -171,9 +250,15 @@ class FloodmarkQuery:
         The window operators' state lives in the executors, so the trigger's state is not included; the
         pane output says whether the window fired (``floodmark explain`` shows both).
 
+        Without a window (``query.explain()``, ``query.explain(True)``) it prints Spark's plan of the query, as
+        PySpark's ``StreamingQuery.explain(extended)`` does, and returns None.
+
         :raises ValueError: ``stage`` is not one of the query's. :raises LookupError: no batch has finished,
             or ``batch``'s control entries were pruned.
         """
+        if window is None:
+            self.query.explain(extended or key is True)
+            return None
         return explain_stage(self.controller, self.stages[self._stage(stage)], key, window, batch)
 
     def _stage(self, stage: str | None) -> str:
