@@ -29,6 +29,29 @@ def readme_blocks() -> dict[str, str]:
 
 BLOCKS = readme_blocks()
 
+KAFKA_CONTEXT = """
+from datetime import timedelta
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.spark import EventTimeAggregation, SourceTime, local_session
+
+spark = local_session()
+spark.sql("CREATE DATABASE IF NOT EXISTS analytics")
+spec = WindowSpec(windows.Tumbling(timedelta(minutes=1)), {"count": aggregates.count()})
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
+"""
+"""What the README's Kafka block takes from the blocks above it ("spec ... and strategy ... as above"), and the
+database its table names."""
+
+
+def doc_blocks() -> dict[str, str]:
+    """Every ```python block of the documentation site (``docs/``), by ``<page>:<n>``."""
+    blocks: dict[str, str] = {}
+    for page in sorted((README.parent / "docs").rglob("*.md")):
+        pattern = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+        for n, match in enumerate(pattern.finditer(page.read_text())):
+            blocks[f"{page.relative_to(README.parent).as_posix()}:{n}"] = match.group(1)
+    return blocks
+
 
 def run_block(code: str, cwd: Path, timeout_s: float = 600, python: str = sys.executable) -> str:
     """``code`` in a fresh interpreter (``python``) in ``cwd``; its stdout's last line (the check's JSON)."""

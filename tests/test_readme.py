@@ -9,14 +9,13 @@ local folder and topics of this test's own.
 from __future__ import annotations
 
 import json
-import textwrap
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from readme_blocks import BLOCKS, CHECK_PANES, MINUTE, clicks, run_block, window_counts
+from readme_blocks import BLOCKS, CHECK_PANES, KAFKA_CONTEXT, MINUTE, clicks, run_block, window_counts
 
 
 def test_the_harness_example():
@@ -78,18 +77,7 @@ def test_kafka_in_panes_to_any_sink(tmp_path, kafka_broker):
     assert code.count(servers) == 3, "the block's placeholders moved: update this test"
     assert code.count(source) == 2 and code.count(panes) == 1, "the block's topics moved: update this test"
     # What the block's comment says comes from the blocks above it, and the database its table names.
-    prelude = textwrap.dedent(
-        """
-        from datetime import timedelta
-        from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-        from floodmark.spark import EventTimeAggregation, SourceTime, local_session
-
-        spark = local_session()
-        spark.sql("CREATE DATABASE IF NOT EXISTS analytics")
-        spec = WindowSpec(windows.Tumbling(timedelta(minutes=1)), {"count": aggregates.count()})
-        strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
-        """
-    )
+    prelude = KAFKA_CONTEXT
     check = "query.finish_when_input_exhausted(timeout_s=300)\nprint('{}')\n"
     run_block(prelude + code + check, tmp_path)
     lines = sorted(record.text() for record in kafka_broker.consume(panes))

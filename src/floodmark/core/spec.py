@@ -14,7 +14,7 @@ from floodmark.core.triggers import ColumnarTrigger, Default, Trigger
 from floodmark.core.windows import Window, WindowAssigner, horizon, window_expired
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class WindowSpec:
     """Everything that defines a windowed aggregation.
 
@@ -22,7 +22,7 @@ class WindowSpec:
         mapping means ``aggregates.several(**mapping)`` (panes carry a dict).
     :arg trigger: when panes fire (default: :class:`~floodmark.core.triggers.Default`).
     :arg allowed_lateness: how long after its max timestamp (in watermark time) a
-        window keeps its state and accepts records (ms or timedelta, >= 0).
+        window keeps its state and accepts records (ms, timedelta or text such as ``"5 minutes"``; >= 0).
     :arg accumulation: ACCUMULATING or DISCARDING panes.
     :arg timestamp_combiner: the panes' output timestamps.
     """
@@ -31,22 +31,35 @@ class WindowSpec:
     aggregate: Aggregate
     trigger: Trigger = field(default_factory=Default)
     allowed_lateness: int = 0
+    """Milliseconds (the constructor takes any :data:`~floodmark.core.time.Duration`)."""
     accumulation: AccumulationMode = AccumulationMode.DISCARDING
     timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.window, WindowAssigner):
-            raise TypeError(f"window must be a window assigner, got {type(self.window).__name__}")
-        if isinstance(self.aggregate, Mapping):
-            object.__setattr__(self, "aggregate", Several(dict(self.aggregate)))
-        if not isinstance(self.aggregate, Aggregate):
-            raise TypeError(f"aggregate must be an Aggregate, got {type(self.aggregate).__name__}")
-        if not isinstance(self.trigger, Trigger):
-            raise TypeError(f"trigger must be a Trigger, got {type(self.trigger).__name__}")
-        lateness: Duration = self.allowed_lateness
-        object.__setattr__(self, "allowed_lateness", non_negative_millis(lateness, "allowed lateness"))
-        object.__setattr__(self, "accumulation", AccumulationMode(self.accumulation))
-        object.__setattr__(self, "timestamp_combiner", TimestampCombiner(self.timestamp_combiner))
+    def __init__(
+        self,
+        window: WindowAssigner,
+        aggregate: Aggregate | Mapping[str, Aggregate],
+        trigger: Trigger | None = None,
+        allowed_lateness: Duration = 0,
+        accumulation: AccumulationMode | str = AccumulationMode.DISCARDING,
+        timestamp_combiner: TimestampCombiner | str = TimestampCombiner.END_OF_WINDOW,
+    ) -> None:
+        if not isinstance(window, WindowAssigner):
+            raise TypeError(f"window must be a window assigner, got {type(window).__name__}")
+        if isinstance(aggregate, Mapping):
+            aggregate = Several(dict(aggregate))
+        if not isinstance(aggregate, Aggregate):
+            raise TypeError(f"aggregate must be an Aggregate, got {type(aggregate).__name__}")
+        trigger = Default() if trigger is None else trigger
+        if not isinstance(trigger, Trigger):
+            raise TypeError(f"trigger must be a Trigger, got {type(trigger).__name__}")
+        set_field = object.__setattr__  # frozen: the fields are set once, here
+        set_field(self, "window", window)
+        set_field(self, "aggregate", aggregate)
+        set_field(self, "trigger", trigger)
+        set_field(self, "allowed_lateness", non_negative_millis(allowed_lateness, "allowed lateness"))
+        set_field(self, "accumulation", AccumulationMode(accumulation))
+        set_field(self, "timestamp_combiner", TimestampCombiner(timestamp_combiner))
 
     def horizon(self, window: Window) -> int:
         """The watermark at which ``window`` is garbage collected: max timestamp + allowed lateness."""

@@ -3,7 +3,9 @@
 Every timestamp in floodmark is an ``int`` of milliseconds since the Unix epoch
 (UTC), for event time and processing time alike. Durations are ``int``
 milliseconds too; every public function that takes a duration also accepts a
-:class:`datetime.timedelta` and converts it with :func:`to_millis`.
+:class:`datetime.timedelta` or text (Spark's interval strings, ``"5 minutes"``,
+or short forms, ``"5m"``: :func:`parse_duration`) and converts it with
+:func:`to_millis`.
 
 ``MIN_TIMESTAMP`` and ``MAX_TIMESTAMP`` are Java's ``Long.MIN_VALUE`` and
 ``Long.MAX_VALUE``, the bottom and top of a watermark as in Flink: a watermark of
@@ -43,28 +45,35 @@ LATEST_EVENT_TIME: int = 253_402_300_799_999
 MAX_DURATION: int = LATEST_EVENT_TIME - EARLIEST_EVENT_TIME
 """The longest duration anything may be configured with, in ms (~10,000 years; see the module docstring)."""
 
-Duration = int | timedelta
-"""A duration: ``int`` milliseconds or a :class:`datetime.timedelta`."""
+Duration = int | timedelta | str
+"""A duration: ``int`` milliseconds, a :class:`datetime.timedelta`, or text such as ``"5 minutes"`` or ``"50s"``
+(:func:`parse_duration`)."""
 
 
 def to_millis(duration: Duration) -> int:
     """Return ``duration`` as integer milliseconds.
 
-    :arg duration: ``int`` milliseconds or a :class:`datetime.timedelta`
+    :arg duration: ``int`` milliseconds, a :class:`datetime.timedelta`
         (sub-millisecond parts are truncated toward zero, like Java's
-        ``Duration.toMillis``).
+        ``Duration.toMillis``) or text (:func:`parse_duration`).
     :raises TypeError: for anything else (``float`` is refused on purpose: a
         float of seconds passed where milliseconds are meant is a common bug).
+    :raises ValueError: text that is not a duration.
     """
     if isinstance(duration, bool):
         raise TypeError("a duration must be int milliseconds or a timedelta, not bool")
     if isinstance(duration, int):
         return duration
+    if isinstance(duration, str):
+        return parse_duration(duration)
     if isinstance(duration, timedelta):
         # Integer arithmetic: timedelta.total_seconds() is a float and loses precision.
         micros = (duration.days * 86_400 + duration.seconds) * 1_000_000 + duration.microseconds
         return int(micros / 1000) if micros < 0 else micros // 1000
-    raise TypeError(f"a duration must be int milliseconds or a datetime.timedelta, got {type(duration).__name__}")
+    raise TypeError(
+        f"a duration must be int milliseconds, a datetime.timedelta or text such as '5 minutes', "
+        f"got {type(duration).__name__}"
+    )
 
 
 def non_negative_millis(duration: Duration, name: str) -> int:
@@ -192,12 +201,25 @@ def format_seconds(ms: int | None) -> str:
     return f"{seconds:,.1f} s" if abs(seconds) < 600 else f"{seconds / 60:,.1f} min"
 
 
-_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|min|m|h|d)?\s*$")
+_UNITS = {
+    **dict.fromkeys(("ms", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1_000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+    **dict.fromkeys(("w", "week", "weeks"), 7 * 86_400_000),
+}
+_PART = re.compile(r"(\d+)\s*([a-z]*)")
+_DURATION = re.compile(r"^(?:interval\s+)?(?:\d+\s*[a-z]*\s*)+$")
 
 
 def parse_duration(value: Any) -> int:
-    """Milliseconds from an int (ms), digits, or a number with a unit: ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``.
+    """Milliseconds from an int (ms), digits (ms), or numbers with units, Spark's interval strings among them:
+    ``"5 minutes"``, ``"1 minute 30 seconds"``, ``"interval 2 hours"``, ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``.
+
+    Units: ms, s, m (minutes), h, d, w, and their names (``millisecond(s)``, ``sec(s)``, ``second(s)``,
+    ``min(s)``, ``minute(s)``, ``hour(s)``, ``day(s)``, ``week(s)``), any case. Months and years are refused:
+    their length varies.
 
     :raises ValueError: for negative numbers, other units or anything else.
     """
@@ -208,10 +230,14 @@ def parse_duration(value: Any) -> int:
             raise ValueError(f"a duration cannot be negative: {value}")
         return value
     if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return int(match.group(1)) * _UNITS[match.group(2) or "ms"]
-    raise ValueError(f"not a duration: {value!r} (use ms or a number with ms, s, m, h or d, e.g. '50s')")
+        text = value.strip().lower()
+        if _DURATION.match(text):
+            parts = _PART.findall(text.removeprefix("interval"))
+            if all(unit in _UNITS or (unit == "" and len(parts) == 1) for _, unit in parts):
+                return sum(int(number) * _UNITS[unit or "ms"] for number, unit in parts)
+    raise ValueError(
+        f"not a duration: {value!r} (use ms, or numbers with units such as '5 minutes', '50s', '1 minute 30 seconds')"
+    )
 
 
 def parse_instant(value: str) -> int:

@@ -381,7 +381,7 @@ class Pipeline:
         :arg listeners: called on the driver with each batch's :class:`~floodmark.driver.controller.BatchReport`.
         :arg metrics_port: serve the query's metrics for Prometheus on this port of the loopback address
             (:class:`~floodmark.driver.prometheus.PrometheusMetrics`, labelled with ``query_name``; 0 picks a
-            free port: ``query.metrics.url``); stopped with the query. ``None``: no endpoint.
+            free port: ``query.metrics_url``); stopped with the query. ``None``: no endpoint.
         """
         spark = next(iter(self.sources.values())).frame.sparkSession
         if isinstance(output, str):

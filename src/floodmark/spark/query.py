@@ -234,6 +234,11 @@ class FloodmarkQuery:
     @overload
     def explain(self, key: bool = False, *, extended: bool = False) -> None: ...
 
+    @property
+    def metrics_url(self) -> str | None:
+        """The address of the query's Prometheus endpoint (``start(metrics_port=...)``), or None."""
+        return None if self.metrics is None else self.metrics.url
+
     def explain(
         self,
         key: Any = None,
