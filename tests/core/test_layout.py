@@ -248,3 +248,25 @@ def test_without_the_development_tools_the_kafka_demo_says_it_needs_a_checkout(t
     assert "runs only from a development checkout" in errors[0] and "scripts/setup.sh" in errors[0], errors[0]
     assert "Traceback" not in result.stdout
     assert not output.exists()
+
+
+def test_the_command_without_its_extra_says_which_to_install():
+    """``pip install floodmark`` without ``[cli]``: one line naming the extra, not a traceback."""
+    code = """
+import sys
+
+class NoTyper:  # as if typer were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer" or name.startswith("typer."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoTyper())
+sys.argv = ["floodmark", "--help"]
+from floodmark.apps.entry import main
+main()
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: this floodmark command needs the 'cli' extra (no module 'typer'): pip install 'floodmark[cli]'"
+    ]
