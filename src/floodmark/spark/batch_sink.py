@@ -14,6 +14,7 @@ Kafka (written through the driver) runs after a no-op write that computes the ba
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -108,6 +109,7 @@ class BatchSink:
         """What the batch was doing, for the error message if it fails."""
         # The stage whose pane write runs the whole batch (the first whose pane sink can), if any.
         self.leader = next((name for name, route in self.routes.items() if route.outputs.panes.runs_the_batch), None)
+        logging.getLogger("py4j.clientserver").addFilter(QUIET_FAILURES)  # once: the same filter is not added twice
 
     def _owner(self, stage: str) -> str:
         """Whose output a message is about: ``its`` in a query of one stage, else the stage by name."""
@@ -227,6 +229,23 @@ class BatchInterrupted(RuntimeError):
 
 class BatchFailed(RuntimeError):
     """A batch failed (a sink that cannot be written, a failed task): what it was doing and the root cause."""
+
+
+class QuietBatchFailures(logging.Filter):
+    """Drops py4j's log record of a ``foreachBatch`` call that raised :class:`BatchFailed` or
+    :class:`BatchInterrupted`: the record is the Python traceback (dozens of lines); floodmark says the same in one
+    line when the handle raises, and Spark keeps the whole error (``query.exception()``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None:
+            if isinstance(error, BatchFailed | BatchInterrupted):
+                return False
+            error = error.__context__
+        return True
+
+
+QUIET_FAILURES = QuietBatchFailures()
 
 
 def root_cause(error: Exception) -> str:
