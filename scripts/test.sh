@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (idempotent) and run every check CI runs: ruff, the documentation site (strict: any warning fails),
 # the whole test suite on the locked dependency versions, then the core tests and a Spark smoke run on the
-# lowest declared versions (scripts/test-lowest.sh). Arguments go to the main suite's pytest.
+# lowest declared versions (scripts/test-lowest.sh) and on the other declared Pythons (scripts/test-pythons.sh).
+# Arguments go to the main suite's pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,3 +15,4 @@ rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/site
 .venv/bin/python -m pytest "$@"
 bash scripts/test-lowest.sh -q
+bash scripts/test-pythons.sh -q
