@@ -168,3 +168,28 @@ def test_the_handle_is_a_streaming_query(spark, tmp_path, capsys):
     with pytest.raises(RuntimeError, match=failed):
         failing.awaitTermination(120)
     assert failing.exception() is not None
+
+
+def test_text_event_times_keep_their_offset_and_zone_less_ones_take_the_sources_zone(spark, tmp_path):
+    """ISO text with an offset, with a zone name, without either (``time_zone``: Europe/Berlin, UTC+1 in winter);
+    the session's own time zone (set to another one here) changes nothing."""
+    root = tmp_path / "in"
+    texts = ["2026-01-01T10:00:00+02:00", "2026-01-01T08:00:00Z", "2026-01-01 09:00:00", "2026-01-01T10:00:00 UTC+2"]
+    write_lines(root / "part-0.jsonl", [f'{{"ts": "{t}", "device": "d1"}}' for t in texts], 1_700_000_000)
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        agg = EventTimeAggregation(
+            read_json_lines(spark, str(root), "ts STRING, device STRING"),
+            event_time="ts",
+            key_by="device",
+            spec=WindowSpec(windows.Tumbling("1 minute"), {"n": aggregates.count()}),
+            time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness("1 second")),
+            time_zone="Europe/Berlin",
+        )
+        agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert panes["n"].tolist() == [4], "every text is 08:00 UTC"
+    assert int(panes["window_start"].astype("int64").iloc[0] // 1000) == 1767254400

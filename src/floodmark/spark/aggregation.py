@@ -58,8 +58,8 @@ class EventTimeAggregation:
     """A keyed, windowed aggregation with floodmark's event-time semantics (see the module docstring).
 
     :arg source: a streaming DataFrame.
-    :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted;
-        anything that cannot be read as ms makes the record a bad record.
+    :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted, text is
+        read as ms or an ISO-8601 date-time; anything that cannot be read as ms makes the record a bad record.
     :arg key_by: the key column's name, or several names (at least one).
     :arg spec: the windowed aggregation; its aggregate is named: ``{output column: aggregate}`` (numeric
         aggregates read their ``field`` column).
@@ -70,6 +70,8 @@ class EventTimeAggregation:
     :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
         :class:`~floodmark.spark.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
+    :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see
+        :meth:`Pipeline.source <floodmark.spark.pipeline.Pipeline.source>`).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
     """
 
@@ -83,12 +85,13 @@ class EventTimeAggregation:
         max_future_skew: Duration | None = None,
         buckets: int | None = None,
         map_side: MapSide = "arrow",
+        time_zone: str = "UTC",
     ) -> None:
         if not key_by:
             raise ValueError("key_by needs at least one column")
         self.spec = spec
         self.pipeline = Pipeline(buckets=buckets, map_side=map_side)
-        self.pipeline.source(SOURCE, source, event_time, time, max_future_skew)
+        self.pipeline.source(SOURCE, source, event_time, time, max_future_skew, time_zone)
         self.pipeline.stage(STAGE, SOURCE, spec, key_by=key_by)
         self.plan: p.RuntimePlan = self.pipeline.plans(source.sparkSession)[STAGE]
         """The stage's runtime plan, checked against the input's schema."""

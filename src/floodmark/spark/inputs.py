@@ -28,28 +28,38 @@ from floodmark.spark.unpack import register_functions
 _LOG = logging.getLogger(__name__)
 
 
-def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, Column, Column | None]:
+def event_time_ms(
+    source: DataFrame, event_time: str | Column, time_zone: str = "UTC"
+) -> tuple[Column, Column, Column | None]:
     """``(event time in ms as a long, the raw value as text, why the expression failed)`` for ``source``'s
     ``event_time`` column or expression.
 
-    Longs are ms since the epoch; timestamps are converted; whole doubles are taken as ms; text is parsed as a
-    long or as a timestamp (ISO-8601, an offset or zone if given, else the session's time zone). Anything else is
-    null (a bad record, whose raw text is kept). These conversions cannot fail; a Column expression can (Spark's
-    ANSI mode fails ``to_timestamp`` on text that is not a timestamp), so it is evaluated with ``fm_try``: a value
-    it fails on is null, and the third column has the error's first line (the dead letter's reason). Without
-    floodmark's jar that column is None and such a value fails the batch (a warning says so).
+    Longs are ms since the epoch; ``TIMESTAMP`` values are instants; ``TIMESTAMP_NTZ`` values are wall-clock times
+    in ``time_zone``; whole doubles are taken as ms; text is parsed as a long (ms) or as a date-time as Spark's
+    ``to_timestamp`` parses it (ISO-8601: ``2026-01-01T10:00:00.123+01:00``, ``2026-01-01 10:00:00``,
+    ``2026-01-01``), whose offset or zone (``Z``, ``+01:00``, ``UTC``, ``Europe/Berlin``) is kept; without one it
+    is a wall-clock time in ``time_zone``. Anything else is null (a bad record, whose raw text is kept).
+
+    These conversions cannot fail; a Column expression can (Spark's ANSI mode fails ``to_timestamp`` on text that
+    is not a timestamp), so it is evaluated with ``fm_try``: a value it fails on is null, and the third column has
+    the error's first line (the dead letter's reason). Without floodmark's jar that column is None and such a value
+    fails the batch (a warning says so).
     """
     column = F.col(event_time) if isinstance(event_time, str) else event_time
     dtype = source.select(column).schema.fields[0].dataType
-    if isinstance(dtype, TimestampType | TimestampNTZType):
-        ms = F.unix_millis(column.cast(TimestampType()))
+    if isinstance(dtype, TimestampNTZType):
+        ms = wall_clock_ms(column, time_zone)
+    elif isinstance(dtype, TimestampType):
+        ms = F.unix_millis(column)
     elif isinstance(dtype, LongType | IntegerType | ShortType):
         ms = column.cast("long")
     elif isinstance(dtype, DoubleType | FloatType):
         ms = F.when(column == F.floor(column), column.try_cast("long"))
     else:
-        as_long = column.try_cast("long")
-        ms = F.coalesce(as_long, F.unix_millis(F.try_to_timestamp(column.try_cast("string"))))
+        text = column.try_cast("string")
+        zoned = F.unix_millis(F.try_to_timestamp(text))
+        local = wall_clock_ms(text.try_cast(TimestampNTZType()), time_zone)
+        ms = F.coalesce(column.try_cast("long"), F.when(text.rlike(ZONED_TEXT), zoned).otherwise(local))
     raw = column.try_cast("string")
     if isinstance(event_time, str):
         return ms, raw, None
@@ -60,6 +70,24 @@ def event_time_ms(source: DataFrame, event_time: str | Column) -> tuple[Column, 
         )
         return ms, raw, None
     return guarded(ms), guarded(raw), F.call_function(TRY_ERROR, ms)
+
+
+ZONED_TEXT = (
+    r"(?i)\d:\d{2}(:\d{2}([.,]\d+)?)?\s*(z|utc|gmt|ut|(utc|gmt|ut)?[+-]\d{1,2}(:?\d{2}){0,2}|[a-z]+/[a-z0-9_/+-]+)$"
+)
+"""A date-time text that names its offset or zone after its time (``...10:00Z``, ``...10:00:00+01:00``,
+``...10:00 UTC``, ``...10:00 Europe/Berlin``): Spark's parsing keeps it; other text is a wall-clock time in the
+source's zone (:func:`wall_clock_ms`)."""
+
+
+def wall_clock_ms(wall_clock: Column, time_zone: str) -> Column:
+    """Milliseconds since the epoch of ``wall_clock`` (a ``TIMESTAMP_NTZ``) read as a time in ``time_zone``, whatever
+    the session's time zone (no cast to ``TIMESTAMP``, which would read it in the session's)."""
+    utc = F.convert_timezone(F.lit(time_zone), F.lit("UTC"), wall_clock)
+    return F.timestamp_diff("MILLISECOND", F.lit(_EPOCH).cast(TimestampNTZType()), utc)
+
+
+_EPOCH = "1970-01-01 00:00:00"
 
 
 TRY_VALUE, TRY_ERROR = "fm_try", "fm_try_error"
@@ -82,13 +110,14 @@ def combined_input(
     split: str | Column | None,
     plan: p.RuntimePlan,
     map_side: MapSide = "arrow",
+    time_zone: str = "UTC",
 ) -> DataFrame:
     """``source`` through the map side of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``).
 
     :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
         for the records that are good and on time (:mod:`floodmark.spark.jvm_combine`), where the plan allows.
     """
-    ms, raw, error = event_time_ms(source, event_time)
+    ms, raw, error = event_time_ms(source, event_time, time_zone)
     # The split travels as the user's own column (no copy, no string per record); only an expression
     # adds a column (null where it throws: one split for those records, which the driver warns about).
     # The combiner labels the few distinct values.

@@ -112,6 +112,7 @@ class Source:
     event_time: str | Column
     time: SourceTime
     max_future_skew: Duration | None = None
+    time_zone: str = "UTC"
 
 
 class Pipeline:
@@ -145,12 +146,18 @@ class Pipeline:
         event_time: str | Column,
         time: SourceTime,
         max_future_skew: Duration | None = None,
+        time_zone: str = "UTC",
     ) -> str:
         """Add a source; returns its name (for ``upstream=``).
 
         :arg frame: a streaming DataFrame.
-        :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted;
-            anything that cannot be read as ms makes the record a bad record (a dead letter).
+        :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted, text
+            is read as ms or as an ISO-8601 date-time (:func:`floodmark.spark.inputs.event_time_ms`); anything
+            that cannot be read as ms makes the record a bad record (a dead letter), and so does a value the
+            expression throws on.
+        :arg time_zone: the zone of event times given without one: text without an offset or zone
+            (``2026-01-01 10:00:00``) and ``TIMESTAMP_NTZ`` values (an IANA name, ``Europe/Berlin``, or an offset,
+            ``+01:00``); UTC by default, whatever the session's time zone. Text with an offset or zone keeps it.
         :arg time: how the source's watermark is made (:class:`SourceTime`).
         :arg max_future_skew: records whose event time is more than this ahead of processing time go to the
             dead-letter output (one corrupt far-future record must not push the watermark over every window);
@@ -168,7 +175,7 @@ class Pipeline:
             event_time=event_time if isinstance(event_time, str) else None,
             split=time.split if isinstance(time.split, str) else None,
         )
-        self.sources[name] = Source(name, frame, event_time, time, max_future_skew)
+        self.sources[name] = Source(name, frame, event_time, time, max_future_skew, time_zone)
         return name
 
     def stage(
@@ -284,7 +291,9 @@ class Pipeline:
                     split_column=split if isinstance(split, str) else p.SPLIT_VALUE if split is not None else None,
                 )
                 reporting.add(source_name)
-                combined = combined_input(source.frame, source.event_time, split, combiner_plan, self.map_side)
+                combined = combined_input(
+                    source.frame, source.event_time, split, combiner_plan, self.map_side, source.time_zone
+                )
                 inputs.append(
                     combined.select(
                         F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND), wire.BUCKET, wire.BLOCK
