@@ -219,3 +219,38 @@ def test_the_demo_summary_never_says_windows_fired_without_a_split_never_marked_
     assert "marked idle from batch 11" in detected and "kept firing without it" in detected
     missed = _idle_line(simulator, 5_000, [])
     assert "never marked idle before the input ended" in missed and "kept firing" not in missed
+
+
+def test_advise_reads_iso_text_in_partition_folders(tmp_path):
+    """Issue 39: ISO text with and without an offset (``--time-zone``), a split that is a partition folder, files
+    found below the folders; what the runtime takes, advise takes."""
+    for gateway, texts in {
+        "g1": ["2026-01-01T10:00:00+01:00", "2026-01-01T10:00:05+01:00", "2026-01-01T10:00:02+01:00"],
+        "g2": ["2026-01-01 10:00:00", "2026-01-01 10:00:09", "yesterday"],
+    }.items():
+        folder = tmp_path / f"gateway={gateway}"
+        folder.mkdir()
+        write_jsonl(folder / "part-0.jsonl", [f'{{"ts": "{t}"}}' for t in texts])
+    result = runner.invoke(app, ["advise", str(tmp_path), "--split", "gateway", "--time-zone", "Europe/Berlin"])
+    assert result.exit_code == 0, result.output
+    assert "5 records; largest out-of-orderness 3,000 ms" in result.output
+    warning = next(line for line in result.output.splitlines() if line.startswith("warning: "))
+    assert "skipped 1 of 6" in warning and "'yesterday', not a time" in warning
+
+
+def test_event_times_are_read_by_the_runtime_s_rules():
+    from floodmark.core.time import event_time_of
+
+    eight = 1767254400000  # 2026-01-01T08:00:00Z
+    forms = [
+        eight,
+        float(eight),
+        str(eight),
+        "2026-01-01T10:00:00+02:00",
+        "2026-01-01T08:00:00Z",
+        "2026-01-01 09:00:00",
+        "2026-01-01T10:00:00 UTC+2",
+        "2026-01-01T09:00:00 Europe/Berlin",
+    ]
+    assert [event_time_of(f, "Europe/Berlin") for f in forms] == [eight] * len(forms)
+    assert [event_time_of(v) for v in ["yesterday", 1.5, True, None, {"ms": 1}, "2026-13-01"]] == [None] * 6

@@ -52,8 +52,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, positive_millis
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, event_time_of, positive_millis
 from floodmark.core.values import unwrap
+from floodmark.protocol.files import detect_format, list_files, partition_values
 
 PRECISION_BITS = 7
 """Bins per power of two = ``2 ** PRECISION_BITS``: relative bin width <= 1/128 (0.78 %)."""
@@ -500,6 +501,7 @@ def format_tradeoff(rows: Sequence[Recommendation]) -> str:
 # reading records (``floodmark advise``)
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
+EVENT_TIME_FORMS = "ms, or an ISO-8601 date-time"
 
 
 @dataclass(frozen=True)
@@ -522,17 +524,19 @@ class ObservedRecords:
             return None
         total = self.skipped + len(self.event_times)
         return (
-            f"skipped {self.skipped:,} of {total:,} input lines/rows that are not records with an integer ms event "
-            f"time (as dead letters would be); first: {self.first_skipped}"
+            f"skipped {self.skipped:,} of {total:,} input lines/rows that are not records with an event time "
+            f"(as dead letters would be); first: {self.first_skipped}"
         )
 
 
-def read_records(path: Path, event_time: str, split: str | None) -> ObservedRecords:
-    """The records of the JSON-lines (``.jsonl``/``.json``) and Parquet file ``path``, or of those files in the
-    directory ``path`` (not its subdirectories).
+def read_records(path: Path, event_time: str, split: str | None, time_zone: str = "UTC") -> ObservedRecords:
+    """The records of the JSON-lines (``.jsonl``/``.json``) or Parquet file ``path``, or of those files under the
+    directory ``path`` and its folders, in path order (:func:`floodmark.protocol.files.list_files`); ``key=value``
+    folders give columns (a split among them), as Spark's partition discovery does.
 
-    A line that is not a JSON object, and a line or row without an integer event time (missing, null, text,
-    a fraction), is skipped and counted, never fatal.
+    Event times are read by the runtime's rules (:func:`floodmark.core.time.event_time_of`: ms, ISO text with or
+    without an offset, ``time_zone`` for text without one). A line that is not a JSON object, and a line or row
+    without an event time the runtime could use, is skipped and counted, never fatal.
 
     :raises FileNotFoundError: ``path`` does not exist.
     :raises ValueError: ``path`` is a run's output directory, holds no input files or no records, or no record
@@ -540,31 +544,35 @@ def read_records(path: Path, event_time: str, split: str | None) -> ObservedReco
     """
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: give a JSON-lines or Parquet file, or a directory of them")
-    if path.is_dir():
-        if (path / "pipeline.json").is_file() and (path / "checkpoint").is_dir():
-            raise ValueError(
-                f"{path} is the output directory of floodmark demo or replay, not input records: give the "
-                "JSON-lines or Parquet files the job read"
-            )
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in INPUT_SUFFIXES)
-        if not files:
-            raise ValueError(f"{path} holds no {'/'.join(INPUT_SUFFIXES)} files: give a directory of input records")
-    elif path.suffix in INPUT_SUFFIXES:
-        files = [path]
-    else:
+    if path.is_dir() and (path / "pipeline.json").is_file() and (path / "checkpoint").is_dir():
+        raise ValueError(
+            f"{path} is the output directory of floodmark demo or replay, not input records: give the "
+            "JSON-lines or Parquet files the job read"
+        )
+    if path.is_file() and path.suffix not in INPUT_SUFFIXES:
         raise ValueError(f"{path} is not a {'/'.join(INPUT_SUFFIXES)} file: give JSON lines or Parquet")
+    try:
+        files = list_files(path, detect_format(path), "path")
+    except (FileNotFoundError, ValueError):
+        raise ValueError(
+            f"{path} holds no {'/'.join(INPUT_SUFFIXES)} files: give a directory of input records"
+        ) from None
+    root = path if path.is_dir() else path.parent
     columns = [event_time, *([split] if split else [])]
     times: list[np.ndarray] = []
     splits: list[np.ndarray] = []
     skipped, first, seen = 0, None, set()
     for file in files:
+        folders = partition_values(root, file)
         reader = _parquet_records if file.suffix == ".parquet" else _json_records
-        ts, parts, bad, why, names = reader(file, event_time, split)
+        ts, parts, bad, why, names = reader(file, event_time, split, time_zone)
+        if split in folders:  # the folder's value, as Spark gives partition columns
+            parts = np.full(len(ts), folders[split], dtype=object)
         times.append(ts)
         splits.append(parts)
         skipped += bad
         first = first or why
-        seen |= names
+        seen |= names | set(folders)
     missing = [c for c in columns if c not in seen]
     if missing and seen:
         raise ValueError(
@@ -581,7 +589,7 @@ _Read = tuple[np.ndarray, np.ndarray, int, str | None, set[str]]
 """One file's event times, splits, skipped count, first skipped (where and why) and column names."""
 
 
-def _json_records(file: Path, event_time: str, split: str | None) -> _Read:
+def _json_records(file: Path, event_time: str, split: str | None, time_zone: str) -> _Read:
     times, parts, names = [], [], set()
     skipped, first = 0, None
     with file.open(encoding="utf-8", errors="replace") as lines:
@@ -596,17 +604,18 @@ def _json_records(file: Path, event_time: str, split: str | None) -> _Read:
             if isinstance(record, dict):
                 names.update(record)
                 ts = record.get(event_time)
-                if isinstance(ts, int) and not isinstance(ts, bool) and MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
-                    times.append(ts)
+                ms = event_time_of(ts, time_zone)
+                if ms is not None:
+                    times.append(ms)
                     parts.append(record.get(split) if split else None)
                     continue
-                why = f"event time {event_time!r} is {ts!r}, not integer ms"
+                why = f"event time {event_time!r} is {ts!r}, not a time ({EVENT_TIME_FORMS})"
             skipped += 1
             first = first or f"{file.name} line {number}: {why}"
     return np.array(times, dtype=np.int64), np.array(parts, dtype=object), skipped, first, names
 
 
-def _parquet_records(file: Path, event_time: str, split: str | None) -> _Read:
+def _parquet_records(file: Path, event_time: str, split: str | None, time_zone: str) -> _Read:
     import pyarrow.parquet as pq
 
     names = set(pq.read_schema(file).names)
@@ -621,13 +630,15 @@ def _parquet_records(file: Path, event_time: str, split: str | None) -> _Read:
         good, values = ~np.isnat(moments), moments.astype(np.int64)
     elif pd.api.types.is_integer_dtype(ts):
         good, values = ts.notna().to_numpy(dtype=bool), ts.fillna(0).to_numpy(dtype=np.int64)
-    else:  # text or fractions: not integer ms
-        good, values = np.zeros(len(ts), dtype=bool), np.zeros(len(ts), dtype=np.int64)
+    else:  # text or fractions: the runtime's rules, value by value
+        read = [event_time_of(None if pd.isna(v) else v, time_zone) for v in ts.astype(object)]
+        good = np.array([v is not None for v in read], dtype=bool)
+        values = np.array([v or 0 for v in read], dtype=np.int64)
     skipped = int((~good).sum())
     first = None
     if skipped:
         row = int(np.flatnonzero(~good)[0])
         value = frame[event_time].iloc[row]
-        first = f"{file.name} row {row + 1}: event time {event_time!r} is {value!r}, not integer ms"
+        first = f"{file.name} row {row + 1}: event time {event_time!r} is {value!r}, not a time ({EVENT_TIME_FORMS})"
     parts = frame[split].to_numpy(dtype=object)[good] if split and split in frame else np.full(good.sum(), None)
     return values[good], parts, skipped, first, names

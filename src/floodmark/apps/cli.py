@@ -264,21 +264,24 @@ def explain(
 
 @app.command()
 def advise(
-    input_path: Annotated[Path, typer.Argument(help="Records (JSON lines or Parquet) in arrival order.")],
-    event_time: Annotated[str, typer.Option(help="Event-time column (long ms).")] = "ts",
-    split: Annotated[str | None, typer.Option(help="Split column; default one split.")] = None,
+    input_path: Annotated[
+        Path, typer.Argument(help="Records (JSON lines or Parquet, partition folders included) in arrival order.")
+    ],
+    event_time: Annotated[str, typer.Option(help="Event-time column (ms, timestamp or ISO text).")] = "ts",
+    split: Annotated[str | None, typer.Option(help="Split column (or partition folder); default one split.")] = None,
     target: Annotated[float, typer.Option(min=0.0, max=1.0, help="Target fraction of late records.")] = 0.01,
     window: Annotated[str | None, typer.Option(help="Window size, e.g. 1m (for the state estimate).")] = None,
+    time_zone: Annotated[str, typer.Option(help="Zone of event-time text without an offset.")] = "UTC",
 ) -> None:
     """Recommend an out-of-orderness bound and allowed lateness from observed records, with the trade-off.
 
-    Lines and rows that are not records with an integer event time are skipped and counted (as dead letters).
+    Lines and rows that are not records with an event time are skipped and counted (as dead letters).
     """
     from floodmark.apps.advisor import format_tradeoff, observe, read_records, recommend, tradeoff
 
     window_ms = _duration(window, "--window")
     try:
-        records = read_records(input_path, event_time, split)
+        records = read_records(input_path, event_time, split, time_zone)
     except (FileNotFoundError, ValueError) as error:
         raise _fail(str(error), 2) from None
     skipped = records.skipped_text()

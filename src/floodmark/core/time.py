@@ -240,6 +240,58 @@ def parse_duration(value: Any) -> int:
     )
 
 
+_ZONE_SUFFIX = re.compile(
+    r"^(?P<time>.*\d)\s*(?:(?:UTC|GMT|UT)(?P<offset>[+-]\d{1,2}(?::?\d{2})?)?|(?P<zone>[A-Za-z]+/[A-Za-z0-9_/+-]+))$"
+)
+
+
+def event_time_of(value: Any, time_zone: str = "UTC") -> int | None:
+    """A record's event time in ms by the rules the Spark runtime applies to an event-time column
+    (``floodmark.spark.inputs.event_time_ms``), for tools that read records without Spark (``floodmark advise``);
+    None where the runtime would make the record a dead letter.
+
+    ints are ms; whole floats are ms; ``datetime`` values are instants (naive ones are wall-clock times in
+    ``time_zone``); text is ms (digits) or an ISO-8601 date-time (``2026-01-01T10:00:00.123+01:00``,
+    ``2026-01-01 10:00:00Z``, ``2026-01-01``, ``2026-01-01T10:00:00 Europe/Berlin``) whose offset or zone is kept,
+    a wall-clock time in ``time_zone`` without one.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if MIN_TIMESTAMP <= value <= MAX_TIMESTAMP else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**63 else None
+    if isinstance(value, datetime):
+        return _instant_ms(value, time_zone)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if re.fullmatch(r"[+-]?\d+", text):
+        return event_time_of(int(text), time_zone)
+    zone = time_zone
+    named = _ZONE_SUFFIX.match(text)
+    if named:  # a zone name or UTC[+-hh[:mm]] after the time: as an IANA zone, or as an ISO offset
+        text, zone = named.group("time"), named.group("zone") or "UTC"
+        offset = named.group("offset")
+        if offset:
+            hours, _, minutes = offset[1:].partition(":") if ":" in offset else (offset[1:3], "", offset[3:])
+            text += f"{offset[0]}{int(hours):02d}:{int(minutes or 0):02d}"
+    try:
+        return _instant_ms(datetime.fromisoformat(text), zone)
+    except (ValueError, KeyError, OverflowError):
+        return None
+
+
+def _instant_ms(moment: datetime, time_zone: str) -> int:
+    """Milliseconds since the epoch of ``moment``, a naive one read as a wall-clock time in ``time_zone``."""
+    from zoneinfo import ZoneInfo  # imported here: only the tools that read records need time zones
+
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=ZoneInfo(time_zone))
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
 def parse_instant(value: str) -> int:
     """Milliseconds since the epoch from digits (ms) or an ISO-8601 date-time (UTC unless it names a zone).
 
