@@ -131,9 +131,9 @@ def test_a_value_the_event_time_expression_fails_on_is_a_dead_letter(spark, tmp_
     (reason,) = dead["reason"]
     assert reason.startswith("the event-time expression failed: [CAST_INVALID_INPUT]") and "'yesterday'" in reason
     panes = read_output(spark, tmp_path / "out" / "panes")
-    assert sorted(panes["window_start"].astype("int64") // 1000) == [
-        1767222000 + 60 * m for m in range(5)
-    ], "the offset is kept: 00:0m+01:00 is 23:0m UTC"
+    assert sorted(panes["window_start"].astype("int64") // 1000) == [1767222000 + 60 * m for m in range(5)], (
+        "the offset is kept: 00:0m+01:00 is 23:0m UTC"
+    )
     assert query.reconciliation.rows_in == 6
 
 
@@ -193,3 +193,45 @@ def test_text_event_times_keep_their_offset_and_zone_less_ones_take_the_sources_
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert panes["n"].tolist() == [4], "every text is 08:00 UTC"
     assert int(panes["window_start"].astype("int64").iloc[0] // 1000) == 1767254400
+
+
+EVENT_TIME_TEXTS = [
+    "1767254400000",
+    "-5",
+    "2026-01-01T10:00:00+02:00",
+    "2026-01-01T08:00:00Z",
+    "2026-01-01 09:00:00",
+    "2026-01-01T09:00:00.123",
+    "2026-01-01T09:00:00.5",
+    "2026-01-01",
+    "2026-01-01T10:00:00 UTC+2",
+    "2026-01-01T10:00:00+0200",
+    "2026-01-01T08:00:00 UTC",
+    "2026-01-01T08:00:00 GMT",
+    "2026-01-01T09:00:00 Europe/Berlin",
+    "2026-07-01T09:00:00",
+    "2026-03-29 02:30:00",
+    "2026-10-25 02:30:00",
+    "yesterday",
+    "",
+    "2026-13-01",
+    "10:00",
+    " 2026-01-01T09:00:00 ",
+    "2026-01-01T09:00",
+    "2026-01-01T09:00:00.123456",
+    "1e3",
+    "12.0",
+]
+
+
+def test_event_time_text_reads_the_same_in_spark_and_in_python(spark):
+    """The runtime's rule (Spark SQL, ``event_time_ms``) and the tools' (``event_time_of``): one rule, two
+    implementations, the same ms for every form, in a zone with daylight saving time."""
+    from floodmark.core.time import event_time_of
+    from floodmark.spark.inputs import event_time_ms
+
+    frame = spark.createDataFrame([(t,) for t in EVENT_TIME_TEXTS], "ts STRING")
+    ms, _, _ = event_time_ms(frame, "ts", "Europe/Berlin")
+    spark_ms = dict(frame.select("ts", ms.alias("ms")).collect())
+    python_ms = {t: event_time_of(t, "Europe/Berlin") for t in EVENT_TIME_TEXTS}
+    assert {t: (spark_ms[t], python_ms[t]) for t in EVENT_TIME_TEXTS if spark_ms[t] != python_ms[t]} == {}
