@@ -235,3 +235,37 @@ def test_event_time_text_reads_the_same_in_spark_and_in_python(spark):
     spark_ms = dict(frame.select("ts", ms.alias("ms")).collect())
     python_ms = {t: event_time_of(t, "Europe/Berlin") for t in EVENT_TIME_TEXTS}
     assert {t: (spark_ms[t], python_ms[t]) for t in EVENT_TIME_TEXTS if spark_ms[t] != python_ms[t]} == {}
+
+
+def test_results_read_back_latest_pane_per_window_and_parsed_records(spark, tmp_path):
+    """Early firings (ACCUMULATING: the latest pane is the window's result), a late record, a dead letter."""
+    from floodmark import AccumulationMode, triggers
+    from floodmark.spark import read_dead_letters, read_late, read_panes
+
+    root = tmp_path / "in"
+    lines = [f'{{"ts": {s * 1000}, "device": "d1", "t": {s}.5}}' for s in (1, 2, 3, 4, 61, 62)]
+    write_lines(root / "part-0.jsonl", lines, 1_700_000_000)
+    write_lines(root / "part-1.jsonl", ['{"ts": 5000, "device": "d1", "t": 9}', '{"ts": "soon"}'], 1_700_000_100)
+    agg = EventTimeAggregation(
+        read_json_lines(spark, str(root), "ts LONG, device STRING, t DOUBLE", {"maxFilesPerTrigger": "1"}),
+        event_time="ts",
+        key_by="device",
+        spec=WindowSpec(
+            windows.Tumbling("1 minute"),
+            {"n": aggregates.count()},
+            trigger=triggers.AfterWatermark(early=triggers.AfterCount(2)),
+            accumulation=AccumulationMode.ACCUMULATING,
+        ),
+        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="device"),
+    )
+    agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    every = read_panes(spark, tmp_path / "out", latest=False)
+    assert every.count() > 2, "early panes"
+    latest = read_panes(spark, tmp_path / "out").orderBy("window_start").toPandas()
+    assert latest[["device", "window_start", "n"]].values.tolist() == [["d1", 0, 4], ["d1", 60_000, 2]]
+    late = read_late(spark, tmp_path / "out").toPandas()
+    assert [(r["ts"], r["t"]) for r in late["record_fields"]] == [(5000, 9)]
+    dead = read_dead_letters(spark, str(tmp_path / "out" / "dead_letter"), "ts STRING").toPandas()
+    assert dead["record"].tolist() == ['{"ts": "soon"}'] and dead["record_fields"][0]["ts"] == "soon"
+    with pytest.raises(FileNotFoundError, match="no panes output"):
+        read_panes(spark, tmp_path / "nowhere")

@@ -11,7 +11,8 @@ executors get with the batch's jobs (:mod:`.batch_entry`). :class:`FloodmarkQuer
 running query. Sessions: :func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`;
 Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`), JSON-lines files that keep
 each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`), history in an order
-of your choosing with :func:`read_files_in_order` (:mod:`.ordered_files`).
+of your choosing with :func:`read_files_in_order` (:mod:`.ordered_files`); a query's file outputs read back with
+:func:`read_panes`, :func:`read_late` and :func:`read_dead_letters` (:mod:`.results`).
 """
 
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from floodmark.spark.ordered_files import read_files_in_order
     from floodmark.spark.pipeline import Pipeline, SourceTime
     from floodmark.spark.query import FloodmarkQuery
+    from floodmark.spark.results import read_dead_letters, read_late, read_panes
     from floodmark.spark.session import (
         cluster_session,
         configure_spark_with_floodmark,
@@ -50,9 +52,12 @@ __all__ = [
     "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
+    "read_dead_letters",
     "read_files_in_order",
     "read_json_lines",
     "read_kafka",
+    "read_late",
+    "read_panes",
     "topic_partitions",
 ]
 
@@ -63,6 +68,9 @@ __getattr__, __dir__ = lazy_exports(
     {
         "read_json_lines": "floodmark.spark.json_lines",
         "read_files_in_order": "floodmark.spark.ordered_files",
+        "read_panes": "floodmark.spark.results",
+        "read_late": "floodmark.spark.results",
+        "read_dead_letters": "floodmark.spark.results",
         "read_kafka": "floodmark.spark.kafka",
         "topic_partitions": "floodmark.spark.kafka",
         "EventTimeAggregation": "floodmark.spark.aggregation",
