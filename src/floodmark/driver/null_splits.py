@@ -23,14 +23,15 @@ class NullSplitWarning:
 
     :arg split_columns: ``{source: its split column's name (or the text of its expression)}`` for the sources
         that split their input (a source without a split column has one split by definition and is not watched).
-    :arg source_of: ``(source, split)`` of a split label of the reports (``Controller.source_of``).
+    :arg source_of: ``(source, split)`` of a split label of the reports (``Controller.source_of``; set it when the
+        controller is built).
     :arg warn: where the line goes (default: the ``floodmark`` logger at WARNING).
     """
 
     def __init__(
         self,
         split_columns: Mapping[str, str],
-        source_of: Callable[[str], tuple[str, str]],
+        source_of: Callable[[str], tuple[str, str]] = lambda label: ("", label),
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.split_columns = dict(split_columns)

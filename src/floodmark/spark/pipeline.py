@@ -63,6 +63,7 @@ from floodmark.spark.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
 from floodmark.spark.levels import CARRIER, StageLevel
 from floodmark.spark.query import (
     FloodmarkQuery,
+    Launched,
     check_locations,
     check_state_format,
     control_log,
@@ -401,24 +402,29 @@ class Pipeline:
                 raise ValueError(f"no output given for stages {missing}")
             outputs = {name: Outputs.of(output[name]) for name in self.stages}
         check_locations(checkpoint, list(outputs.values()))
-        python_workers.prestart(spark)  # while the query plans (python_workers.py)
-        frame, controller, plans = self.build(checkpoint, spark)
-        outputs = {name: outputs[name] for name in plans}  # in the stages' order
-        time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-        sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
-        split_columns = {n: str(s.time.split) for n, s in self.sources.items() if s.time.split is not None}
-        sink.listeners.append(NullSplitWarning(split_columns, controller.source_of))
-        sink.listeners.extend(listeners)
+        graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
+        outputs = {name: outputs[name] for name in graph.order}  # upstream first
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
-        if metrics is not None:
-            sink.listeners.append(metrics)
-        try:
+        split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
+        null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
+
+        def launch() -> Launched:
+            python_workers.prestart(spark)  # while the query plans (python_workers.py)
+            frame, controller, plans = self.build(checkpoint, spark)
+            time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+            sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
+            null_splits.source_of = controller.source_of
+            sink.listeners.extend([null_splits, *listeners, *([metrics] if metrics is not None else [])])
             query, spark_checkpoint = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
+            return Launched(query, controller, spark_checkpoint)
+
+        try:
+            launched = launch()
         except BaseException:
             if metrics is not None:
                 metrics.close()
             raise
-        return FloodmarkQuery(query, controller, outputs, dict(self.stages), spark, spark_checkpoint, metrics)
+        return FloodmarkQuery(launched, outputs, dict(self.stages), spark, metrics, relaunch=launch)
 
     def run_to_completion(
         self,

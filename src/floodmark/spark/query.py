@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
@@ -136,6 +140,34 @@ def start_query(
         context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
 
 
+@dataclass
+class Launched:
+    """One run of a query: the Spark query, the controller of its batches and Spark's checkpoint of it."""
+
+    query: StreamingQuery
+    controller: Controller
+    spark_checkpoint: SparkCheckpoint
+
+
+RESTARTABLE = (
+    "Python worker failed to connect back",
+    "Timed out while waiting for the Python worker to connect back",
+)
+"""Errors that say the machine was too busy, not that the query is wrong: a Python worker Spark started did not
+connect back within Spark's fixed 10 s (``PythonWorkerFactory``; at a query's start, the driver-side worker of
+``transformWithStateInPandas``). No setting reaches that wait, so the handle starts the query again."""
+
+MAX_RESTARTS = 3
+"""How many times in a row a handle starts its query again after a :data:`RESTARTABLE` error."""
+
+_LOG = logging.getLogger("floodmark")
+
+
+def first_line(error: object) -> str:
+    """The first line of ``error``'s text (Spark's errors go on with the query's plan)."""
+    return (str(error).strip().splitlines() or [""])[0]
+
+
 class FloodmarkQuery:
     """A running floodmark query: PySpark's ``StreamingQuery`` (the same names, delegated to :attr:`query`), plus
     floodmark's own: :attr:`reports`, :attr:`reconciliation`, :meth:`explain` of a window, :meth:`await_batches`.
@@ -144,29 +176,97 @@ class FloodmarkQuery:
     failed while ...``) from :meth:`awaitTermination`, :meth:`processAllAvailable` and the waits; Spark's whole
     error is :meth:`exception`.
 
-    :ivar query: the Spark query. :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages:
-        ``{stage: its definition}``.
+    A busy machine delays a query, it does not stop it: when Spark gives up on a Python worker that did not start
+    in time (:data:`RESTARTABLE`), the handle starts the query again from its checkpoint (exactly-once: the batch
+    that failed runs again), up to :data:`MAX_RESTARTS` times in a row, and logs one line each time
+    (:attr:`restarts` counts them). :attr:`query` is then the new Spark query.
+
+    :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
     """
 
     def __init__(
         self,
-        query: StreamingQuery,
-        controller: Controller,
+        launched: Launched,
         stage_outputs: dict[str, Outputs],
         stages: dict[str, WindowedStage],
         spark: SparkSession,
-        spark_checkpoint: SparkCheckpoint,
         metrics: PrometheusMetrics | None = None,
+        relaunch: Callable[[], Launched] | None = None,
     ) -> None:
-        self.query = query
-        self.controller = controller
+        self._launched = launched
         self.stage_outputs = stage_outputs
         self.stages = stages
         self.spark = spark
-        self.spark_checkpoint = spark_checkpoint
-        """Spark's checkpoint of the query (its offset log says what each batch planned)."""
         self.metrics = metrics
         """The query's Prometheus endpoint (``start(metrics_port=...)``), closed when the query stops."""
+        self.restarts = 0
+        """How many times the handle started the query again (see the class docstring)."""
+        self._relaunch = relaunch
+        self._stopping = False
+        self._watcher: threading.Thread | None = None
+        if relaunch is not None:
+            self._watcher = threading.Thread(target=self._watch, name="floodmark-query-watcher", daemon=True)
+            self._watcher.start()
+
+    @property
+    def query(self) -> StreamingQuery:
+        """The Spark query (a new one after a restart)."""
+        return self._launched.query
+
+    @property
+    def controller(self) -> Controller:
+        return self._launched.controller
+
+    @property
+    def spark_checkpoint(self) -> SparkCheckpoint:
+        """Spark's checkpoint of the query (its offset log says what each batch planned)."""
+        return self._launched.spark_checkpoint
+
+    def _restartable(self, error: object) -> bool:
+        return (
+            self._relaunch is not None
+            and not self._stopping
+            and self.restarts < MAX_RESTARTS
+            and any(text in str(error) for text in RESTARTABLE)
+        )
+
+    def _watch(self) -> None:
+        """Wait for the query to end; start it again after a :data:`RESTARTABLE` failure (see the class)."""
+        while True:
+            launched = self._launched
+            with contextlib.suppress(Exception):
+                launched.query.awaitTermination()
+            error = None if self._stopping else launched.query.exception()
+            if error is None or not self._restartable(error) or self._relaunch is None:
+                return
+            self.restarts += 1
+            _LOG.warning(
+                "floodmark: %s (a busy machine?): starting the query again from its checkpoint (%d of %d)",
+                first_line(error).rstrip("."),
+                self.restarts,
+                MAX_RESTARTS,
+            )
+            try:
+                again = self._relaunch()
+            except Exception as failure:  # the handle's waits raise the first error; say why this one came
+                _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
+                return
+            again.controller.reports[:0] = launched.controller.reports
+            again.controller.end_when_exhausted = launched.controller.end_when_exhausted
+            self._launched = again
+
+    def _settle_restart(self) -> None:
+        """While a failed query is being started again by the watcher, wait until it has been (or has not)."""
+        launched = self._launched
+        error = launched.query.exception()
+        while (
+            error is not None
+            and self._restartable(error)
+            and self._launched is launched
+            and self._watcher is not None
+            and self._watcher.is_alive()
+        ):
+            time.sleep(0.05)
 
     # ------------------------------------------------------------ PySpark's StreamingQuery
     @property
@@ -210,22 +310,32 @@ class FloodmarkQuery:
 
     def awaitTermination(self, timeout: float | None = None) -> bool | None:
         """Wait until the query stops (or ``timeout`` seconds: then whether it has stopped), as PySpark's; a failed
-        query raises floodmark's one line instead of Spark's pages."""
-        try:
-            result = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
-        except Exception:
-            self._check()
-            raise
-        self._check()
-        return result
+        query raises floodmark's one line instead of Spark's pages. A query started again (see the class) is
+        waited for in turn."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            launched = self._launched
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ended: bool | None = True
+            with contextlib.suppress(Exception):  # its error is the query's exception(), raised below
+                ended = launched.query.awaitTermination(left) if left is not None else launched.query.awaitTermination()
+            if left is not None and not ended:
+                return False
+            self._settle_restart()
+            if self._launched is launched:
+                self._check()
+                return True if timeout is not None else None
 
     def processAllAvailable(self) -> None:
         """Block until the input available now has been processed (PySpark's; for tests)."""
-        try:
-            self.query.processAllAvailable()
-        except Exception:
-            self._check()
-            raise
+        while True:
+            launched = self._launched
+            with contextlib.suppress(Exception):  # its error is the query's exception(), raised below
+                launched.query.processAllAvailable()
+            self._settle_restart()
+            if self._launched is launched:
+                self._check()
+                return
 
     # ------------------------------------------------------------ floodmark's own
     @overload
@@ -287,6 +397,8 @@ class FloodmarkQuery:
         return StageReconciliation.of(self.reports, name, self.stages[name].upstream, source_of)
 
     def stop(self) -> None:
+        """Stop the query (and its Prometheus endpoint); it is not started again."""
+        self._stopping = True
         self.query.stop()
         if self.metrics is not None:
             self.metrics.close()
@@ -356,9 +468,11 @@ class FloodmarkQuery:
             outputs.discard_after(self.spark, self.reports[-1].batch_id)
 
     def _check(self) -> None:
+        self._settle_restart()
         error = self.query.exception()
         if error is not None:
             # A batch that failed says so in one line (BatchFailed); Spark's text around it is the Python
             # traceback and the query's plan, kept in the query's exception().
             failed = FAILED_BATCH.search(str(error))
-            raise RuntimeError(f"the floodmark query failed: {failed.group(1) if failed else error}") from None
+            line = failed.group(1) if failed else f"{first_line(error)} (query.exception() has Spark's whole error)"
+            raise RuntimeError(f"the floodmark query failed: {line}") from None

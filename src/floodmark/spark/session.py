@@ -60,6 +60,14 @@ def check_session(session: SparkSession) -> None:
         )
 
 
+PATIENT_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
+"""Settings that let a busy machine delay a query rather than fail it: Spark waits 15 s by default for a Python
+process it started (a worker's daemon, a Python data source's planner, a Connect server's ``foreachBatch``) to
+authenticate on its socket; at a load of 14 to 30 on 2 cores that was not enough here. The wait Spark 4.3 gives
+a new Python worker to connect back is a fixed 10 s that no setting reaches: the query handle starts a query
+that failed so again (:data:`floodmark.spark.query.RESTARTABLE`)."""
+
+
 def kafka_connector_jars() -> str:
     """Spark's Kafka connector as a ``spark.jars`` value (comma-separated paths), ``""`` when not installed.
 
@@ -83,7 +91,8 @@ def floodmark_jars() -> str:
 
 def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
     """``builder`` with what floodmark needs, for a session of your own (as delta-spark's
-    ``configure_spark_with_delta_pip``): :func:`required_conf`, UTC as the session time zone, and floodmark's jar
+    ``configure_spark_with_delta_pip``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session time
+    zone, and floodmark's jar
     (:func:`floodmark_jars`; with ``kafka``, also :func:`kafka_connector_jars`) added to any ``spark.jars`` the
     builder already has. Call it before ``getOrCreate()``::
 
@@ -104,7 +113,7 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
             "no Kafka connector jars installed here: give the session spark.jars.packages="
             "org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> instead of kafka=True"
         )
-    for key, value in {**required_conf(), "spark.sql.session.timeZone": "UTC"}.items():
+    for key, value in {**required_conf(), **PATIENT_CONF, "spark.sql.session.timeZone": "UTC"}.items():
         if key not in options:
             builder = builder.config(key, value)
     on_classpath = ",".join(filter(None, [options.get("spark.jars", ""), spark_jars(kafka)]))
@@ -186,6 +195,7 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **required_conf(),
+        **PATIENT_CONF,
     }
     if not master.startswith("local"):
         # PySpark hands $PYSPARK_PYTHON to the executors when the SparkContext starts: one value for both.
