@@ -43,6 +43,12 @@ strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=50))
 database its table names."""
 
 
+def page_blocks(page: str) -> list[str]:
+    """The ```python blocks of one page of the documentation site (``docs/<page>``), in order."""
+    text = (README.parent / "docs" / page).read_text()
+    return [m.group(1) for m in re.finditer(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)]
+
+
 def doc_blocks() -> dict[str, str]:
     """Every ```python block of the documentation site (``docs/``), by ``<page>:<n>``."""
     blocks: dict[str, str] = {}

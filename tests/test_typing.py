@@ -22,11 +22,16 @@ from floodmark.spark import (
     EventTimeAggregation, FileSink, KafkaSink, Outputs, Pipeline, SourceTime, TableSink, read_kafka, topic_partitions,
 )
 
+from pyspark.sql import DataFrame
+
 spark: SparkSession
+events: DataFrame
+time: SourceTime
 schema: str
 spec: WindowSpec
 strategy: WatermarkStrategy
 agg: EventTimeAggregation
+job: EventTimeAggregation
 pipeline: Pipeline
 def view(report: BatchReport) -> None: ...
 def metrics(report: BatchReport) -> None: ...

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from uv import find_uv_bin
 
-from readme_blocks import BLOCKS, CHECK_PANES, clicks, run_block, window_counts
+from readme_blocks import BLOCKS, CHECK_PANES, clicks, page_blocks, run_block, window_counts
 
 pytestmark = pytest.mark.spark
 
@@ -91,3 +91,19 @@ def test_the_readme_pipeline_runs_from_the_installed_wheel(wheel_venv, tmp_path)
     ticks = "from floodmark.spark.ticks import jvm_source_loadable\nassert jvm_source_loadable(spark)\n"
     out = json.loads(run_block(BLOCKS["The pipeline in 20 lines"] + ticks + check, tmp_path, python=python))
     assert out == window_counts(rows, ("channel", "behavior"))
+
+
+def test_getting_started_works_as_written_from_the_installed_wheel(wheel_venv, tmp_path):
+    """The docs site's Getting started, its blocks in order (the sample input, the job, reading the results), in a
+    virtualenv with only the wheel: the output the page shows, and quietly (no JVM notice, no warning)."""
+    data, job, results = page_blocks("getting-started.md")[:3]
+    python = wheel_venv / "bin" / "python"
+    result = subprocess.run(
+        [str(python), "-c", data + job + results], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = result.stdout
+    assert "rows in 6 = 5 records + 1 dead letters; (record, window) pairs 5 = 5 in windows + 0 late" in out
+    assert "|    d3|2026-01-01 09:00:00|       2|        18.2|ON_TIME|" in out, "g2's zone-less times in Berlin time"
+    assert "unparsable timestamp: 'yesterday'" in out
+    assert result.stderr.strip() == "", result.stderr[-4000:]

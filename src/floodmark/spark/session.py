@@ -242,11 +242,18 @@ def _launch_jvm(settings: dict[str, str]):
     return gateway
 
 
+JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+"""Lines the JVM prints at every start that say nothing a user needs (Spark 4 runs Java 17 with the incubating
+Vector API module; the JVM announces it)."""
+
+
 def _forward_stderr(stream) -> None:
     skip_blank = False
     for line in iter(stream.readline, b""):
         if line.startswith(TWS_DRIVER_WORKER_LINES):
             skip_blank = True
+            continue
+        if line.rstrip().startswith(JVM_NOTICES):
             continue
         if skip_blank and not line.strip():
             skip_blank = False
