@@ -121,6 +121,23 @@ def demo(
         raise _fail("the demo's counts do not match a straight count of the simulator's records")
 
 
+def _job_of(checkpoint: Path):  # -> JobDefinition (imported where used: the command line imports fast)
+    """The job definition in ``checkpoint`` (or in a replay's ``<output>/checkpoint``), for ``--like``."""
+    from floodmark.driver.checkpoint_files import LocalFiles
+    from floodmark.driver.definition import JobDefinition, definition_path
+
+    for candidate in (checkpoint, checkpoint / "checkpoint"):
+        if Path(definition_path(str(candidate))).exists():
+            try:
+                return JobDefinition.read(LocalFiles(), str(candidate))
+            except (ValueError, KeyError) as error:
+                raise typer.BadParameter(str(error), param_hint="--like") from None
+    raise typer.BadParameter(
+        f"{checkpoint} holds no job definition (floodmark/definition.json): give a query's checkpoint",
+        param_hint="--like",
+    )
+
+
 def _pipeline(
     config: Path | None,
     event_time: str | None,
@@ -197,13 +214,24 @@ def replay(
     order: Annotated[
         str, typer.Option(help="path (default), name (file name, then path) or modified (modification time).")
     ] = "path",
+    like: Annotated[
+        Path | None, typer.Option(help="Run the job of this checkpoint (any job, defined in Python too) instead.")
+    ] = None,
 ) -> None:
     """Replay history (files) through a pipeline as a bounded run, in path order whatever the files' modification
     times (or --order); every window fires at the end."""
     from floodmark.apps.replay import run_replay
+    from floodmark.driver.definition import JobDefinition
     from floodmark.protocol.files import FORMATS, ORDERS, detect_format, list_files
 
-    pipeline = _pipeline(config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate)
+    pipeline: PipelineConfig | JobDefinition
+    if like is not None:
+        given = [config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate]
+        if any(option is not None for option in given):
+            raise typer.BadParameter("give either --like or a pipeline (--config and its options)", param_hint="--like")
+        pipeline = _job_of(like)
+    else:
+        pipeline = _pipeline(config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate)
     if file_format is not None and file_format not in FORMATS:
         raise typer.BadParameter(f"{file_format!r}: use one of {', '.join(FORMATS)}", param_hint="--format")
     if order not in ORDERS:
@@ -241,7 +269,10 @@ def replay(
 
 @app.command()
 def explain(
-    run: Annotated[Path, typer.Argument(help="Output directory of floodmark demo or replay, or a run of demo games.")],
+    run: Annotated[
+        Path,
+        typer.Argument(help="A query's checkpoint, the output directory of floodmark demo or replay, or a games run."),
+    ],
     window_start: Annotated[str, typer.Option(help="Window start: ISO date-time (UTC) or ms, e.g. 2026-01-01T00:05.")],
     key: Annotated[
         str | None, typer.Option(help="The key, comma-separated in key_by order, e.g. a,CLICK (none: unkeyed).")

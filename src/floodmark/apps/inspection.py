@@ -1,11 +1,12 @@
 """Explaining a run from its files: why has this window not fired (``floodmark explain``)?
 
 A floodmark query leaves everything needed on disk: the control log in its checkpoint (each source's
-coordinator, each stage's watermarks and holds after every batch) and the pane output; the definition comes
-from ``pipeline.json`` (written by ``demo`` and ``replay``) or is the games demo's graph. :func:`explain_run`
-asks :func:`floodmark.driver.explain.explain_stage` about one key and window of one stage, as the run stood
-after a batch, and says whether (and in which batch) the pane reached the output. A pipeline of your own is
-explained the same way from Python, with its definition: ``Pipeline.explain(checkpoint, ...)``.
+coordinator, each stage's watermarks and holds after every batch), the job's definition (every query writes it
+into its checkpoint when it starts: :mod:`floodmark.driver.definition`) and the pane output. ``demo`` and
+``replay`` outputs also have ``pipeline.json``; the games demo's graph is known. :func:`explain_run` asks
+:func:`floodmark.driver.explain.explain_stage` about one key and window of one stage, as the run stood after a
+batch, and says whether (and in which batch) the pane reached the output. A job whose own code cannot be
+rebuilt from its checkpoint (a lambda) is explained from Python: ``Pipeline.explain(checkpoint, ...)``.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from floodmark.apps.config import PipelineConfig
 from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
 from floodmark.apps.games import game_source_settings, game_stages
-from floodmark.apps.outputs import read_output
+from floodmark.apps.outputs import read_folder
 from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Sessions, Sliding, Tumbling, Window
+from floodmark.driver.checkpoint_files import LocalFiles, has_scheme
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
+from floodmark.driver.definition import JobDefinition, definition_path
 from floodmark.driver.explain import explain_stage
 
 
@@ -58,34 +63,52 @@ class RunDefinition:
     sources: dict[str, SourceSettings]
     stages: dict[str, WindowedStage]
     checkpoint: Path
-    outputs: dict[str, Path]
-    """Each stage's output root (``panes/`` under it)."""
+    panes: dict[str, Path | None]
+    """Each stage's pane output folder (``batch_id=N`` folders under it); None: not files (a table, Kafka)."""
 
     @classmethod
     def of(cls, run: Path) -> RunDefinition:
-        """The definition of the run in ``run``: a ``demo``/``replay`` output (``pipeline.json``: one aggregation)
-        or one run of the games demo (``floodmark demo games``: ``<output>/<END_OF_WINDOW|EARLIEST>``).
+        """The definition of the run in ``run``: a query's checkpoint (the job definition it was started with,
+        :mod:`floodmark.driver.definition`: any job, defined in Python or not), a ``demo``/``replay`` output
+        (``pipeline.json``: one aggregation) or one run of the games demo (``floodmark demo games``:
+        ``<output>/<END_OF_WINDOW|EARLIEST>``).
 
-        :raises FileNotFoundError: ``run`` is neither.
+        :raises FileNotFoundError: ``run`` is none of these.
+        :raises NotDescribable: the job uses code of its own that cannot be rebuilt here (a lambda).
         """
         config_path = run / "pipeline.json"
         if config_path.exists():
             pipeline = PipelineConfig.from_file(config_path)
             stage = WindowedStage(AGGREGATION_STAGE, AGGREGATION_SOURCE, pipeline.window_spec(), pipeline.key_by)
             sources = {AGGREGATION_SOURCE: SourceSettings(pipeline.strategy())}
-            return cls(sources, {stage.name: stage}, run / "checkpoint", {stage.name: run})
+            return cls(sources, {stage.name: stage}, run / "checkpoint", {stage.name: run / "panes"})
         combiners = {c.name: c for c in TimestampCombiner}
         if (run.parent / GAMES_MARKER).exists() and run.name in combiners:
             stages = {stage.name: stage for stage in game_stages(combiners[run.name])}
-            return cls(game_source_settings(), stages, run / "checkpoint", {name: run / name for name in stages})
+            return cls(game_source_settings(), stages, run / "checkpoint", {n: run / n / "panes" for n in stages})
+        if Path(definition_path(str(run))).exists():
+            job = JobDefinition.read(LocalFiles(), str(run))
+            sources = {name: source.settings for name, source in job.sources.items()}
+            panes = {name: _local(job.outputs.get(name, {}).get("panes")) for name in job.stages}
+            return cls(sources, job.stages, run, panes)
         raise FileNotFoundError(
-            f"{config_path} not found: give the output directory of floodmark demo or replay, or one run of "
-            "floodmark demo games (its END_OF_WINDOW or EARLIEST directory)"
+            f"{run} is not a query's checkpoint ({definition_path(str(run))} not found) nor a run of floodmark "
+            "demo or replay (no pipeline.json): give the checkpoint of your query, the output directory of floodmark "
+            "demo or replay, or one run of floodmark demo games (its END_OF_WINDOW or EARLIEST directory)"
         )
 
     def stage(self, name: str | None) -> WindowedStage:
         """Stage ``name`` (default: the only one). :raises ValueError: unknown, or needed and not given."""
         return self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
+
+
+def _local(path: str | None) -> Path | None:
+    """A file output's folder as a local path (``file://`` URIs included); None for other file systems."""
+    if path is None:
+        return None
+    if path.startswith("file:"):
+        return Path(path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:"))
+    return None if has_scheme(path) else Path(path)
 
 
 def window_at(spec: WindowSpec, start: int) -> Window:
@@ -122,7 +145,8 @@ def explain_run(
     definition = RunDefinition.of(run)
     chosen = definition.stage(stage)
     keys = key if isinstance(key, tuple) else (() if key is None else (key,))
-    panes = read_output(definition.outputs[chosen.name], "panes")
+    folder = definition.panes[chosen.name]
+    panes = read_folder(folder) if folder is not None else pd.DataFrame()
     if len(keys) != len(chosen.key_by):
         if not chosen.key_by:
             raise ValueError(f"stage {chosen.name!r} has no key columns: leave --key out")

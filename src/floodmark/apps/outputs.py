@@ -23,7 +23,12 @@ def read_output(root: str | Path, kind: str) -> pd.DataFrame:
     """All rows of one output (``panes``, ``late`` or ``dead_letter``) with their ``batch_id``; empty if none."""
     if kind not in OUTPUT_KINDS:
         raise ValueError(f"unknown output {kind!r}: use one of {OUTPUT_KINDS}")
-    directory = Path(root) / kind
+    return read_folder(Path(root) / kind)
+
+
+def read_folder(directory: Path) -> pd.DataFrame:
+    """All rows of the Parquet output in ``directory`` (``batch_id=N`` folders) with their ``batch_id``; empty if
+    none."""
     frames = []
     for part in sorted(directory.glob("batch_id=*")) if directory.exists() else []:
         files = sorted(part.glob("*.parquet"))

@@ -19,6 +19,7 @@ import pandas as pd
 from floodmark.apps.config import PipelineConfig
 from floodmark.apps.outputs import read_output, write_text_lines
 from floodmark.driver.checkpoint_files import require_directory
+from floodmark.driver.definition import JobDefinition
 from floodmark.driver.reconciliation import Reconciliation
 from floodmark.protocol.files import FORMATS, FileOrder, detect_format, list_files
 
@@ -37,7 +38,7 @@ class ReplayResult:
 
 def run_replay(
     input_path: Path,
-    pipeline: PipelineConfig,
+    pipeline: PipelineConfig | JobDefinition,
     output: Path,
     file_format: str | None = None,
     files_per_batch: int = 1,
@@ -46,33 +47,42 @@ def run_replay(
     timeout_s: float = 24 * 3600.0,
 ) -> ReplayResult:
     """Replay ``input_path`` through ``pipeline`` into ``output``, ``files_per_batch`` files per batch in
-    ``order`` (:func:`floodmark.spark.read_files_in_order`); ``on_progress(records_done, records_total)``."""
-    from floodmark.spark import local_session, read_files_in_order
+    ``order`` (:func:`floodmark.spark.read_files_in_order`); ``on_progress(records_done, records_total)``.
+
+    :arg pipeline: a pipeline file's one aggregation, or a job's definition read from its checkpoint
+        (``--like``): a job of one source, whose input the files are; each of its stages writes under
+        ``output/<stage>`` (directly under ``output`` for a job of one stage). The result's panes, late records and
+        dead letters are the last stage's.
+    """
+    from floodmark.spark import Pipeline, local_session, read_files_in_order
 
     file_format = file_format or detect_format(input_path)
     if file_format not in FORMATS:
         raise ValueError(f"unknown format {file_format!r}: use one of {FORMATS}")
+    if isinstance(pipeline, JobDefinition) and len(pipeline.sources) != 1:
+        raise ValueError(
+            f"the job reads {len(pipeline.sources)} sources ({', '.join(pipeline.sources)}): replay --like runs jobs "
+            "of one source, whose input the files are"
+        )
     files = [str(f) for f in list_files(input_path, file_format, order)]
     require_directory(output, "the output directory")
     output.mkdir(parents=True, exist_ok=True)
-    (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
+    if isinstance(pipeline, PipelineConfig):
+        (output / "pipeline.json").write_text(pipeline.model_dump_json(indent=2))
     started = time.monotonic()
     spark = local_session("floodmark-replay", cores=2, shuffle_partitions=2)
     stream = read_files_in_order(spark, input_path, file_format, order, files_per_batch)
-    missing = [
-        c
-        for c in [pipeline.event_time, *pipeline.key_by, *([pipeline.split] if pipeline.split else [])]
-        if c not in stream.columns
-    ]
-    if missing:
-        raise ValueError(f"the input has no column(s) {missing}; it has {stream.columns}")
+    if isinstance(pipeline, PipelineConfig):
+        needed = [pipeline.event_time, *pipeline.key_by, *([pipeline.split] if pipeline.split else [])]
+        missing = [c for c in needed if c not in stream.columns]
+        if missing:
+            raise ValueError(f"the input has no column(s) {missing}; it has {stream.columns}")
     # Rows, as the stream counts them: Parquet rows, or JSON lines that are not blank.
     total = (
         spark.read.text(files).where("value NOT RLIKE '^\\\\s*$'").count()
         if file_format == "json"
         else spark.read.parquet(*files).count()
     )
-    aggregation = pipeline.aggregation(stream)
     done = [0]
 
     def progress(report) -> None:
@@ -80,20 +90,31 @@ def run_replay(
         if on_progress is not None:
             on_progress(min(done[0], total), total)
 
-    handle = aggregation.run_to_completion(
-        str(output / "checkpoint"),
-        str(output),
-        trigger_interval="0 seconds",
-        timeout_s=timeout_s,
-        listeners=[progress],
-    )
-    panes = read_output(output, "panes")
-    write_text_lines(panes, pipeline.key_by, list(pipeline.aggregations), output / "results.txt")
+    checkpoint = str(output / "checkpoint")
+    if isinstance(pipeline, PipelineConfig):
+        handle = pipeline.aggregation(stream).run_to_completion(
+            checkpoint, str(output), trigger_interval="0 seconds", timeout_s=timeout_s, listeners=[progress]
+        )
+        last = output
+    else:
+        job = Pipeline.from_definition(pipeline, {next(iter(pipeline.sources)): stream})
+        roots = {name: output if len(pipeline.stages) == 1 else output / name for name in pipeline.stages}
+        handle = job.run_to_completion(
+            checkpoint,
+            {name: str(root) for name, root in roots.items()},
+            trigger_interval="0 seconds",
+            timeout_s=timeout_s,
+            listeners=[progress],
+        )
+        last = roots[list(handle.stage_outputs)[-1]]
+    panes = read_output(last, "panes")
+    if isinstance(pipeline, PipelineConfig):
+        write_text_lines(panes, pipeline.key_by, list(pipeline.aggregations), output / "results.txt")
     return ReplayResult(
         output=output,
         panes=panes,
-        late=read_output(output, "late"),
-        dead_letter=read_output(output, "dead_letter"),
+        late=read_output(last, "late"),
+        dead_letter=read_output(last, "dead_letter"),
         records=total,
         batches=len(handle.reports),
         seconds=time.monotonic() - started,

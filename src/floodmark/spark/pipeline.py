@@ -50,11 +50,12 @@ from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings
+from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
 from floodmark.driver.explain import explain_stage
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.protocol import wire
-from floodmark.spark import bucket_layout, python_workers, state_codec
+from floodmark.spark import bucket_layout, hadoop_files, python_workers, state_codec
 from floodmark.spark import plan as p
 from floodmark.spark.batch_sink import BatchSink
 from floodmark.spark.inputs import MapSide, combined_input
@@ -73,7 +74,7 @@ from floodmark.spark.query import (
 )
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.session import check_session
-from floodmark.spark.sinks import Outputs
+from floodmark.spark.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.ticks import schedule_path, tick_rows
 from floodmark.spark.unpack import use_jvm_unpack
 
@@ -89,7 +90,7 @@ class SourceTime:
     :arg periodic_interval: Flink's auto-watermark interval (ms or timedelta, > 0): how often, in processing
         time, each split's generator is asked for a watermark.
     :arg percentile: 100 (default) combines splits by MIN; lower lets the watermark run ahead of the slowest
-        splits (seed 003's percentile watermarks: earlier panes, more late records).
+        splits (percentile watermarks: earlier panes, more late records).
     :arg known_splits: splits that hold the watermark back before their first record (Kafka partitions).
     """
 
@@ -351,11 +352,13 @@ class Pipeline:
         controller.on_paused = pause
         controller.publish_paused()
 
+    @staticmethod
+    def _settings(source: Source) -> SourceSettings:
+        time = source.time
+        return SourceSettings(time.watermarks, time.periodic_interval, time.percentile, time.known_splits)  # type: ignore[arg-type]
+
     def _controller(self, log: ControlLog, metrics_path: Path | None = None) -> Controller:
-        sources = {
-            name: SourceSettings(s.time.watermarks, s.time.periodic_interval, s.time.percentile, s.time.known_splits)
-            for name, s in self.sources.items()
-        }
+        sources = {name: self._settings(s) for name, s in self.sources.items()}
         return Controller(
             log, sources, {s.name: list(s.upstream) for s in self.stages.values()}, metrics_path=metrics_path
         )
@@ -404,6 +407,7 @@ class Pipeline:
         check_locations(checkpoint, list(outputs.values()))
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
+        self.definition(outputs).write(hadoop_files.files_for(checkpoint, spark), checkpoint)
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
         null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
@@ -426,6 +430,55 @@ class Pipeline:
             raise
         return FloodmarkQuery(launched, outputs, dict(self.stages), spark, metrics, relaunch=launch)
 
+    def definition(self, outputs: Mapping[str, Outputs] | None = None) -> JobDefinition:
+        """This pipeline as data (:mod:`floodmark.driver.definition`), with the paths of its file outputs: what
+        ``start`` writes into the checkpoint for ``floodmark explain`` and ``floodmark replay --like``."""
+        files = {
+            stage: {kind: sink.path for kind in KINDS if isinstance(sink := each.sink(kind), FileSink)}
+            for stage, each in (outputs or {}).items()
+        }
+        sources = {
+            name: SourceDefinition(
+                self._settings(s),
+                column_or_expression(s.event_time),
+                None if s.time.split is None else column_or_expression(s.time.split),
+                s.time_zone,
+                None if s.max_future_skew is None else non_negative_millis(s.max_future_skew, "max_future_skew"),
+            )
+            for name, s in self.sources.items()
+        }
+        return JobDefinition(sources, dict(self.stages), files)
+
+    @classmethod
+    def from_definition(
+        cls, job: JobDefinition, frames: Mapping[str, DataFrame], map_side: MapSide = "arrow"
+    ) -> Pipeline:
+        """The pipeline ``job`` describes (:meth:`definition`, as a checkpoint keeps it) over ``frames``, a streaming
+        DataFrame per source name: what ``floodmark replay --like <checkpoint>`` runs over files. An event time or
+        split given as an expression is read back from its SQL text (``F.expr``).
+
+        :raises ValueError: a source of ``job`` without a frame. :raises NotDescribable: code of the job's own that
+            cannot be rebuilt here.
+        """
+        missing = sorted(set(job.sources) - set(frames))
+        if missing:
+            raise ValueError(f"no input for source(s) {missing} of the job (its sources: {sorted(job.sources)})")
+        pipeline = cls(map_side=map_side)
+        for name, source in job.sources.items():
+            settings = source.settings
+            time = SourceTime(
+                settings.strategy,
+                None if source.split is None else _column(source.split),
+                settings.periodic_interval,
+                settings.percentile,
+                settings.splits,
+            )
+            event_time = _column(source.event_time)
+            pipeline.source(name, frames[name], event_time, time, source.max_future_skew, source.time_zone)
+        for stage in job.stages.values():
+            pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
+        return pipeline
+
     def run_to_completion(
         self,
         checkpoint: str,
@@ -440,6 +493,12 @@ class Pipeline:
         handle = self.start(checkpoint, output, trigger_interval, listeners=listeners, metrics_port=metrics_port)
         handle.finish_when_input_exhausted(timeout_s)
         return handle
+
+
+def _column(described: Mapping[str, str]) -> Any:
+    """A column name, or a Column from an expression's SQL text
+    (:func:`~floodmark.driver.definition.column_or_expression`)."""
+    return described["column"] if "column" in described else F.expr(described["expression"])
 
 
 def _input_schema(upstream: p.RuntimePlan, stage: WindowedStage) -> StructType:

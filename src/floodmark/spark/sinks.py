@@ -93,8 +93,9 @@ class FileSink(Sink):
     """Files under ``path``, one directory per batch (``batch_id=N``), in any format Spark writes.
 
     Exactly-once: a replayed batch overwrites its own directory. ``path`` is a local path or any URI Spark
-    can write (hdfs://, s3a://...). Read it back with ``spark.read.format(format).load(path)`` (the
-    ``batch_id`` column comes from the directory names) or, for Parquet, ``floodmark.apps.outputs.read_output``.
+    can write (hdfs://, s3a://...). Read it back with :func:`floodmark.spark.read_panes` (the latest pane per key
+    and window), :func:`~floodmark.spark.read_late`, :func:`~floodmark.spark.read_dead_letters`, or
+    ``spark.read.format(format).load(path)`` (the ``batch_id`` column comes from the directory names).
     """
 
     path: str

@@ -16,12 +16,12 @@ generators never run on executors).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from floodmark.core.clock import Clock
-from floodmark.core.time import Duration, positive_millis
+from floodmark.core.time import Duration, positive_millis, to_millis
 from floodmark.core.watermarks.alignment import WatermarkAlignment
 from floodmark.core.watermarks.bounded import (
     AscendingTimestamps,
@@ -51,6 +51,9 @@ class WatermarkStrategy:
         the record's existing timestamp is used.
     :arg alignment: the source's splits are paused while they run ahead of their alignment group
         (:mod:`~floodmark.core.watermarks.alignment`); None: never.
+    :arg recipe: how the generator is made, as data (``{"kind": "bounded_out_of_orderness", "bound": 50000}``):
+        set by the ``for_*`` constructors, so that a job's definition can be written down and read back
+        (:mod:`floodmark.driver.definition`); None for a factory that cannot be named (a lambda).
     """
 
     generator_factory: Callable[[], WatermarkGenerator]
@@ -58,18 +61,25 @@ class WatermarkStrategy:
     timestamp_assigner: TimestampAssigner | None = None
     description: str = "custom generator"
     alignment: WatermarkAlignment | None = None
+    recipe: Mapping[str, Any] | None = field(default=None, compare=False)
 
     # --- built-in strategies -------------------------------------------------------
     @staticmethod
     def for_bounded_out_of_orderness(bound: Duration) -> WatermarkStrategy:
         """Watermark = highest timestamp - ``bound`` - 1 (see :class:`BoundedOutOfOrderness`)."""
         BoundedOutOfOrderness(bound)  # validate now, not when the first split appears
-        return WatermarkStrategy(lambda: BoundedOutOfOrderness(bound), description=f"bounded out-of-orderness {bound}")
+        return WatermarkStrategy(
+            lambda: BoundedOutOfOrderness(bound),
+            description=f"bounded out-of-orderness {bound}",
+            recipe={"kind": "bounded_out_of_orderness", "bound": to_millis(bound)},
+        )
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:
         """Watermark = highest timestamp - 1 (see :class:`AscendingTimestamps`)."""
-        return WatermarkStrategy(AscendingTimestamps, description="monotonous timestamps")
+        return WatermarkStrategy(
+            AscendingTimestamps, description="monotonous timestamps", recipe={"kind": "monotonous_timestamps"}
+        )
 
     @staticmethod
     def for_legacy_bounded_out_of_orderness(bound: Duration, punctuated: bool = False) -> WatermarkStrategy:
@@ -78,6 +88,7 @@ class WatermarkStrategy:
         return WatermarkStrategy(
             lambda: LegacyBoundedOutOfOrderness(bound, punctuated),
             description=f"legacy bounded out-of-orderness {bound}",
+            recipe={"kind": "legacy_bounded_out_of_orderness", "bound": to_millis(bound), "punctuated": punctuated},
         )
 
     @staticmethod
@@ -87,6 +98,12 @@ class WatermarkStrategy:
         return WatermarkStrategy(
             lambda: BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait, interval),
             description=f"idle-advancing bound={bound} wait={wait} interval={interval}",
+            recipe={
+                "kind": "idle_advancing",
+                "bound": to_millis(bound),
+                "wait": to_millis(wait),
+                "interval": to_millis(interval),
+            },
         )
 
     @staticmethod
@@ -94,7 +111,12 @@ class WatermarkStrategy:
         """A user-defined generator: ``factory()`` must return a new :class:`WatermarkGenerator`."""
         if not callable(factory):
             raise TypeError("for_generator needs a callable returning a new WatermarkGenerator")
-        return WatermarkStrategy(factory, description=getattr(factory, "__name__", "custom generator"))
+        name = import_path(factory)
+        return WatermarkStrategy(
+            factory,
+            description=getattr(factory, "__name__", "custom generator"),
+            recipe=None if name is None else {"kind": "generator", "factory": name},
+        )
 
     # --- decorations ----------------------------------------------------------------
     def with_idleness(self, timeout: Duration) -> WatermarkStrategy:
@@ -113,6 +135,7 @@ class WatermarkStrategy:
         if not callable(assigner):
             raise TypeError("the timestamp assigner must be callable")
         return replace(self, timestamp_assigner=assigner)
+
 
     # --- use --------------------------------------------------------------------------
     def create_generator(self, clock: Clock) -> WatermarkGenerator:
@@ -139,3 +162,12 @@ class WatermarkStrategy:
         if isinstance(timestamp, bool) or not isinstance(timestamp, numbers.Integral):
             raise ValueError(f"timestamp must be int milliseconds, got {type(timestamp).__name__}")
         return int(timestamp)
+
+
+def import_path(obj: Any) -> str | None:
+    """``module:qualified.name`` of a module-level function or class (what ``importlib`` can find again); None
+    for a lambda, a nested function or an instance."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        return None
+    return f"{module}:{qualname}"
