@@ -116,3 +116,58 @@ def test_a_newer_format_is_refused_by_name():
     assert JobDefinition.from_dict(json.loads(json.dumps(data))).to_dict() == data
     with pytest.raises(ValueError, match=f"reads up to {FORMAT}"):
         JobDefinition.from_dict({**data, "format": FORMAT + 1})
+
+
+def test_a_pipeline_file_expresses_every_built_in_trigger_aggregate_window_and_watermark(tmp_path):
+    """What ``floodmark replay --config`` reads: the same forms as a checkpoint's definition."""
+    from floodmark.apps.config import PipelineConfig
+
+    path = tmp_path / "job.toml"
+    path.write_text(
+        """
+event_time = "ts"
+key_by = ["device"]
+split = "gateway"
+window = {kind = "sliding", size = "10 minutes", slide = "1 minute"}
+accumulation = "accumulating"
+timestamp_combiner = "earliest"
+allowed_lateness = "5m"
+aggregations = {n = "count", temps = "collect_list:celsius", hottest = "max:celsius"}
+watermarks = {kind = "idle_advancing", bound = "5s", wait = "30s"}
+idleness = "1m"
+known_splits = ["g1", "g2"]
+percentile = 90
+time_zone = "Europe/Berlin"
+
+[trigger]
+kind = "after_watermark"
+early = {kind = "after_processing_time", delay = "10s"}
+late = {kind = "after_count", count = 1}
+"""
+    )
+    config = PipelineConfig.from_file(path)
+    spec = config.window_spec()
+    assert describe_spec(spec) == describe_spec(
+        WindowSpec(
+            windows.Sliding("10 minutes", "1 minute"),
+            {
+                "n": aggregates.count(),
+                "temps": aggregates.collect_list("celsius"),
+                "hottest": aggregates.max("celsius"),
+            },
+            trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(10_000), late=triggers.AfterCount(1)),
+            allowed_lateness=300_000,
+            accumulation=AccumulationMode.ACCUMULATING,
+            timestamp_combiner=TimestampCombiner.EARLIEST,
+        )
+    )
+    assert describe_strategy(config.strategy()) == {
+        "kind": "idle_advancing",
+        "bound": 5_000,
+        "wait": 30_000,
+        "interval": 200,
+        "idleness": 60_000,
+    }
+    assert (config.known_splits, config.percentile, config.time_zone) == (["g1", "g2"], 90, "Europe/Berlin")
+    with pytest.raises(ValueError, match="unknown trigger kind"):
+        PipelineConfig.model_validate({"key_by": ["k"], "window": {"size": 1}, "trigger": {"kind": "often"}})

@@ -15,7 +15,16 @@ Durations are milliseconds or strings with a unit (``"50s"``, ``"1m"``,
     aggregations = {count = "count"}
 
 Aggregations are ``{output column: "count" | "sum:<field>" | "min:<field>" |
-"max:<field>" | "mean:<field>"}``.
+"max:<field>" | "mean:<field>" | "collect_list:<field>"}``. Everything else a
+job defined in Python can say about its windowing is here too, in the forms of
+:mod:`floodmark.driver.definition` (what a checkpoint records)::
+
+    trigger = {kind = "after_watermark", early = {kind = "after_count", count = 100}}
+    timestamp_combiner = "earliest"        # end_of_window (default), earliest or latest
+    watermarks = {kind = "idle_advancing", bound = "5s", wait = "30s"}   # instead of out_of_orderness
+    known_splits = ["0", "1", "2", "3"]
+    percentile = 90                        # combine splits by the 90th percentile instead of MIN
+    time_zone = "Europe/Berlin"            # for event-time text without an offset
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import json
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -32,7 +41,9 @@ from floodmark.core import aggregates, windows
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import parse_duration
+from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.watermarks import WatermarkStrategy
+from floodmark.driver.definition import aggregate_from, strategy_from, trigger_from
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -41,27 +52,21 @@ if TYPE_CHECKING:
 
 Millis = Annotated[int, BeforeValidator(parse_duration)]
 
-_AGGREGATES = {
-    "count": aggregates.count,
-    "sum": aggregates.sum,
-    "min": aggregates.min,
-    "max": aggregates.max,
-    "mean": aggregates.mean,
-}
+_AGGREGATES = ("count", "sum", "min", "max", "mean", "collect_list")
 
 
 class WindowConfig(BaseModel):
     """``kind`` tumbling (``size``), sliding (``size``, ``slide``) or sessions (``gap``)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["tumbling", "sliding", "sessions"] = "tumbling"
+    kind: Literal["tumbling", "sliding", "sessions", "global"] = "tumbling"
     size: Millis | None = None
     slide: Millis | None = None
     gap: Millis | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> WindowConfig:
-        needs = {"tumbling": ["size"], "sliding": ["size", "slide"], "sessions": ["gap"]}[self.kind]
+        needs = {"tumbling": ["size"], "sliding": ["size", "slide"], "sessions": ["gap"], "global": []}[self.kind]
         missing = [name for name in needs if not getattr(self, name)]
         if missing:
             raise ValueError(f"a {self.kind} window needs {' and '.join(missing)} (> 0)")
@@ -72,6 +77,8 @@ class WindowConfig(BaseModel):
             return windows.Tumbling(self.size)
         if self.kind == "sliding":
             return windows.Sliding(self.size, self.slide)
+        if self.kind == "global":
+            return windows.Global()
         return windows.Sessions(self.gap)
 
 
@@ -85,6 +92,13 @@ class PipelineConfig(BaseModel):
         holding the watermark back; ``None`` = never.
     :ivar allowed_lateness: records up to this far behind the watermark still
         update their window (LATE panes); later ones go to the late output.
+    :ivar trigger: when panes fire, as :func:`floodmark.driver.definition.trigger_from` reads it (default:
+        once, when the watermark passes the window's end, and once per late record).
+    :ivar watermarks: another generator than ``out_of_orderness``'s, as
+        :func:`floodmark.driver.definition.strategy_from` reads it (``idleness`` still applies).
+    :ivar known_splits: splits that hold the watermark back before their first record.
+    :ivar percentile: 100 combines the splits' watermarks by MIN; lower by that percentile.
+    :ivar time_zone: the zone of event-time text without an offset (and of ``TIMESTAMP_NTZ`` values).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +112,27 @@ class PipelineConfig(BaseModel):
     accumulation: Literal["discarding", "accumulating"] = "discarding"
     aggregations: dict[str, str] = Field(default_factory=lambda: {"count": "count"}, min_length=1)
     max_future_skew: Millis | None = None
+    trigger: dict[str, Any] | None = None
+    timestamp_combiner: Literal["end_of_window", "earliest", "latest"] = "end_of_window"
+    watermarks: dict[str, Any] | None = None
+    known_splits: list[str] = Field(default_factory=list)
+    percentile: float = Field(default=100.0, gt=0, le=100)
+    periodic_interval: Millis = 200
+    time_zone: str = "UTC"
+
+    @field_validator("trigger")
+    @classmethod
+    def _known_trigger(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            trigger_from(value)
+        return value
+
+    @field_validator("watermarks")
+    @classmethod
+    def _known_watermarks(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            strategy_from(value)
+        return value
 
     @field_validator("aggregations")
     @classmethod
@@ -119,7 +154,10 @@ class PipelineConfig(BaseModel):
         return cls.model_validate(data)
 
     def strategy(self) -> WatermarkStrategy:
-        strategy = WatermarkStrategy.for_bounded_out_of_orderness(self.out_of_orderness)
+        if self.watermarks is not None:
+            strategy = strategy_from(self.watermarks)
+        else:
+            strategy = WatermarkStrategy.for_bounded_out_of_orderness(self.out_of_orderness)
         return strategy.with_idleness(self.idleness) if self.idleness else strategy
 
     def window_spec(self) -> WindowSpec:
@@ -127,23 +165,22 @@ class PipelineConfig(BaseModel):
         return WindowSpec(
             window=self.window.assigner(),
             aggregate=aggregates.several(**self.aggregate_map()),
+            trigger=None if self.trigger is None else trigger_from(self.trigger),
             allowed_lateness=self.allowed_lateness,
             accumulation=AccumulationMode(self.accumulation.upper()),
+            timestamp_combiner=TimestampCombiner(self.timestamp_combiner.upper()),
         )
 
     def aggregate_map(self) -> dict[str, aggregates.Aggregate]:
-        out = {}
-        for name, text in self.aggregations.items():
-            kind, _, field = text.partition(":")
-            out[name] = _AGGREGATES[kind]() if kind == "count" else _AGGREGATES[kind](field)
-        return out
+        return {name: aggregate_from(text) for name, text in self.aggregations.items()}
 
     def source_time(self, known_splits: Sequence[str] = ()) -> SourceTime:
         """How the input's watermark is made (strategy, split column, the splits known before their first
-        record, e.g. a Kafka topic's partitions)."""
+        record: ``known_splits`` and the file's, e.g. a Kafka topic's partitions)."""
         from floodmark.spark import SourceTime
 
-        return SourceTime(self.strategy(), split=self.split, known_splits=known_splits)
+        known = [*self.known_splits, *(s for s in known_splits if s not in self.known_splits)]
+        return SourceTime(self.strategy(), self.split, self.periodic_interval, self.percentile, known_splits=known)
 
     def aggregation(self, source: DataFrame, known_splits: Sequence[str] = ()) -> EventTimeAggregation:
         """The Spark pipeline over ``source`` (``known_splits``: see :meth:`source_time`)."""
@@ -156,4 +193,5 @@ class PipelineConfig(BaseModel):
             spec=self.window_spec(),
             time=self.source_time(known_splits),
             max_future_skew=self.max_future_skew,
+            time_zone=self.time_zone,
         )
