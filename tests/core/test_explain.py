@@ -80,8 +80,9 @@ def test_the_slowest_split_holds_the_window_back_by_its_gap():
     text = e.text()
     assert "'b'" in e.reason and "550 ms" in e.reason
     assert "HOLDING THE WINDOW BACK, 550 ms behind" in text
-    assert "event time >= 1970-01-01T00:00:01.050Z (1050 ms)" in text
-    assert "marked idle" in text and "(600 ms)" in text
+    assert "event time >= 1970-01-01T00:00:01.050Z" in text
+    assert "marked idle" in text and "1970-01-01T00:00:00.600Z" in text
+    assert "(1050 ms)" not in text, "each time once"
 
 
 def test_idle_split_is_excluded_and_reported():
@@ -303,9 +304,9 @@ def test_session_covering_the_window_is_explained():
     [
         (0, "0 ms"),
         (999, "999 ms"),
-        (50_000, "50 s (50000 ms)"),
-        (70_500, "1 min 10.5 s (70500 ms)"),
-        (3_600_001, "1 h 0.001 s (3600001 ms)"),
+        (50_000, "50 s"),
+        (70_500, "1 min 10.5 s"),
+        (3_600_001, "1 h 0.001 s"),
     ],
 )
 def test_durations(ms, text):

@@ -52,7 +52,7 @@ def demo(
     scenario: Annotated[
         str,
         typer.Argument(
-            help="clickstream: seed 001's job with seed 000's idle split (default); games: seed 003's two-stage "
+            help="clickstream: 1-minute counts with an idle split and late records (default); games: a two-stage "
             "session pipeline, END_OF_WINDOW vs EARLIEST, with percentile watermarks."
         ),
     ] = "clickstream",
@@ -290,7 +290,7 @@ def explain(
         result = explain_run(run, parts, start, batch, stage)
     except (FileNotFoundError, LookupError, ValueError) as error:
         raise _fail(str(error), 2) from None
-    console.print(result.text(), highlight=False, markup=False)
+    console.print(result.text(), highlight=False, markup=False, soft_wrap=True)  # the terminal wraps, not rich at 80
 
 
 @app.command()

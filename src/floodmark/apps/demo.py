@@ -113,7 +113,7 @@ def run_demo(
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     source = read_clickstream(spark, simulator, ticks_per_second)
     aggregation = pipeline.aggregation(source)
-    view = LiveView("seed 001 clickstream: 1-minute counts per (channel, behavior)", console=console)
+    view = LiveView("clickstream: 1-minute counts per (channel, behavior)", console=console)
     listeners = [view] if live else [view.totals.add]
     checkpoint = output / "checkpoint"
     handle = aggregation.start(str(checkpoint), str(output), trigger_interval="1 second", listeners=listeners)
@@ -244,7 +244,7 @@ def _plot(result: DemoResult, query) -> Path:
         firing_count=[int(c) for c in panes.get("count", [])],
     )
     return plot_timeline(
-        timeline, result.output / "timeline.png", title="seed 001 clickstream: per-split watermarks and idleness"
+        timeline, result.output / "timeline.png", title="clickstream: per-split watermarks and idleness"
     )
 
 

@@ -67,7 +67,7 @@ def run_games_demo(output: Path, config: games.GamesConfig, console: Console) ->
     records = games.generate(config)
     batches = write_input(records, output / "input")
     console.print(
-        f"[bold]seed 003[/]: {sum(len(f) for f in records.values())} score events from "
+        f"[bold]game scores[/]: {sum(len(f) for f in records.values())} score events from "
         f"{', '.join(f'{n} ({len(f)})' for n, f in records.items())} in {batches} batches of "
         f"{config.batch_ms // 1000} s; sessions (gap 1 min) per source, then the mean session length per 2 min"
     )
@@ -221,7 +221,7 @@ def _plot(lines: dict[TimestampCombiner, StageLine], config: games.GamesConfig, 
         axis.grid(alpha=0.3)
     grid[1][0].set_ylabel("lag (minutes)")
     grid[1][0].legend(loc="upper left", fontsize=7, ncol=2)
-    figure.suptitle("seed 003: watermarks through two stages (the means stage reads both session stages)")
+    figure.suptitle("game scores: watermarks through two stages (the means stage reads both session stages)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

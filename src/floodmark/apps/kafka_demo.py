@@ -138,7 +138,7 @@ def run_kafka_demo(
         outputs = Outputs.kafka(
             broker.bootstrap_servers, RESULTS_TOPIC, LATE_TOPIC, DEAD_LETTER_TOPIC, pane_format="text"
         )
-        view = LiveView("seed 001 clickstream from Kafka: 1-minute counts per (channel, behavior)", console=console)
+        view = LiveView("clickstream from Kafka: 1-minute counts per (channel, behavior)", console=console)
         producer = PacedProducer(broker, INPUT_TOPIC, simulator, ticks_per_second)
         handle = aggregation.start(
             str(output / "checkpoint"),
@@ -176,7 +176,7 @@ def run_kafka_demo(
     shown = "\n".join(f"  {line}" for line in lines[:12])
     result.summary = "\n".join(
         [
-            f"topic {RESULTS_TOPIC} holds {len(lines):,} lines (seed 001's format), the first:",
+            f"topic {RESULTS_TOPIC} holds {len(lines):,} lines (one per pane), the first:",
             shown,
             f"{producer.produced:,} values produced to topic {INPUT_TOPIC}",
             summarize(result, view.totals, late_in=f"topic {LATE_TOPIC}", dead_in=f"topic {DEAD_LETTER_TOPIC}"),

@@ -105,7 +105,7 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
         notes.append(
             Text(
                 f"split(s) {', '.join(sorted(idle, key=_split_order))} idle: they no longer hold the combined "
-                "watermark back, so windows keep firing (seed 000's problem, solved by with_idleness).",
+                "watermark back, so windows keep firing (what with_idleness is for).",
                 style="yellow",
             )
         )

@@ -149,12 +149,13 @@ def format_watermark(ms: int | None) -> str:
 
 
 def format_instant(ms: int) -> str:
-    """``2024-01-01T11:59:59.999Z (1704110399999 ms)``; ``MIN`` / ``MAX`` for the extremes."""
+    """``2024-01-01T11:59:59.999Z``, exact to the millisecond (each time once in explanations); ``MIN`` / ``MAX``
+    for the extremes."""
     if ms <= MIN_TIMESTAMP:
         return "MIN"
     if ms >= MAX_TIMESTAMP:
         return "MAX"
-    return f"{format_timestamp(ms)} ({ms} ms)"
+    return format_timestamp(ms)
 
 
 def format_compact(ms: int) -> str:
@@ -167,7 +168,7 @@ _UNBOUNDED = 10**15  # ~31 700 years: a gap measured from MIN_TIMESTAMP, not a r
 
 
 def format_duration(ms: int) -> str:
-    """``1 min 10.5 s (70500 ms)``, exact to the millisecond; ``unbounded`` for gaps measured from MIN."""
+    """``1 min 10.5 s``, ``250 ms``: exact to the millisecond; ``unbounded`` for gaps measured from MIN."""
     if abs(ms) >= _UNBOUNDED:
         return "unbounded"
     sign, rest = ("-", -ms) if ms < 0 else ("", ms)
@@ -183,11 +184,11 @@ def format_duration(ms: int) -> str:
         parts.append(f"{seconds}.{millis:03d}".rstrip("0") + " s")
     elif seconds:
         parts.append(f"{seconds} s")
-    return f"{sign}{' '.join(parts)} ({ms} ms)"
+    return f"{sign}{' '.join(parts)}"
 
 
 def format_relative(at: int, now: int) -> str:
-    """``in 1.5 s (1500 ms)``, ``2 s (2000 ms) ago`` or ``now``: ``at`` seen from ``now`` (both ms)."""
+    """``in 1.5 s``, ``2 s ago`` or ``now``: ``at`` seen from ``now`` (both ms)."""
     if at == now:
         return "now"
     return f"in {format_duration(at - now)}" if at > now else f"{format_duration(now - at)} ago"

@@ -61,7 +61,7 @@ class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
 
     def describe(self) -> str:
         return (
-            f"idle-advancing (seed 000), bound {format_duration(self.bound)}, advances on its own after "
+            f"idle-advancing, bound {format_duration(self.bound)}, advances on its own after "
             f"{format_duration(self.wait)} without records"
         )
 
