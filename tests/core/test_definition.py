@@ -171,3 +171,17 @@ late = {kind = "after_count", count = 1}
     assert (config.known_splits, config.percentile, config.time_zone) == (["g1", "g2"], 90, "Europe/Berlin")
     with pytest.raises(ValueError, match="unknown trigger kind"):
         PipelineConfig.model_validate({"key_by": ["k"], "window": {"size": 1}, "trigger": {"kind": "often"}})
+
+
+def test_a_job_with_code_of_its_own_is_written_and_refused_when_read():
+    """Writing a definition never fails a query's start; reading what cannot be rebuilt says why."""
+
+    class Mine(windows.Tumbling):
+        pass
+
+    spec = WindowSpec(Mine(10), {"n": aggregates.count()})
+    described = describe_spec(spec)
+    assert described["window"]["kind"] == "unnamed"
+    assert json.loads(json.dumps(described)) == described
+    with pytest.raises(NotDescribable, match="your own window assigner"):
+        spec_from(described)

@@ -58,7 +58,9 @@ _WINDOWS: dict[str, type[windows.WindowAssigner]] = {
 
 def describe_window(window: windows.WindowAssigner) -> dict[str, Any]:
     """``{"kind": "tumbling", "size": ms, "offset": ms}`` and the like (every field of the assigner, in ms)."""
-    kind = next(name for name, cls in _WINDOWS.items() if type(window) is cls)
+    kind = next((name for name, cls in _WINDOWS.items() if type(window) is cls), None)
+    if kind is None:
+        return {"kind": "unnamed", "description": f"{type(window).__name__} (your own window assigner)"}
     return {"kind": kind, **{name: value for name, value in vars(window).items() if not name.startswith("_")}}
 
 
