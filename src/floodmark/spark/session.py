@@ -55,8 +55,8 @@ def check_session(session: SparkSession) -> None:
     if provider != ROCKSDB_PROVIDER:
         raise ValueError(
             f"floodmark keeps its state in RocksDB (with changelog checkpointing), but this session's "
-            f"state store provider is {provider!r}: build the session with "
-            f"floodmark.spark.session.required_conf() (local_session() does)"
+            f"state store provider is {provider!r}: build the session through "
+            "floodmark.spark.configure_spark_with_floodmark(SparkSession.builder) (local_session() does)"
         )
 
 
