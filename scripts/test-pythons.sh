@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The other Pythons floodmark declares (pyproject.toml's classifiers): for each, a virtualenv (.venv-pyX.Y) with the
-# locked versions, then the core tests, every public name and the README's blocks on real Spark (but the Kafka
-# one). The whole suite runs on 3.11 (scripts/test.sh). An interpreter is found as pythonX.Y on PATH or under
+# locked versions, then the core tests and a Spark smoke run (the README's pipeline, a real query on local Spark;
+# a session of one's own; the harness example). The whole suite runs on 3.11 (scripts/test.sh). An interpreter is found as pythonX.Y on PATH or under
 # pyenv's versions; a declared Python that cannot be found fails the run (declared means tested).
 # Run by scripts/test.sh after the lowest versions; needs scripts/setup.sh first (uv, the jar).
 set -euo pipefail
@@ -27,6 +27,7 @@ for version in $versions; do
   "$uv" pip install --quiet --no-cache -p "$venv/bin/python" -r requirements/lock.txt
   "$uv" pip install --quiet --no-cache -p "$venv/bin/python" --no-deps -e .
   echo "test-pythons: $("$venv/bin/python" --version) ($python)" >&2
-  "$venv/bin/python" -m pytest -p no:cacheprovider tests/core tests/test_public_names.py tests/test_readme.py \
-    -k "not kafka" "$@"
+  # The Spark smoke run: the README's pipeline (a real query on local Spark) and a session of one's own.
+  "$venv/bin/python" -m pytest -p no:cacheprovider tests/core tests/test_readme.py \
+    -k "not test_readme or pipeline_in_20_lines or install_it_in_your_own_spark or harness_example" "$@"
 done

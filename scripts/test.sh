@@ -13,6 +13,6 @@ export TMPDIR="$PWD/build/tmp"
 rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 .venv/bin/ruff check .
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/site
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=15 "$@"  # the slowest tests, for whoever keeps the suite under 45 min
 bash scripts/test-lowest.sh -q
 bash scripts/test-pythons.sh -q
