@@ -1,9 +1,9 @@
-"""The core's window operators alone (no Spark): seconds per workload, both execution strategies.
+"""The core's window operator alone (no Spark): seconds per workload, both firing policies.
 
     .venv/bin/python bench/core_step.py
 
 Eight micro-batches of 31,250 records (1-minute windows, 75 s of event time per batch), then the end of
-input, through ``core.step`` as the Spark processor runs it (one bucket holding every key); the columnar
+input, through ``core.window.step`` as the Spark processor runs it (one bucket holding every key); the columnar
 rows go through the map-side combine first where the spec allows it. Best of three runs. Useful to see
 what a change to the core costs before paying for a Spark benchmark (``bench/throughput.py``).
 """
@@ -19,8 +19,8 @@ from rich.table import Table
 from floodmark import WindowSpec, aggregates, triggers, windows
 from floodmark.core.combine import combine
 from floodmark.core.records import RecordBatch
-from floodmark.core.step import step
 from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.window import step
 
 BATCH_RECORDS, BATCHES, BATCH_SPAN_MS = 31_250, 8, 75_000
 
@@ -90,9 +90,9 @@ def main() -> None:
         ("sessions gap 1 min, 10k keys", WindowSpec(windows.Sessions(60_000), count), 10_000),
         ("sessions gap 1 min, 100k keys", WindowSpec(windows.Sessions(60_000), count), 100_000),
     ]
-    table = Table(title=f"core.step, {BATCHES} batches of {BATCH_RECORDS:,} records, best of 3")
-    for column in ("workload", "operator", "seconds", "records/s"):
-        table.add_column(column, justify="left" if column in ("workload", "operator") else "right")
+    table = Table(title=f"core.window.step, {BATCHES} batches of {BATCH_RECORDS:,} records, best of 3")
+    for column in ("workload", "policy", "seconds", "records/s"):
+        table.add_column(column, justify="left" if column in ("workload", "policy") else "right")
     for name, spec, keys in workloads:
         took = seconds(spec, keys)
         operator = "columnar" if spec.is_columnar else "general"

@@ -14,5 +14,5 @@ def both_operators(request, monkeypatch):
     """Run a harness test on both execution strategies: the general operator, and what Spark would run
     (``auto``: the columnar operator when the spec has a columnar form). Modules opt in with
     ``pytestmark = pytest.mark.usefixtures("both_operators")``; their ``WindowHarness`` is pinned to one."""
-    monkeypatch.setattr(request.module, "WindowHarness", functools.partial(WindowHarness, operator=request.param))
+    monkeypatch.setattr(request.module, "WindowHarness", functools.partial(WindowHarness, policy=request.param))
     return request.param

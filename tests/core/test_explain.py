@@ -7,14 +7,13 @@ from hypothesis import strategies as st
 
 from floodmark.core import aggregates, triggers, windows
 from floodmark.core.clock import ManualClock
-from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.explain import WindowStatus, explain_window
-from floodmark.core.operator import WindowOperator
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP, format_duration, format_instant
 from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
+from floodmark.core.window import WindowOperator
 from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import Controller, SourceSettings
@@ -62,7 +61,7 @@ def pass_window(src: SourceWatermarks) -> None:
 
 def test_the_slowest_split_holds_the_window_back_by_its_gap():
     src = three_splits()
-    op = WindowOperator(spec())
+    op = WindowOperator(spec(), policy="general")
     feed(op, src, 100, records=[10, 20, 30])
     e = explain_window(spec(), "k", WINDOW, src, op)
     assert e.status is WindowStatus.WAITING_FOR_WATERMARK
@@ -87,7 +86,7 @@ def test_the_slowest_split_holds_the_window_back_by_its_gap():
 
 def test_idle_split_is_excluded_and_reported():
     src = three_splits()
-    op = WindowOperator(spec())
+    op = WindowOperator(spec(), policy="general")
     feed(op, src, 100, records=[10])
     for now in range(200, 601, 100):  # a and c keep sending; b goes quiet and is idle at 600
         src.on_event("a", None, 1_049)
@@ -106,7 +105,7 @@ def test_status_after_firing_lateness_and_expiry():
     lateness = 500
     sp = spec(lateness=lateness)
     src = three_splits()
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100, records=[10])
     pass_window(src)
     src.advance_processing_time(200)
@@ -134,7 +133,7 @@ def test_status_after_firing_lateness_and_expiry():
 def test_after_watermark_without_late_firings_is_final():
     sp = spec(trigger=triggers.AfterWatermark(), lateness=500)
     src = three_splits()
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100, records=[10])
     pass_window(src)
     feed(op, src, 200)
@@ -166,7 +165,7 @@ def test_no_data_yet_watermark_min_names_splits_without_records():
     src = source()
     src.on_event("a", None, 500)
     src.advance_processing_time(100)
-    op = WindowOperator(spec())
+    op = WindowOperator(spec(), policy="general")
     e = explain_window(spec(), "k", WINDOW, src, op)
     assert e.status is WindowStatus.NO_DATA and e.pane_state is None and e.trigger_state is None
     assert e.combined_watermark == MIN_TIMESTAMP
@@ -183,7 +182,7 @@ def test_late_but_within_allowed_lateness_without_state():
     sp = spec(lateness=500)
     src = three_splits()
     pass_window(src)
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100)
     e = explain_window(sp, "other-key", WINDOW, src, op)
     assert e.status is WindowStatus.NO_DATA
@@ -212,21 +211,21 @@ def test_all_splits_idle():
 def fired_on_the_columnar_operator(sp):
     """The explanation of WINDOW after two records and a watermark past its end, on the columnar operator."""
     src = three_splits()
-    op = ColumnarWindowOperator(sp)
+    op = WindowOperator(sp, policy="columnar")
     feed(op, src, 100, records=[10, 20])
     pass_window(src)
     feed(op, src, 200)
     return explain_window(sp, "k", WINDOW, src, op)
 
 
-def test_columnar_operator_state():
+def test_columnar_policy_state():
     src = three_splits()
-    op = ColumnarWindowOperator(spec())
+    op = WindowOperator(spec(), policy="columnar")
     feed(op, src, 100, records=[10, 20])
     e = explain_window(spec(), "k", WINDOW, src, op)
     assert e.status is WindowStatus.WAITING_FOR_WATERMARK
     assert e.pane_state.records_since_last_pane == 2 and not e.pane_state.nonearly_fired
-    assert "columnar operator" in e.trigger_state and "fired: no" in e.trigger_state
+    assert "columnar policy" in e.trigger_state and "fired: no" in e.trigger_state
     pass_window(src)
     feed(op, src, 200)
     e = explain_window(spec(lateness=0), "k", WINDOW, src, op)
@@ -237,8 +236,8 @@ def test_columnar_operator_state():
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE
     assert "late firings: Repeatedly[AfterCount(1): 0 of 1 record(s)]" in e.trigger_state
     sp = spec(trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)))
-    for operator_type in (WindowOperator, ColumnarWindowOperator):
-        op = operator_type(sp)
+    for policy in ("general", "columnar"):
+        op = WindowOperator(sp, policy=policy)
         feed(op, three_splits(), 100, records=[10, 20])
         e = explain_window(sp, "k", WINDOW, three_splits(), op)
         assert "early firings: Repeatedly[AfterCount(3): 2 of 3 record(s)]" in e.trigger_state
@@ -248,7 +247,7 @@ def test_columnar_operator_state():
 def test_trigger_driven_window_waits_for_its_trigger():
     sp = spec(trigger=triggers.AfterCount(3), lateness=500)
     src = three_splits()
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100, records=[10])
     e = explain_window(sp, "k", WINDOW, src, op)
     assert e.status is WindowStatus.WAITING_FOR_TRIGGER
@@ -256,8 +255,8 @@ def test_trigger_driven_window_waits_for_its_trigger():
     assert e.target_watermark == 1_499  # the garbage-collection pane at the horizon
     assert "2 more record(s)" in e.fires_when and "garbage-collection" in e.fires_when
     sp = spec(trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(1_000)))
-    for operator_type in (WindowOperator, ColumnarWindowOperator):  # the columnar one keeps no trigger dicts
-        op = operator_type(sp)
+    for policy in ("general", "columnar"):  # the columnar policy keeps no trigger dicts
+        op = WindowOperator(sp, policy=policy)
         feed(op, src, 100, records=[10])
         e = explain_window(sp, "k", WINDOW, src, op)
         assert e.status is WindowStatus.WAITING_FOR_WATERMARK and e.pane_state.processing_deadline == 1_100
@@ -282,7 +281,7 @@ def test_idle_advancing_split_advances_on_its_own():
 
 def test_explaining_changes_nothing():
     src = three_splits()
-    op = WindowOperator(spec(trigger=triggers.AfterWatermark(early=triggers.AfterCount(5))))
+    op = WindowOperator(spec(trigger=triggers.AfterWatermark(early=triggers.AfterCount(5))), policy="general")
     feed(op, src, 100, records=[10, 20])
     before = (src.snapshot(), op.snapshot())
     explain_window(op.spec, "k", WINDOW, src, op).text()
@@ -292,7 +291,7 @@ def test_explaining_changes_nothing():
 def test_session_covering_the_window_is_explained():
     sp = WindowSpec(windows.Sessions(100), aggregates.count())
     src = three_splits()
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100, records=[600, 650])
     e = explain_window(sp, "k", Window(600, 700), src, op)
     assert e.window == Window(600, 750) and e.pane_state.records_since_last_pane == 2
@@ -360,7 +359,7 @@ def test_empty_source_and_global_window_do_not_break():
     assert "no split has reported yet" in e.reason and "no split has reported yet" in e.fires_when
     sp = WindowSpec(windows.Global(), aggregates.count(), trigger=triggers.Repeatedly(triggers.AfterCount(2)))
     src = three_splits()
-    op = WindowOperator(sp)
+    op = WindowOperator(sp, policy="general")
     feed(op, src, 100, records=[10])
     e = explain_window(sp, "k", windows.GLOBAL_WINDOW, src, op)
     assert e.status is WindowStatus.WAITING_FOR_TRIGGER and e.pane_state.records_until_check == 1

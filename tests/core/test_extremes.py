@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 from floodmark import aggregates, triggers, windows
 from floodmark.core.assign import validate_numbers, validate_timestamps
-from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.combine import combine
 from floodmark.core.emitted import Emitted
-from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_DURATION, MAX_TIMESTAMP, MIN_TIMESTAMP
+from floodmark.core.window import WindowOperator
 from floodmark.testing import WindowHarness
 
 EDGES = [MIN_TIMESTAMP, MIN_TIMESTAMP + 1, EARLIEST_EVENT_TIME - 1, EARLIEST_EVENT_TIME, -1, 0]
@@ -80,7 +79,7 @@ def batch_of(records: list) -> RecordBatch:
     return RecordBatch(keys, np.array([t for _, t, _ in records], dtype=np.int64), {"v": v, None: v}, payload=v)
 
 
-class Combining(ColumnarWindowOperator):
+class Combining(WindowOperator):
     """The map side as Spark runs it: combine() what can be combined, ship the rest as records."""
 
     def add_records(self, batch: RecordBatch) -> Emitted:
@@ -125,10 +124,10 @@ def test_any_int64_timestamp_and_any_value_is_accounted_for(window, operator_nam
         operator_name = "general"
     if operator_name == "combining" and not spec.combines_records:  # sessions merge in the operator only
         operator_name = "columnar"
-    operator = {"general": WindowOperator, "columnar": ColumnarWindowOperator, "combining": Combining}[operator_name]
+    operator = Combining(spec) if operator_name == "combining" else WindowOperator(spec, policy=operator_name)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy RuntimeWarning reaches a user's console
-        panes, late, bad, accepted = drive(operator(spec), steps)
+        panes, late, bad, accepted = drive(operator, steps)
     records = [r for kind, arg in steps if kind == "add" for r in arg]
     expected_bad = [r for r in records if not usable(r[1], r[2])]
     assert len(bad) == len(expected_bad)
@@ -152,7 +151,7 @@ def test_any_int64_timestamp_and_any_value_is_accounted_for(window, operator_nam
 @pytest.mark.parametrize("operator", ["general", "columnar"])
 @pytest.mark.parametrize("ts", [MIN_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_EVENT_TIME - 1, LATEST_EVENT_TIME + 1])
 def test_the_issues_records_at_the_int64_edges_are_bad_records_not_wrapped_windows(window, operator, ts):
-    h = WindowHarness(window=window, aggregate=aggregates.count(), operator=operator)
+    h = WindowHarness(window=window, aggregate=aggregates.count(), policy=operator)
     h.add_elements([("x", ts)], key="k")
     h.advance_watermark_to(MAX_TIMESTAMP)
     assert h.panes == []
@@ -230,7 +229,7 @@ def test_numeric_input_table(raw, number, reason):
 
 @pytest.mark.parametrize("operator", ["general", "columnar"])
 def test_sums_are_doubles_that_overflow_to_infinity_not_wrapped_integers(operator):
-    h = WindowHarness(window=windows.Tumbling(10), aggregate=aggregates.sum(), operator=operator)
+    h = WindowHarness(window=windows.Tumbling(10), aggregate=aggregates.sum(), policy=operator)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         h.add_elements([(2**62, 1), (2**62, 2), (2**62, 3)], key="k")  # 3 * 2**62 wraps in int64

@@ -12,11 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark import TimestampCombiner, aggregates, triggers, windows
-from floodmark.core.columnar import ColumnarWindowOperator
-from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.window import WindowOperator
 from floodmark.testing import WindowHarness
 
 WINDOWS = [windows.Tumbling(10), windows.Sliding(10, 5), windows.Sliding(9, 4, offset=2), windows.Sessions(5)]
@@ -55,8 +54,7 @@ def output_watermark(operator) -> int:
 )
 def test_no_hold_behind_the_output_watermark(window, trigger, combiner, lateness, kind, steps):
     spec = WindowSpec(window, aggregates.count(), trigger, lateness, timestamp_combiner=combiner)
-    operator_class = ColumnarWindowOperator if kind == "columnar" and spec.is_columnar else WindowOperator
-    operator = operator_class(spec, -10)
+    operator = WindowOperator(spec, -10, policy="columnar" if kind == "columnar" and spec.is_columnar else "general")
     watermark, now = -10, 0
     previous = output_watermark(operator)
     for step_kind, arg in [*steps, ("wm", MAX_TIMESTAMP)]:
@@ -85,7 +83,7 @@ def test_a_record_behind_the_output_watermark_does_not_hold_its_pane_there():
             window=windows.Tumbling(10),
             aggregate=aggregates.count(),
             timestamp_combiner=TimestampCombiner.EARLIEST,
-            operator=operator,
+            policy=operator,
         )
         h.advance_watermark_to(5)
         h.add_elements([("behind", 2)], key="a")  # output time 2 < output watermark 5: no hold
@@ -99,7 +97,7 @@ def test_a_record_behind_the_output_watermark_does_not_hold_its_pane_there():
 def test_a_record_at_or_after_its_keys_output_watermark_still_holds():
     for operator in ("general", "columnar"):
         h = WindowHarness(
-            window=windows.Tumbling(10), aggregate=aggregates.count(), timestamp_combiner="LATEST", operator=operator
+            window=windows.Tumbling(10), aggregate=aggregates.count(), timestamp_combiner="LATEST", policy=operator
         )
         h.add_elements([("first", 6)], key="a")  # holds [0, 10) at 6
         h.advance_watermark_to(8)  # a's output watermark: MIN(8, 6) = 6

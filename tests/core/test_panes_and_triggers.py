@@ -286,9 +286,9 @@ def test_operator_snapshot_restore_mid_stream():
         ]
         for i, step in enumerate(steps):
             if i == restore_after:
-                from floodmark.core.operator import WindowOperator
+                from floodmark.core.window import restore_operator
 
-                h.operator = WindowOperator.restore(h.spec, h.operator.snapshot())
+                h.operator = restore_operator(h.spec, h.operator.snapshot())
             step()
         return summary(h.panes), [(r.key, r.timestamp) for r in h.late]
 

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark import AccumulationMode, LateReason, WatermarkStrategy, aggregates, triggers, windows
-from floodmark.core.operator import WindowOperator
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats
+from floodmark.core.window import WindowOperator, restore_operator
 
 WINDOWS = [
     windows.Tumbling(10),
@@ -78,7 +78,7 @@ def run(spec, ops, start_watermark=-10, operator=None, make_batch=batch_of, roun
 
     :arg roundtrip: snapshot and restore the operator after every batch of records.
     """
-    operator = operator or WindowOperator(spec, watermark=start_watermark)
+    operator = operator or WindowOperator(spec, watermark=start_watermark, policy="general")
     panes, late = [], []
     watermark, now = start_watermark, 0
     for kind, arg in ops:
@@ -93,7 +93,7 @@ def run(spec, ops, start_watermark=-10, operator=None, make_batch=batch_of, roun
         panes += emitted.all_panes()
         late += emitted.late
         if kind == "add" and roundtrip:
-            operator = type(operator).restore(spec, operator.snapshot())
+            operator = restore_operator(spec, operator.snapshot())
     final = operator.advance_watermark(MAX_TIMESTAMP)
     assert operator.window_count() == 0, "everything is garbage collected at the end of input"
     return panes + final.all_panes(), late
@@ -234,7 +234,7 @@ def test_late_reasons_cover_closed_and_expired():
 @settings(max_examples=100, deadline=None)
 @given(scenario)
 def test_pure_step_function_equals_the_stateful_operator(case):
-    from floodmark.core.step import step
+    from floodmark.core.window import step
 
     window, trigger, lateness, raw_ops = case
     ops = numbered(raw_ops)
@@ -364,8 +364,6 @@ def test_columnar_session_gauges_equal_the_general_operator(spec, raw_ops):
 
 
 def assert_same_panes_on_both_operators(spec, raw_ops):
-    from floodmark.core.columnar import ColumnarWindowOperator
-
     ops = numbered(raw_ops)
 
     def drive(operator):
@@ -374,7 +372,7 @@ def assert_same_panes_on_both_operators(spec, raw_ops):
             (r.key, r.window, r.value, r.reason, r.lateness) for r in late
         )
 
-    assert drive(ColumnarWindowOperator(spec, -10)) == drive(WindowOperator(spec, -10))
+    assert drive(WindowOperator(spec, -10, policy="columnar")) == drive(WindowOperator(spec, -10, policy="general"))
 
 
 @settings(max_examples=300, deadline=None)
@@ -388,11 +386,9 @@ def test_both_operators_announce_the_same_deadlines(spec, raw_ops):
 
 
 def assert_same_gauges_on_both_operators(spec, raw_ops, gauges_of=None):
-    from floodmark.core.columnar import ColumnarWindowOperator
-
     gauges_of = gauges_of or (lambda o: (o.output_hold(), o.oldest_pending_processing_time(), o.window_count()))
 
-    operators = [ColumnarWindowOperator(spec, -10), WindowOperator(spec, -10)]
+    operators = [WindowOperator(spec, -10, policy="columnar"), WindowOperator(spec, -10, policy="general")]
     watermark, now = -10, 0
     for kind, arg in numbered(raw_ops):
         watermark, now = watermark + (arg if kind == "wm" else 0), now + (arg if kind == "pt" else 0)
@@ -427,8 +423,6 @@ def pane_key_dict(p):
 
 
 def test_columnar_early_count_panes_fire_mid_batch_and_restart_the_pending_clock():
-    from floodmark.core.columnar import ColumnarWindowOperator
-
     spec = WindowSpec(
         windows.Tumbling(100),
         NUMERIC_AGGREGATE,
@@ -437,7 +431,7 @@ def test_columnar_early_count_panes_fire_mid_batch_and_restart_the_pending_clock
         AccumulationMode.ACCUMULATING,
     )
     seen = []
-    for operator in (ColumnarWindowOperator(spec), WindowOperator(spec)):
+    for operator in (WindowOperator(spec, policy="columnar"), WindowOperator(spec, policy="general")):
 
         def add(values, operator=operator):
             ts = np.arange(len(values)) + 1
@@ -454,8 +448,6 @@ def test_columnar_early_count_panes_fire_mid_batch_and_restart_the_pending_clock
 
 
 def test_columnar_late_panes_accumulate_every_aggregate():
-    from floodmark.core.columnar import ColumnarWindowOperator
-
     spec = WindowSpec(
         windows.Tumbling(10),
         NUMERIC_AGGREGATE,
@@ -464,7 +456,7 @@ def test_columnar_late_panes_accumulate_every_aggregate():
         AccumulationMode.ACCUMULATING,
     )
     results = []
-    for operator in (ColumnarWindowOperator(spec), WindowOperator(spec)):
+    for operator in (WindowOperator(spec, policy="columnar"), WindowOperator(spec, policy="general")):
 
         def add(values, ts, operator=operator):
             keys = np.array(["k"] * len(ts), dtype=object)
@@ -499,13 +491,12 @@ def test_columnar_late_panes_accumulate_every_aggregate():
 )
 def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, combiner, raw_ops, ahead):
     """combine() before the shuffle + add_partials == add_records of every record (even with a later watermark)."""
-    from floodmark.core.columnar import ColumnarWindowOperator
     from floodmark.core.combine import combine
 
     spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
     ops = numbered(raw_ops)
 
-    class Combining(ColumnarWindowOperator):
+    class Combining(WindowOperator):
         """Splits every batch in two halves (two 'partitions'), combines each, ships partials + raw records."""
 
         def add_records(self, batch):
@@ -533,4 +524,4 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
             (r.key, r.window, r.value, r.reason, r.lateness) for r in late
         )
 
-    assert drive(Combining(spec, -10)) == drive(ColumnarWindowOperator(spec, -10))
+    assert drive(Combining(spec, -10)) == drive(WindowOperator(spec, -10, policy="columnar"))

@@ -1,11 +1,11 @@
 """The seeds' scenarios on the engine-free core: seed 000's lone last event, seed 003's stages."""
 
 from floodmark import TimestampCombiner, WatermarkStrategy, aggregates, windows
-from floodmark.core.operator import WindowOperator
 from floodmark.core.pipeline import Stage
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.watermarks import SourceWatermarks
+from floodmark.core.window import WindowOperator
 from floodmark.testing import TestStream
 
 MINUTE = 60_000
@@ -14,7 +14,7 @@ MINUTE = 60_000
 def run_single_event_then_silence(strategy, seconds=600):
     """One record at event time 30 s on split 0, then no input at all; returns when the window fired."""
     source = SourceWatermarks(strategy, periodic_interval=200)
-    operator = WindowOperator(WindowSpec(windows.Tumbling(MINUTE), aggregates.count()))
+    operator = WindowOperator(WindowSpec(windows.Tumbling(MINUTE), aggregates.count()), policy="general")
     source.on_event("0", None, 30_000)
     operator.add_records(RecordBatch.from_elements([("click", 30_000)], key="k"))
     for now in range(200, seconds * 1000 + 1, 200):
@@ -42,7 +42,7 @@ def test_plain_bounded_out_of_orderness_never_fires_it():
 def test_idle_split_holds_back_unless_idleness_is_configured():
     def fired(strategy):
         source = SourceWatermarks(strategy, periodic_interval=200, splits=["0", "1", "2"])
-        operator = WindowOperator(WindowSpec(windows.Tumbling(MINUTE), aggregates.count()))
+        operator = WindowOperator(WindowSpec(windows.Tumbling(MINUTE), aggregates.count()), policy="general")
         for now in range(200, 200_001, 200):
             event_time = now * 10  # splits 0 and 1 keep producing; split 2 never does (seed 000's skew)
             source.on_event("0", None, event_time)

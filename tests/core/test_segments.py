@@ -22,13 +22,12 @@ from test_properties import (
 
 from floodmark import AccumulationMode, TimestampCombiner, aggregates, triggers, windows
 from floodmark.core import segments
-from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.combine import combine
 from floodmark.core.emitted import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import advance, make_operator, restore_operator
 from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.window import WindowOperator, advance, restore_operator
 
 DEFERRING_TRIGGERS = [t for t in PARTIAL_TRIGGERS if "AfterProcessingTime" not in repr(t)]
 
@@ -41,7 +40,7 @@ class Storage:
         self.values: dict[int, bytes] = {}
         self.reads = 0
 
-    def save(self, operator: ColumnarWindowOperator) -> None:
+    def save(self, operator: WindowOperator) -> None:
         self.head, added, dropped = operator.snapshot_parts()
         assert not set(added) & set(self.values), "a segment is written once"
         assert dropped <= set(self.values), "only stored segments are deleted"
@@ -86,9 +85,9 @@ def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(
 ):
     spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode)
     assert spec.defers_partials
-    eager = ColumnarWindowOperator(spec, -10)
+    eager = WindowOperator(spec, -10, policy="columnar")
     storage = Storage()
-    deferred = ColumnarWindowOperator(spec, -10, deferred=True)
+    deferred = WindowOperator(spec, -10, deferred=True, policy="columnar")
     results: list[tuple[list, list]] = [([], []), ([], [])]
     watermark, now = -10, 0
     with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", defer_above):
@@ -122,7 +121,7 @@ def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(
 def test_a_batch_reads_no_segment_until_the_watermark_reaches_one():
     spec = WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()})
     storage = Storage()
-    operator = make_operator(spec, deferred=True)
+    operator = WindowOperator(spec, deferred=True)
     for batch in range(20):
         keys = np.array([f"k{batch}-{i}" for i in range(100)], dtype=object)
         records = RecordBatch(keys, np.full(100, batch * 1_000, dtype=np.int64), {None: keys})
@@ -150,24 +149,26 @@ def test_specs_with_early_firings_or_other_output_times_merge_at_once():
     )
     for spec in (early, earliest):
         assert not spec.defers_partials
-        assert make_operator(spec, deferred=True).segments is None
+        assert WindowOperator(spec, deferred=True).policy.segments is None
 
 
 def test_a_small_table_takes_partials_at_once_and_segments_start_when_it_grows():
     spec = WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()})
-    operator = make_operator(spec, deferred=True)
+    operator = WindowOperator(spec, deferred=True)
     with mock.patch.object(segments, "DEFER_ABOVE", 150):
         for batch in range(3):
             keys = np.array([f"k{batch}-{i}" for i in range(100)], dtype=object)
             records = RecordBatch(keys, np.full(100, batch, dtype=np.int64), {None: keys})
             advance(operator, None, 0, batch, combine(spec, 0, records)[0])
-            assert (operator.table.window_count(), len(operator.segments)) == [(100, 0), (100, 1), (100, 2)][batch]
+            assert (operator.table.window_count(), len(operator.policy.segments)) == [(100, 0), (100, 1), (100, 2)][
+                batch
+            ]
 
 
 @pytest.mark.parametrize("fanout", [1, 3])
 def test_a_self_contained_snapshot_keeps_the_segments(fanout):
     spec = WindowSpec(windows.Tumbling(10), {"n": aggregates.count()})
-    operator = make_operator(spec, deferred=True)
+    operator = WindowOperator(spec, deferred=True)
     with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", 0):
         for batch in range(5):
             keys = np.array(["a", "b"], dtype=object)
@@ -183,7 +184,7 @@ def test_a_self_contained_snapshot_keeps_the_segments(fanout):
 def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apart():
     spec = WindowSpec(windows.Sliding(10, 5), {"n": aggregates.count()})
     storage = Storage()
-    operator = make_operator(spec, deferred=True)
+    operator = WindowOperator(spec, deferred=True)
     keys = np.array(["a", "b"], dtype=object)
     records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
     advance(operator, None, -1, 0, combine(spec, -1, records)[0])  # windows [-5, 5) and [0, 10) of each key
@@ -191,7 +192,7 @@ def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apa
     operator = storage.restore(spec)
     out = advance(operator, None, 4, 1)  # reaches [-5, 5) only
     assert sorted((p.key, p.window.start, p.value["n"]) for p in out.all_panes()) == [("a", -5, 1), ("b", -5, 1)]
-    assert len(operator.segments) == 1 and operator.segments.rows == 2, "the [0, 10) rows stay a segment"
+    assert len(operator.policy.segments) == 1 and operator.policy.segments.rows == 2, "the [0, 10) rows stay a segment"
     assert operator.table.window_count() == 0
     storage.save(operator)
     assert len(storage.values) == 1

@@ -86,19 +86,19 @@ def test_mean_merges_exactly_across_sessions():
     assert pane.value == 4.0
 
 
-def test_a_session_snapshot_of_the_general_operator_resumes_on_it():
-    """State written before sessions ran on the columnar operator keeps running where it was taken."""
+def test_a_session_snapshot_of_the_general_policy_resumes_on_it():
+    """State written before sessions ran on the columnar policy keeps running where it was taken: the snapshot's
+    header names its policy."""
     import numpy as np
 
-    from floodmark.core.operator import WindowOperator
     from floodmark.core.records import RecordBatch
     from floodmark.core.spec import WindowSpec
-    from floodmark.core.step import restore_operator, step
+    from floodmark.core.window import WindowOperator, restore_operator, step
 
     spec = WindowSpec(windows.Sessions(10), aggregates.count())
-    general = WindowOperator(spec, watermark=0)
+    general = WindowOperator(spec, watermark=0, policy="general")
     general.add_records(RecordBatch(np.array(["k"], dtype=object), np.array([5]), {None: np.array([1])}))
     restored = restore_operator(spec, general.snapshot())
-    assert type(restored) is WindowOperator
+    assert restored.policy.name == "general"
     _, out, _ = step(spec, general.snapshot(), None, watermark=100, processing_time=0)
     assert [(p.window, p.value) for p in out.all_panes()] == [(Window(5, 15), 1)]

@@ -18,8 +18,8 @@ import floodmark
 from floodmark import aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import step
 from floodmark.core.timestamps import TimestampCombiner
+from floodmark.core.window import step
 from floodmark.driver.checkpoint_files import LocalFiles
 from floodmark.protocol.control import ControlEntry
 from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK

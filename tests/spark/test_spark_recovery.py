@@ -19,7 +19,7 @@ from spark_helpers import read_output, write_batches
 from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import step
+from floodmark.core.window import step
 from floodmark.spark import EventTimeAggregation, SourceTime
 
 pytestmark = pytest.mark.spark

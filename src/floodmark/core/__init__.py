@@ -7,6 +7,6 @@
 * :mod:`~floodmark.core.aggregates` - incremental and full-window aggregations;
 * :mod:`~floodmark.core.panes`, :mod:`~floodmark.core.timestamps`, :mod:`~floodmark.core.records`
   - what comes out: panes, output timestamps, late and bad records;
-* :mod:`~floodmark.core.operator` - the vectorised per-key window state machine;
+* :mod:`~floodmark.core.window` - the window operator: its table of windows and its two firing policies;
 * :mod:`~floodmark.core.pipeline` - stages chained with stage watermarks.
 """

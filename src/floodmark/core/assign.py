@@ -1,4 +1,4 @@
-"""A batch of records into (record, window) pairs: the input step both window operators share.
+"""A batch of records into (record, window) pairs: the window operator's input step.
 
 Records without a usable timestamp become bad records; (record, window) pairs
 whose window the watermark has passed beyond its horizon go to the late output
@@ -208,13 +208,15 @@ def assign_batch(
     bad: list[BadRecord],
     late: list[LateRecord],
     output_watermarks: Callable[[np.ndarray], np.ndarray] | None = None,
+    keep_expired: bool = False,
 ) -> Assigned | None:
     """Validate timestamps, assign windows and route expired pairs; ``None`` when nothing is left.
 
-    Bad records are appended to ``bad``, expired (record, window) pairs to ``late``. ``out_times`` are the
-    holds the records add (``TimestampCombiner.element_holds``); ``output_watermarks(keys)`` gives the output
-    watermark each of ``keys`` sees as the batch arrives (``WindowTable.key_output_watermarks``; asked only
-    about records whose output time is behind the watermark; None: MIN, every record holds).
+    Bad records are appended to ``bad``, expired (record, window) pairs to ``late`` (unless ``keep_expired``:
+    merging windows decide lateness on the window a record merges into, :mod:`floodmark.core.window.sessions`).
+    ``out_times`` are the holds the records add (``TimestampCombiner.element_holds``); ``output_watermarks(keys)``
+    gives the output watermark each of ``keys`` sees as the batch arrives (``WindowTable.key_output_watermarks``;
+    asked only about records whose output time is behind the watermark; None: MIN, every record holds).
     """
     n = len(batch)
     keys = as_object_array(batch.keys)
@@ -246,7 +248,7 @@ def assign_batch(
         if len(behind):
             key_watermarks = output_watermarks(keys[rows[behind]])
             out_times[behind] = spec.timestamp_combiner.element_holds(out_times[behind], key_watermarks)
-    expired = window_expired(ends, spec.allowed_lateness, watermark)
+    expired = window_expired(ends, spec.allowed_lateness, watermark) & (not keep_expired)
     for i in np.flatnonzero(expired):
         row = rows[i]
         window = Window(int(starts[i]), int(ends[i]))

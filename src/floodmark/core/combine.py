@@ -5,7 +5,7 @@ same for specs of the columnar operator (``WindowSpec.combines_records``). Which
 records may be combined, and how, is decided here once: the Spark runtime's
 Arrow combiner (:mod:`floodmark.spark.combiner`) asks :func:`open_window_pairs`
 and :func:`accumulator_reductions` and ships :class:`Partials` that
-:meth:`~floodmark.core.columnar.ColumnarWindowOperator.add_partials` merges.
+:meth:`~floodmark.core.window.WindowOperator.add_partials` merges.
 
 The rule: a record all of whose windows are still open (the watermark has not
 reached their max timestamp) and whose output times in them are not behind the
@@ -43,7 +43,7 @@ class Partials:
     :ivar origin: for each row, the position of one of its records in the batch
         it was combined from (a runtime copies per-key columns from there), or ``None``.
     A (key, window) may appear in several rows (e.g. one per Spark partition);
-    :meth:`~floodmark.core.columnar.ColumnarWindowOperator.add_partials` combines them.
+    :meth:`~floodmark.core.window.WindowOperator.add_partials` combines them.
     """
 
     keys: np.ndarray

@@ -43,7 +43,7 @@ from floodmark.core.triggers import TriggerContext
 from floodmark.core.watermarks.coordinator import SourceWatermarks
 from floodmark.core.watermarks.percentile import allowed_behind
 from floodmark.core.watermarks.projection import Projection, SplitProjection, project
-from floodmark.core.window_table import PaneBook, WindowView
+from floodmark.core.window.table import PaneBook, WindowView
 from floodmark.core.windows import Window, window_reached
 
 __all__ = [
@@ -193,7 +193,7 @@ class UpstreamReport:
 @dataclass(frozen=True)
 class PaneState(PaneBook):
     """The operator's state for one key and window (both operators): its bookkeeping
-    (:class:`~floodmark.core.window_table.PaneBook`, as ``window_view`` gives it) and what its trigger says.
+    (:class:`~floodmark.core.window.table.PaneBook`, as ``window_view`` gives it) and what its trigger says.
 
     :ivar records_until_check: records after which the trigger is asked again (``None``: records alone
         never make it fire now).

@@ -37,14 +37,13 @@ import pandas as pd
 
 from floodmark.core.aggregates import Several
 from floodmark.core.emitted import Emitted
-from floodmark.core.operator import WindowOperator
 from floodmark.core.panes import Pane
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import step
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes, StageWatermark
+from floodmark.core.window import WindowOperator, step
 from floodmark.protocol import output
 from floodmark.protocol.columns import names
 
@@ -83,7 +82,7 @@ class StagedPipeline:
         if len(set(names)) != len(names):
             raise ValueError(f"stage names must be unique, got {names}")
         self.stages = list(stages)
-        self.operators = [WindowOperator(s.spec, MIN_TIMESTAMP, processing_time) for s in stages]
+        self.operators = [WindowOperator(s.spec, MIN_TIMESTAMP, processing_time, "general") for s in stages]
         self.watermarks = [StageWatermark(["input" if i == 0 else stages[i - 1].name]) for i in range(len(stages))]
         self.results = {s.name: StageResult() for s in stages}
         self.processing_time = processing_time

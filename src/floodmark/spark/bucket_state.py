@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from floodmark.core.columnar import ColumnarWindowOperator
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import Operator, make_operator, restore_operator
+from floodmark.core.window import WindowOperator, restore_operator
 from floodmark.spark import state_codec
 
 HEAD, SEGMENT = "head", "segment"
@@ -37,11 +36,11 @@ class BucketState(Protocol):
         """Whether anything is stored for the bucket."""
         ...
 
-    def restore(self, spec: WindowSpec) -> Operator:
+    def restore(self, spec: WindowSpec) -> WindowOperator:
         """The stored operator, or a new one when nothing is stored."""
         ...
 
-    def save(self, operator: Operator) -> None:
+    def save(self, operator: WindowOperator) -> None:
         """Store ``operator`` (after the batch) in place of what was stored."""
         ...
 
@@ -56,10 +55,10 @@ class BlobState:
     def exists(self) -> bool:
         return self.stored is not None
 
-    def restore(self, spec: WindowSpec) -> Operator:
-        return make_operator(spec) if self.stored is None else restore_operator(spec, state_codec.decode(self.stored))
+    def restore(self, spec: WindowSpec) -> WindowOperator:
+        return WindowOperator(spec) if self.stored is None else restore_operator(spec, state_codec.decode(self.stored))
 
-    def save(self, operator: Operator) -> None:
+    def save(self, operator: WindowOperator) -> None:
         if operator.window_count() or self.stored is not None:
             self.new_value = state_codec.encode(operator.snapshot(), state_format=1)
 
@@ -83,24 +82,21 @@ class PartsState:
     def exists(self) -> bool:
         return self._head() is not None
 
-    def restore(self, spec: WindowSpec) -> Operator:
+    def restore(self, spec: WindowSpec) -> WindowOperator:
         stored = self._head()
         if stored is None:
-            return make_operator(spec, deferred=True)
+            return WindowOperator(spec, deferred=True)
         manifest, first = stored
         head = self._read(HEAD, 0, manifest["head"], first)
         segments = manifest["segments"]
         return restore_operator(spec, head, lambda i: self._read(SEGMENT, i, segments[str(i)]))
 
-    def save(self, operator: Operator) -> None:
+    def save(self, operator: WindowOperator) -> None:
         stored = self._head()
         if stored is None and not operator.window_count():
             return  # a bucket that never had a window stores nothing
         manifest = stored[0] if stored is not None else {"head": 1, "segments": {}}
-        if isinstance(operator, ColumnarWindowOperator):
-            head, added, dropped = operator.snapshot_parts()
-        else:
-            head, added, dropped = operator.snapshot(), {}, set()
+        head, added, dropped = operator.snapshot_parts()
         for segment_id in sorted(dropped):
             self._delete(SEGMENT, segment_id, 0, manifest["segments"].pop(str(segment_id)))
         for segment_id, body in added.items():

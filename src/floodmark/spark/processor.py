@@ -33,8 +33,8 @@ from pyspark.sql.types import StringType
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.pipeline import frame_records, key_array
-from floodmark.core.step import advance
 from floodmark.core.values import plain
+from floodmark.core.window import advance
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
 from floodmark.protocol.control import BucketGauges, ControlEntry

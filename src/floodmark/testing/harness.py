@@ -10,10 +10,10 @@ from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode, Pane
 from floodmark.core.records import BadRecord, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.step import Operator, operator_class
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.triggers import Default, Trigger
+from floodmark.core.window import WindowOperator
 from floodmark.core.windows import Window, WindowAssigner
 
 
@@ -30,9 +30,9 @@ class WindowHarness:
     everything so far. The watermark and processing time start at MIN and 0;
     lower values than the current ones are ignored (they never go back).
 
-    :arg operator: which execution strategy runs the spec: ``"auto"`` (default: the one Spark would run, the
-        columnar operator when the spec has a columnar form), ``"general"`` or ``"columnar"`` (a ``ValueError``
-        if the spec has no columnar form). Both give the same panes.
+    :arg policy: the operator's firing policy: ``"auto"`` (default: the one Spark would run, the columnar
+        policy when the spec has a columnar form), ``"general"`` or ``"columnar"`` (a ``ValueError`` if the spec
+        has no columnar form). Both give the same panes.
     """
 
     def __init__(
@@ -45,7 +45,7 @@ class WindowHarness:
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW,
         watermark: int = MIN_TIMESTAMP,
         processing_time: int = 0,
-        operator: str = "auto",
+        policy: str = "auto",
     ) -> None:
         self.spec = WindowSpec(
             window=window,
@@ -55,7 +55,7 @@ class WindowHarness:
             accumulation=accumulation,
             timestamp_combiner=timestamp_combiner,
         )
-        self.operator: Operator = operator_class(self.spec, operator)(self.spec, watermark, processing_time)
+        self.operator = WindowOperator(self.spec, watermark, processing_time, policy)
         self.panes: list[Pane] = []
         self.late: list[LateRecord] = []
         self.bad: list[BadRecord] = []

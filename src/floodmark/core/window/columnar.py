@@ -1,64 +1,54 @@
-"""The columnar window operator: the fast path for the most common pipelines.
+"""The columnar firing policy: the common pipelines as vectorised masks over numeric columns.
 
-Same contract and same panes as :class:`~floodmark.core.operator.WindowOperator`
-(a property test runs both on random streams). It runs a spec when the spec has
-a columnar form (``WindowSpec.is_columnar``): non-merging windows, a trigger
-with a :class:`~floodmark.core.triggers.ColumnarTrigger` (``Default()``,
-``Never()``, ``AfterWatermark()`` with early firings every n records or d > 0 ms
-of processing time and late firings on every late record or none) and an
-aggregate with a :class:`~floodmark.core.aggregates.ColumnarLayout` (count, sum,
-min, max, mean, alone or in ``several``). Everything else runs on the general
-operator; :func:`floodmark.core.step.make_operator` picks.
+Same panes as the general policy (:mod:`floodmark.core.window.general`; a property test runs both on random
+streams). It runs a spec when the spec has a columnar form (``WindowSpec.is_columnar``): a trigger whose compiled
+form (:func:`floodmark.core.triggers.compile_trigger`: ``Default()``, ``Never()``, ``AfterWatermark()`` with
+early firings every n records or d > 0 ms of processing time and late firings on every late record or none) and
+an aggregate with a :class:`~floodmark.core.aggregates.ColumnarLayout` (count, sum, min, max, mean, alone or in
+``several``); count firings not with merging windows.
 
-How it executes: windows are rows of the shared
-:class:`~floodmark.core.window_table.WindowTable` (bookkeeping and pane rules),
-accumulators are numeric columns of that table (the layout's reductions), and
-the trigger is data, so a batch costs numpy work plus one dict lookup per
-(key, window) group, and firing is a vectorised mask over the table. What the
-trigger's form says, per window:
+Accumulators are numeric columns of the operator's :class:`~floodmark.core.window.table.WindowTable` (the
+layout's reductions) and the trigger is data, so a batch costs numpy work plus one dict lookup per (key, window)
+group, and firing is a vectorised mask over the table. What the compiled trigger says, per window:
 
-* ``on_time``: fire when the watermark reaches the max timestamp (``fired``
-  column); ``late``: afterwards every late record fires a LATE pane
-  (``EVERY_RECORD``), or the first pane was final (``NONE``: the window closes),
-  or late records wait for the garbage-collection pane (``AT_HORIZON``);
-* ``early_delay``: an EARLY pane once ``delay`` ms of processing time have passed
-  since the window's first record after its last pane (``pending + delay``);
-* ``early_count``: an EARLY pane after every n-th record of the window, mid-batch,
-  in arrival order (these need the records: no map-side partials).
+* ``on_time``: fire when the watermark reaches the max timestamp (``fired`` column); ``late``: afterwards every
+  late record fires a LATE pane (``EVERY_RECORD``), or the first pane was final (``NONE``: the window closes), or
+  late records wait for the garbage-collection pane (``AT_HORIZON``);
+* ``early_delay``: an EARLY pane once ``delay`` ms of processing time have passed since the window's first record
+  after its last pane (``pending + delay``);
+* ``early_count``: an EARLY pane after every n-th record of the window, mid-batch, in arrival order (these need
+  the records: no map-side partials).
 
-Fired panes come out as one pandas frame per call (``Emitted.pane_frames``) so
-that runtimes never build a Python object per pane.
+Fired panes come out as one pandas frame per call (``Emitted.pane_frames``) so that runtimes never build a Python
+object per pane.
 
 With ``deferred=True`` (specs where ``WindowSpec.defers_partials``) the partials of windows the watermark has not
 reached stay apart from the table as segments (:mod:`floodmark.core.segments`) until the watermark reaches them:
-a runtime that stores the segments apart (:meth:`ColumnarWindowOperator.snapshot_parts`) then reads and writes per
-batch what the batch touches, not every open window. The panes are the same.
+a runtime that stores the segments apart (``WindowOperator.snapshot_parts``) then reads and writes per batch what
+the batch touches, not every open window. The panes are the same.
 """
 
 from __future__ import annotations
 
-import pickle
-from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from floodmark.core.aggregates import ColumnarLayout
-from floodmark.core.assign import assign_batch, late_record
+from floodmark.core.assign import Assigned
 from floodmark.core.combine import Partials, group_keys, group_order, reduce_partials, reduce_records
 from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode
-from floodmark.core.records import LateReason, LateRecord, RecordBatch
+from floodmark.core.records import LateReason, RecordBatch
 from floodmark.core.segments import PartialSegments, SegmentLoader
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.triggers import LateFirings
-from floodmark.core.values import unwrap
-from floodmark.core.window_table import NO_TIME, WindowTable, WindowView
+from floodmark.core.window.policy import OperatorTime
+from floodmark.core.window.sessions import merge_record
+from floodmark.core.window.table import NO_TIME, WindowTable
 from floodmark.core.windows import Window, horizon, max_timestamp, merge_groups, window_reached
-
-ENGINE = "columnar operator"
 
 
 class ColumnarAccumulators:
@@ -87,28 +77,28 @@ class ColumnarAccumulators:
             self.cols[column.name][rows] = column.reduction.merge(self.cols[column.name][rows], incoming[column.name])
 
 
-class ColumnarWindowOperator:
-    """Columnar implementation of the window operator for specs with a columnar form (see module docstring)."""
+class ColumnarPolicy:
+    """The columnar firing policy of one operator (see the module docstring)."""
+
+    name = "columnar"
 
     def __init__(
         self,
         spec: WindowSpec,
-        watermark: int = MIN_TIMESTAMP,
-        processing_time: int = 0,
+        time: OperatorTime,
         deferred: bool = False,
         load_segment: SegmentLoader | None = None,
     ) -> None:
         """:arg deferred: keep partials apart until the watermark reaches their windows (ignored unless
         ``spec.defers_partials``). :arg load_segment: reads a segment stored apart
-        (:func:`floodmark.core.step.restore_operator` of a :meth:`snapshot_parts` head)."""
+        (:func:`floodmark.core.window.restore_operator` of a ``snapshot_parts`` head)."""
         if not spec.is_columnar:
-            raise ValueError("this spec needs the general WindowOperator")
+            raise ValueError("this spec needs the general policy")
         self.spec = spec
         self.trigger = spec.columnar_trigger
         self.layout = spec.columnar_layout
         assert self.trigger is not None and self.layout is not None
-        self.watermark = watermark
-        self.processing_time = processing_time
+        self.time = time
         extra = {c.name: (c.reduction.dtype, c.reduction.empty) for c in self.layout.columns}
         extra["fired"] = (bool, False)  # the watermark fired the window (its on-time or first late pane)
         self.table = WindowTable(spec.timestamp_combiner, spec.allowed_lateness, spec.accumulation, extra)
@@ -117,33 +107,22 @@ class ColumnarWindowOperator:
         self.segments = PartialSegments(spec, load_segment) if deferred and spec.defers_partials else None
 
     # ------------------------------------------------------------------ time
-    def advance_processing_time(self, processing_time: int) -> Emitted:
-        """Move processing time forward (a lower value is ignored); fire the EARLY panes that are due.
-
-        A window in its early phase fires when ``processing_time >= pending + delay``,
-        ``pending`` being the processing time of its first record since its last pane.
-        """
-        out = Emitted()
-        if processing_time <= self.processing_time:
-            return out
-        self.processing_time = processing_time
+    def on_processing_time(self, out: Emitted) -> None:
+        """EARLY panes: a window in its early phase fires when ``processing_time >= pending + delay``,
+        ``pending`` being the processing time of its first record since its last pane."""
         delay = self.trigger.early_delay
         if delay is None:
-            return out
+            return
         c = self.table.cols
-        waiting = c["live"] & ~c["closed"] & ~c["fired"] & ~window_reached(c["end"], self.watermark)
-        due = waiting & (c["pending"] != NO_TIME) & (c["pending"] <= processing_time - delay)
+        waiting = c["live"] & ~c["closed"] & ~c["fired"] & ~window_reached(c["end"], self.time.watermark)
+        due = waiting & (c["pending"] != NO_TIME) & (c["pending"] <= self.time.processing_time - delay)
         rows = np.flatnonzero(due)
         if len(rows):
             out.pane_frames.append(self._emit(rows, np.zeros(len(rows), dtype=bool)))
-        return out
 
-    def advance_watermark(self, watermark: int) -> Emitted:
-        """Move the watermark forward (a lower value is ignored): ON_TIME panes, then garbage collection."""
-        out = Emitted()
-        if watermark <= self.watermark:
-            return out
-        self.watermark = watermark
+    def on_watermark(self, out: Emitted) -> None:
+        """ON_TIME panes, then garbage collection."""
+        watermark = self.time.watermark
         if self.segments is not None:
             self._merge_segments(watermark)
         c = self.table.cols
@@ -163,32 +142,21 @@ class ColumnarWindowOperator:
             c["closed"][rows[finished]] = True
         if len(gone):
             self.table.release(gone)
-        return out
 
     def _emit(self, rows: np.ndarray, is_last: np.ndarray):
         """Fire ``rows`` (distinct) with their accumulated values: one pane each (empty non-ON_TIME panes skipped)."""
-        firing, results = self.table.emit(rows, self.watermark, is_last)
+        firing, results = self.table.emit(rows, self.time.watermark, is_last)
         return self.table.pane_frame(firing, results, self.layout.single)
 
     # --------------------------------------------------------------- records
-    def add_records(self, batch: RecordBatch) -> Emitted:
-        """Process a batch of records at the current watermark and processing time."""
-        out = Emitted()
-        if len(batch) == 0:
-            return out
-        watermarks = partial(self.table.key_output_watermarks, watermark=self.watermark)
-        assigned = assign_batch(self.spec, self.watermark, batch, out.bad, out.late, watermarks)
-        if assigned is None:
-            return out
-        out.accepted = assigned.pairs  # less the pairs kept out (expired or for a closed window), below
+    def add(self, batch: RecordBatch, assigned: Assigned, out: Emitted) -> None:
         keys, payload, pos = assigned.keys, assigned.payload, assigned.rows
         starts, ends, ts, out_times = assigned.starts, assigned.ends, assigned.timestamps, assigned.out_times
         values = {f: assigned.numbers[f][pos] for f in self.layout.value_fields}
         if self.spec.window.is_merging:
             self._add_sessions(out, keys, pos, starts, ends, ts, out_times, values, payload)
-            out.accepted -= len(out.late)
-            return out
-        late_phase = window_reached(ends, self.watermark)
+            return
+        late_phase = window_reached(ends, self.time.watermark)
         early_phase = ~late_phase
         if self.segments is not None and early_phase.any():
             self._merge_segments(None)  # a record for a window the watermark has not reached: merge them all
@@ -200,10 +168,8 @@ class ColumnarWindowOperator:
             self._accumulate(keys, pos, starts, ends, out_times, values, late_phase)
         elif late_phase.any():
             self._late_records(out, keys, pos, starts, ends, ts, values, late_phase, payload)
-        out.accepted -= len(out.late)
-        return out
 
-    def add_partials(self, partials: Partials) -> Emitted:
+    def add_partials(self, partials: Partials) -> None:
         """Merge the partial aggregates of on-time records (from :func:`~floodmark.core.combine.combine`,
         possibly several of them).
 
@@ -213,21 +179,18 @@ class ColumnarWindowOperator:
         records, because they fire LATE panes one by one or go to the late output
         with their payload.
         """
-        if len(partials) == 0:
-            return Emitted()
         if not self.spec.combines_records:
             raise ValueError("early count firings need the records themselves, not partial aggregates")
-        if window_reached(partials.ends, self.watermark).any():
+        if window_reached(partials.ends, self.time.watermark).any():
             raise ValueError(
                 "partial aggregates for a window the watermark has already reached: the combiner and the "
                 "operator disagree on the watermark"
             )
         reduced = reduce_partials(self.spec, partials)
         if self.segments is not None and self.segments.defers(self.table.window_count(), len(reduced)):
-            self.segments.add(reduced, self.processing_time)
+            self.segments.add(reduced, self.time.processing_time)
         else:
             self._merge(reduced)
-        return Emitted(accepted=int(partials.counts.sum()))
 
     def _groups(self, keys, pos, starts, mask):
         """Group the selected rows by (key, window start), keeping arrival order inside groups."""
@@ -257,8 +220,8 @@ class ColumnarWindowOperator:
         self.table.add_arrivals(
             rows,
             partials.counts,
-            self.watermark if watermark is None else watermark,
-            self.processing_time if arrivals is None else arrivals,
+            self.time.watermark if watermark is None else watermark,
+            self.time.processing_time if arrivals is None else arrivals,
             partials.hold,
         )
 
@@ -310,12 +273,12 @@ class ColumnarWindowOperator:
         if self.spec.accumulation is AccumulationMode.ACCUMULATING:  # a pane shows everything so far
             seg_acc = {c.name: c.reduction.cumulate(seg_acc[c.name], seg_group) for c in self.layout.columns}
         arrivals = np.bincount(group, minlength=len(rows))
-        table.add_arrivals(rows, arrivals, self.watermark, self.processing_time, seg_hold[folds_state])
+        table.add_arrivals(rows, arrivals, self.time.watermark, self.time.processing_time, seg_hold[folds_state])
         fired = np.flatnonzero(complete)
         if len(fired):
             firing = table.fire(
                 seg_row[fired],
-                self.watermark,
+                self.time.watermark,
                 np.zeros(len(fired), dtype=bool),
                 counts=np.full(len(fired), n, dtype=np.int64),
                 holds=seg_hold[fired],
@@ -335,7 +298,9 @@ class ColumnarWindowOperator:
         if tail_rows.any():
             tail_counts = (position[last_of_segment[last]] + 1 - n * seg_index[last])[tail_rows]
             tail_holds = seg_hold[last][tail_rows]
-            table.add_arrivals(w_rows[tail_rows], tail_counts, self.watermark, self.processing_time, tail_holds)
+            table.add_arrivals(
+                w_rows[tail_rows], tail_counts, self.time.watermark, self.time.processing_time, tail_holds
+            )
 
     def _add_sessions(self, out, keys, pos, starts, ends, ts, out_times, values, payload):
         """Records of merging windows (sessions): each record's window ``[ts, ts + gap)`` merges with the key's
@@ -384,7 +349,7 @@ class ColumnarWindowOperator:
         # A group is simple when none of its windows is due: a window the watermark has reached (a record's own
         # window, or one that fired, closed or waits for late firings) makes the group's panes, merges and
         # refusals depend on the order of its records.
-        due = window_reached(np.concatenate([c["end"][open_rows], ends]), self.watermark)
+        due = window_reached(np.concatenate([c["end"][open_rows], ends]), self.time.watermark)
         reached = np.bincount(group_of, weights=due, minlength=groups) > 0
         slow = has_records & reached
         if slow.any():
@@ -457,47 +422,43 @@ class ColumnarWindowOperator:
         self.accumulators.merge(rows, partial)
         holds = self.spec.timestamp_combiner.reduce_at(out_times[order], bounds)
         counts = np.diff(np.r_[bounds, len(order)])
-        table.add_arrivals(rows, counts, self.watermark, self.processing_time, holds)
+        table.add_arrivals(rows, counts, self.time.watermark, self.time.processing_time, holds)
 
     def _session_records(self, out, keys, pos, starts, ends, ts, out_times, values, payload, members) -> None:
-        """One merge group's records, one by one in arrival order: the general operator's rule in columns.
-
-        A record overlapping a closed window goes to the late output (WINDOW_CLOSED); otherwise its window
-        merges with the open ones it overlaps (:meth:`Sessions.merge_into`; a merged window is new: trigger
-        and pane history start over), the record joins the row, and if the watermark has reached the merged
-        window's max timestamp the trigger's late behaviour applies: a LATE (or first) pane now
-        (``EVERY_RECORD``), the same and the window closes (``NONE``), or nothing until the horizon.
+        """One merge group's records, one by one in arrival order
+        (:func:`~floodmark.core.window.sessions.merge_record`: a merged window is new, its firing flags and pane
+        history start over); the record joins its row, and if the watermark has reached the merged window's
+        max timestamp the trigger's late behaviour applies: a LATE (or first) pane now (``EVERY_RECORD``), the
+        same and the window closes (``NONE``), or nothing until the horizon.
         """
-        c, table, assigner = self.table.cols, self.table, self.spec.window
+        c, table, watermark = self.table.cols, self.table, self.time.watermark
         windows = {table.window(r): int(r) for r in members.tolist()}
         own = self._record_accumulators(values, np.arange(len(pos)))
         for i in range(len(pos)):
             key, proto = keys[pos[i]], Window(int(starts[i]), int(ends[i]))
-            closed = sorted(w for w, r in windows.items() if c["closed"][r] and w.intersects(proto))
-            if closed:
-                out.late.append(self._late(key, closed[0], int(ts[i]), payload[pos[i]], LateReason.WINDOW_CLOSED))
+            joined = merge_record(self.spec, table, windows, key, proto, watermark, self._restart_firing)
+            if joined.row is None:
+                assert joined.refused is not None
+                out.late.append(
+                    self.time.late(self.spec, key, joined.window, int(ts[i]), payload[pos[i]], joined.refused)
+                )
                 continue
-            merged, touching = assigner.merge_into(list(windows), proto)
-            if not touching:
-                row = table.open(key, proto)
-            elif touching == [merged]:
-                row = windows[merged]
-            else:
-                row, *others = [windows[w] for w in touching]
-                table.merge_into(row, merged, others)
-                c["fired"][row] = False
-                for window in touching:
-                    del windows[window]
+            row, merged = joined.row, joined.window
+            for window in joined.absorbed:
+                del windows[window]
             windows[merged] = row
             rows = np.array([row])
             self.accumulators.merge(rows, {name: acc[i : i + 1] for name, acc in own.items()})
-            table.add_arrival(row, 1, self.watermark, self.processing_time, int(out_times[i]))
-            if not window_reached(merged.end, self.watermark) or self.trigger.late is LateFirings.AT_HORIZON:
+            table.add_arrival(row, 1, self.time.watermark, self.time.processing_time, int(out_times[i]))
+            if not window_reached(merged.end, watermark) or self.trigger.late is LateFirings.AT_HORIZON:
                 continue
             finishes = self.trigger.finishes_on_time
             out.pane_frames.append(self._emit(rows, np.array([finishes])))
             c["fired"][row] = True
             c["closed"][row] = finishes
+
+    def _restart_firing(self, row: int, others: list[int], merged: Window) -> None:
+        self.table.cols["fired"][row] = False  # the merged window is new: its watermark has not fired it
 
     def _record_accumulators(self, values, sel) -> dict[str, np.ndarray]:
         """Each selected record's own accumulators, as if it were alone in a window."""
@@ -529,7 +490,9 @@ class ColumnarWindowOperator:
             row = per_record_row[i]
             p = pos[sel[i]]
             out.late.append(
-                self._late(keys[p], self.table.window(row), int(ts[sel[i]]), payload[p], LateReason.WINDOW_CLOSED)
+                self.time.late(
+                    self.spec, keys[p], self.table.window(row), int(ts[sel[i]]), payload[p], LateReason.WINDOW_CLOSED
+                )
             )
         fire_idx = np.flatnonzero(firing)
         if len(fire_idx) == 0:
@@ -551,7 +514,7 @@ class ColumnarWindowOperator:
         finishes = self.trigger.finishes_on_time
         firing_ = self.table.fire(
             f_rows,
-            self.watermark,
+            self.time.watermark,
             np.full(len(fire_idx), finishes),
             counts=np.ones(len(fire_idx), dtype=np.int64),
             holds=np.full(len(fire_idx), self.spec.timestamp_combiner.empty_hold, dtype=np.int64),
@@ -564,9 +527,6 @@ class ColumnarWindowOperator:
         if not accumulating:
             self.accumulators.reset(window_rows)
 
-    def _late(self, key, window: Window, timestamp: int, value: Any, reason: LateReason) -> LateRecord:
-        return late_record(self.spec, self.watermark, key, window, timestamp, unwrap(value), reason)
-
     # ------------------------------------------------------------ gauges
     def output_hold(self) -> int | None:
         hold = self.table.output_hold()
@@ -577,14 +537,13 @@ class ColumnarWindowOperator:
         pending = int(max_timestamp(np.int64(first_end)))
         return pending if hold is None else min(hold, pending)
 
-    def oldest_pending_processing_time(self) -> int | None:
+    def oldest_pending(self) -> int | None:
         oldest = self.table.oldest_pending()
         arrival = self.segments.oldest_arrival() if self.segments is not None else None
         return min((t for t in (oldest, arrival) if t is not None), default=None)
 
     def next_watermark_deadline(self) -> int | None:
-        """The lowest input watermark at which :meth:`advance_watermark` would change anything: a window's
-        ON_TIME pane (its max timestamp) or its garbage collection (its horizon); None without open windows."""
+        """A window's ON_TIME pane (its max timestamp) or its garbage collection (its horizon)."""
         c = self.table.cols
         live = c["live"]
         deadlines = self.table.horizons(np.flatnonzero(live))
@@ -600,28 +559,25 @@ class ColumnarWindowOperator:
         return int(deadlines.min()) if len(deadlines) else None
 
     def next_processing_deadline(self) -> int | None:
-        """The lowest processing time at which :meth:`advance_processing_time` would fire an EARLY pane, or None."""
+        """An EARLY pane's: the oldest pending record's arrival plus the early delay."""
         delay = self.trigger.early_delay
         if delay is None:
             return None
         c = self.table.cols
-        waiting = c["live"] & ~c["closed"] & ~c["fired"] & ~window_reached(c["end"], self.watermark)
+        waiting = c["live"] & ~c["closed"] & ~c["fired"] & ~window_reached(c["end"], self.time.watermark)
         pending = c["pending"][waiting & (c["pending"] != NO_TIME)]
         return int(pending.min()) + delay if len(pending) else None
 
     def window_count(self) -> int:
-        """Open windows; an upper bound while segments are apart (a window counts once per segment that holds
-        it)."""
+        """A window counts once per segment that holds it while segments are apart."""
         return self.table.window_count() + (self.segments.rows if self.segments is not None else 0)
 
-    def window_view(self, key: Any, window: Window) -> WindowView | None:
-        """What the operator holds for ``key``'s ``window``, or None; the trigger state is rebuilt from the
-        columns by the trigger itself (``Trigger.columnar_state``)."""
+    def gather(self) -> None:
         if self.segments is not None:
             self._merge_segments(None)  # off the hot path (explain): the window may be in any segment
-        row, note = self.table.lookup(key, window, self.spec.window.is_merging)
-        if row is None:
-            return None
+
+    def trigger_view(self, row: int) -> tuple[Any, tuple[str, ...]]:
+        """The trigger state rebuilt from the columns by the trigger itself (``Trigger.columnar_state``)."""
         book = self.table.book(row)
         state = self.spec.trigger.columnar_state(
             fired=bool(self.table.cols["fired"][row]),
@@ -630,47 +586,19 @@ class ColumnarWindowOperator:
             new_count=book.records_since_last_pane,
         )
         yes_no = {True: "yes", False: "no"}
-        details = (f"fired: {yes_no[book.nonearly_fired]}", f"closed: {yes_no[book.finished]}")
-        return WindowView(book, state, ENGINE, details, note)
+        return state, (f"fired: {yes_no[book.nonearly_fired]}", f"closed: {yes_no[book.finished]}")
 
     # ----------------------------------------------------------- snapshot
-    def snapshot(self) -> bytes:
-        """Everything the operator holds, segments included (self-contained)."""
-        data = self._head()
-        if self.segments is not None:
-            data["segments"] = self.segments.snapshot_all()
-        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def snapshot_parts(self) -> tuple[bytes, dict[int, bytes], set[int]]:
-        """The snapshot in parts, for a runtime that stores segments apart: the *head* (time, the table and
-        what is known of the segments), the segments made since the last call (id -> bytes) and the ids of
-        stored segments to delete. :func:`floodmark.core.step.restore_operator` restores the head, reading segments
-        through its ``load_segment``."""
-        data = self._head()
+    def snapshot(self, apart: bool = False) -> tuple[dict[str, Any], dict[int, bytes], set[int]]:
         if self.segments is None:
-            return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), {}, set()
-        data["segments"] = self.segments.snapshot()
+            return {}, {}, set()
+        if not apart:
+            return {"segments": self.segments.snapshot_all()}, {}, set()
         added, dropped = self.segments.take_added()
-        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), added, dropped
+        return {"segments": self.segments.snapshot()}, added, dropped
 
-    def _head(self) -> dict[str, Any]:
-        return {"watermark": self.watermark, "processing_time": self.processing_time, **self.table.snapshot()}
-
-    @classmethod
-    def restore(cls, spec: WindowSpec, snapshot: bytes) -> ColumnarWindowOperator:
-        return cls.from_data(spec, pickle.loads(snapshot))
-
-    @classmethod
-    def from_data(
-        cls, spec: WindowSpec, data: dict, deferred: bool = False, load_segment: SegmentLoader | None = None
-    ) -> ColumnarWindowOperator:
-        """The operator a snapshot's unpickled ``data`` describes (deferring partials if it did, or if
-        ``deferred``)."""
-        deferred = deferred or "segments" in data
-        operator = cls(spec, data["watermark"], data["processing_time"], deferred, load_segment)
-        operator.table.restore(data)
+    def restore(self, data: dict[str, Any]) -> None:
         if "segments" in data:
-            if operator.segments is None:
+            if self.segments is None:
                 raise ValueError("a snapshot with deferred partials needs a spec that defers them")
-            operator.segments.restore(data["segments"])
-        return operator
+            self.segments.restore(data["segments"])
