@@ -157,3 +157,24 @@ def test_batch_mode_a_slow_batch_does_not_make_a_split_with_records_idle():
     restored = SourceWatermarks(strategy, periodic_interval=100)
     restored.restore(source.snapshot())
     assert restored.snapshot() == source.snapshot()
+
+
+def test_a_record_wakes_an_idle_split_even_when_it_does_not_raise_its_watermark():
+    """A deliberate difference from Flink 2.3 (docs/semantics.md): any record makes an idle split active again,
+    because a record is proof that the split is sending. Flink keeps the split idle until its generator emits a
+    watermark, so a record below the split's maximum would leave it idle there and the combined watermark would
+    move past the split's next records."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(1_000)
+    source = SourceWatermarks(strategy, periodic_interval=200)
+    source.on_event("a", None, 100)
+    source.on_event("b", None, 500)
+    for now in range(200, 1_601, 200):
+        source.on_event("b", None, 500 + now)
+        source.advance_processing_time(now)
+    assert source.split_watermarks()["a"] == (99, True)
+    assert source.watermark == 2_099, "a is idle: b alone"
+    source.on_event("a", None, 50)  # below a's maximum: its watermark stays 99, but it is active again
+    assert source.split_watermarks()["a"] == (99, False)
+    source.on_event("b", None, 3_000)
+    source.advance_processing_time(1_800)
+    assert source.watermark == 2_099, "a holds the combined watermark again (it never goes back)"

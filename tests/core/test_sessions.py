@@ -102,3 +102,33 @@ def test_a_session_snapshot_of_the_general_policy_resumes_on_it():
     assert restored.policy.name == "general"
     _, out, _ = step(spec, general.snapshot(), None, watermark=100, processing_time=0)
     assert [(p.window, p.value) for p in out.all_panes()] == [(Window(5, 15), 1)]
+
+
+def test_a_record_behind_the_horizon_that_overlaps_a_live_session_joins_it():
+    """Flink's order (merge, then test the merged window's horizon): the record at 750 has its own window
+    [750, 1050) past its horizon at watermark 1100, but it overlaps the live session [1000, 1300); it joins it and
+    extends it backwards, and the session fires with both records. Nothing is late."""
+    h = WindowHarness(window=windows.Sessions(300), aggregate=aggregates.count())
+    h.add_elements([(None, 1000)], key="k")
+    h.advance_watermark_to(1100)
+    h.add_elements([(None, 750)], key="k")
+    assert h.late == []
+    assert h.open_windows("k") == {Window(750, 1300)}
+    assert [(p.window, p.value) for p in h.advance_watermark_to_infinity()] == [(Window(750, 1300), 2)]
+
+
+def test_a_record_whose_merged_session_is_past_its_horizon_is_late_with_that_session():
+    """The horizon is tested on the window the record merges into: alone, its own window; past it, the record
+    goes to the late output (EXPIRED) and no window changes."""
+    h = WindowHarness(window=windows.Sessions(300), aggregate=aggregates.count(), allowed_lateness=300)
+    h.add_elements([(None, 1000)], key="k")
+    h.advance_watermark_to(1500)  # [1000, 1300) fired ON_TIME at 1299; its horizon is 1599
+    h.add_elements([(None, 900)], key="k")  # own horizon 1499 passed; merged [900, 1300) has 1599: a LATE pane
+    h.add_elements([(None, 100)], key="k")  # [100, 400): alone, and past its horizon 699
+    (late,) = h.late
+    assert (late.timestamp, late.window, late.reason.value) == (100, Window(100, 400), "EXPIRED")
+    h.advance_watermark_to(2000)
+    assert [(p.window, p.value, p.timing.value) for p in h.panes] == [
+        (Window(1000, 1300), 1, "ON_TIME"),
+        (Window(900, 1300), 1, "LATE"),
+    ]
