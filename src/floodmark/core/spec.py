@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from floodmark.core.aggregates import Aggregate, ColumnarLayout, Several, columnar_layout
+from floodmark.core.compiled_trigger import ColumnarTrigger, compile_trigger
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.time import Duration, non_negative_millis
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.triggers import ColumnarTrigger, Default, Trigger
+from floodmark.core.triggers import Default, Trigger
 from floodmark.core.windows import Window, WindowAssigner, horizon, window_expired
 
 
@@ -71,9 +72,9 @@ class WindowSpec:
 
     @cached_property
     def columnar_trigger(self) -> ColumnarTrigger | None:
-        """The trigger's columnar form, when the columnar operator can run this spec's windows: every form,
+        """The trigger's columnar form, when the columnar policy can run this spec's windows: every form,
         except count firings with merging windows (sessions): a merged window's count is its members'."""
-        columnar = self.trigger.columnar()
+        columnar = compile_trigger(self.trigger)
         if columnar is not None and self.window.is_merging and columnar.needs_records:
             return None
         return columnar

@@ -29,16 +29,13 @@ evaluates them once per bundle, so its panes depend on bundling; floodmark's
 equal Beam's with one-record bundles (and Flink's). See ``docs/semantics.md``.
 
 Each trigger also says what it is doing (``describe(state, ctx)``, for
-``floodmark explain``) and whether it has a columnar form (``columnar()``): the
-few shapes the vectorised operator runs for all windows at once, described as
-data (:class:`ColumnarTrigger`); a trigger without one runs on the general
-operator. ``columnar_state(...)`` turns the columnar operator's bookkeeping back
-into the state dict this protocol would hold, so both operators explain alike.
+``floodmark explain``). The general firing policy runs this protocol; the
+columnar one runs the triggers :func:`floodmark.core.compiled_trigger.compile_trigger`
+recognises, compiled to data.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,50 +58,6 @@ class TriggerContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "end_of_window_reached", bool(window_reached(self.window.end, self.watermark)))
-
-
-class LateFirings(enum.Enum):
-    """What a columnar trigger does with records of a window the watermark has reached (within lateness)."""
-
-    EVERY_RECORD = "every record"
-    """Each late record fires a LATE pane of its own (``Default()``, ``AfterWatermark(late=AfterCount(1))``)."""
-
-    NONE = "none"
-    """The ON_TIME pane is the last (``AfterWatermark()`` without late firings): the trigger finishes there and
-    later records go to the late output (WINDOW_CLOSED); a window first seen after its end fires one LATE pane
-    with its first record, then closes."""
-
-    AT_HORIZON = "at the horizon"
-    """The trigger never fires (``Never()``): late records accumulate, the garbage-collection pane emits them."""
-
-
-@dataclass(frozen=True)
-class ColumnarTrigger:
-    """A trigger in the form the columnar operator runs: what fires a window, as data, for all windows at once.
-
-    :ivar on_time: an ON_TIME pane when the watermark reaches the window's max timestamp (``False``: ``Never()``,
-        whose only pane is the garbage-collection pane at the horizon).
-    :ivar late: what records arriving after that do (:class:`LateFirings`).
-    :ivar early_delay: EARLY panes ``early_delay`` ms (> 0) of processing time after a window's first record
-        since its last pane (``AfterProcessingTime(d)`` as early firings), or ``None``.
-    :ivar early_count: an EARLY pane after every ``early_count``-th record of a window, in arrival order
-        (``AfterCount(n)`` as early firings), or ``None``.
-    """
-
-    on_time: bool
-    late: LateFirings
-    early_delay: int | None = None
-    early_count: int | None = None
-
-    @property
-    def finishes_on_time(self) -> bool:
-        """The ON_TIME (or first LATE) pane is the window's last; later records are refused (WINDOW_CLOSED)."""
-        return self.late is LateFirings.NONE
-
-    @property
-    def needs_records(self) -> bool:
-        """Panes depend on which records arrived in which order (count firings): no partial aggregates."""
-        return self.early_count is not None
 
 
 def _min_or_none(values: Sequence[int | None]) -> int | None:
@@ -151,25 +104,6 @@ class Trigger:
         """The trigger's state in words (reads only)."""
         return f"{self!r} with state {state!r}"
 
-    def columnar(self) -> ColumnarTrigger | None:
-        """This trigger as the columnar operator runs it, or ``None`` (the general operator runs it)."""
-        return None
-
-    def as_early_firings(self) -> dict[str, int] | None:
-        """Repeated as ``AfterWatermark``'s early firings, the columnar form's early fields, or ``None``."""
-        return None
-
-    def as_late_firings(self) -> LateFirings | None:
-        """Repeated as ``AfterWatermark``'s late firings, the columnar form's late behaviour, or ``None``."""
-        return None
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        """The state this trigger would hold for a window of the columnar operator, from its bookkeeping:
-        ``fired`` (the watermark fired it), ``closed`` (finished), ``pending_since`` (processing time of its
-        first record since the last pane), ``new_count`` (records since the last pane)."""
-        return self.new_state()
-
-
 class Default(Trigger):
     """Beam's default trigger: fire when the watermark reaches the end of the window,
     then once more for every late record (within allowed lateness). Never finishes.
@@ -209,12 +143,6 @@ class Default(Trigger):
             return f"Default: fired; {state['since_fire']} record(s) since its last firing"
         return "Default: not fired yet (fires when the watermark reaches the max timestamp)"
 
-    def columnar(self) -> ColumnarTrigger:
-        return ColumnarTrigger(on_time=True, late=LateFirings.EVERY_RECORD)
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        return {"fired": fired, "since_fire": 0}
-
     def __repr__(self) -> str:
         return "Default()"
 
@@ -247,15 +175,6 @@ class AfterCount(Trigger):
 
     def describe(self, state: State, ctx: TriggerContext) -> str:
         return f"AfterCount({self.count}): {state['n']} of {self.count} record(s)"
-
-    def as_early_firings(self) -> dict[str, int]:
-        return {"early_count": self.count}
-
-    def as_late_firings(self) -> LateFirings | None:
-        return LateFirings.EVERY_RECORD if self.count == 1 else None
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        return {"n": new_count}
 
     def __repr__(self) -> str:
         return f"AfterCount({self.count})"
@@ -297,14 +216,6 @@ class AfterProcessingTime(Trigger):
         when = state["deadline"]
         return f"{name}: fires at processing time {format_instant(when)} ({format_relative(when, ctx.processing_time)})"
 
-    def as_early_firings(self) -> dict[str, int] | None:
-        # A zero delay fires as records arrive, inside the add call: partials and records of one window arriving
-        # in separate calls would fire separate panes, so it stays on the general operator.
-        return {"early_delay": self.delay} if self.delay > 0 else None
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        return {"deadline": None if pending_since is None else pending_since + self.delay}
-
     def __repr__(self) -> str:
         return f"AfterProcessingTime({self.delay})"
 
@@ -323,9 +234,6 @@ class Never(Trigger):
 
     def describe(self, state: State, ctx: TriggerContext) -> str:
         return "Never: fires only when the window is garbage collected (at the horizon)"
-
-    def columnar(self) -> ColumnarTrigger:
-        return ColumnarTrigger(on_time=False, late=LateFirings.AT_HORIZON)
 
     def __repr__(self) -> str:
         return "Never()"
@@ -371,15 +279,6 @@ class Repeatedly(Trigger):
 
     def describe(self, state: State, ctx: TriggerContext) -> str:
         return f"Repeatedly[{self.trigger.describe(state, ctx)}]"
-
-    def as_early_firings(self) -> dict[str, int] | None:
-        return self.trigger.as_early_firings()
-
-    def as_late_firings(self) -> LateFirings | None:
-        return self.trigger.as_late_firings()
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        return self.trigger.columnar_state(fired, closed, pending_since, new_count)
 
     def __repr__(self) -> str:
         return f"Repeatedly({self.trigger!r})"
@@ -475,21 +374,6 @@ class AfterWatermark(Trigger):
         if self.early:
             text += f"; early firings: {self.early.describe(state['early'], ctx)}"
         return text
-
-    def columnar(self) -> ColumnarTrigger | None:
-        early = self.early.as_early_firings() if self.early else {}
-        late = self.late.as_late_firings() if self.late else LateFirings.NONE
-        if early is None or late is None:
-            return None
-        return ColumnarTrigger(on_time=True, late=late, **early)
-
-    def columnar_state(self, fired: bool, closed: bool, pending_since: int | None, new_count: int) -> State:
-        late_phase = fired or closed
-        early = None
-        if self.early:  # the early trigger's state only matters before the watermark fired the window
-            early = self.early.columnar_state(False, False, *((None, 0) if late_phase else (pending_since, new_count)))
-        late = self.late.new_state() if self.late else None  # late firings fire at every record: none waits
-        return {"late_phase": late_phase, "early": early, "late": late}
 
     def __repr__(self) -> str:
         early = self.early.trigger if self.early else None

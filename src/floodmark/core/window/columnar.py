@@ -38,13 +38,13 @@ import pandas as pd
 from floodmark.core.aggregates import ColumnarLayout
 from floodmark.core.assign import Assigned
 from floodmark.core.combine import Partials, group_keys, group_order, reduce_partials, reduce_records
+from floodmark.core.compiled_trigger import LateFirings, trigger_state
 from floodmark.core.emitted import Emitted
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.records import LateReason, RecordBatch
 from floodmark.core.segments import PartialSegments, SegmentLoader
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
-from floodmark.core.triggers import LateFirings
 from floodmark.core.window.policy import OperatorTime
 from floodmark.core.window.sessions import merge_record
 from floodmark.core.window.table import NO_TIME, WindowTable
@@ -577,9 +577,10 @@ class ColumnarPolicy:
             self._merge_segments(None)  # off the hot path (explain): the window may be in any segment
 
     def trigger_view(self, row: int) -> tuple[Any, tuple[str, ...]]:
-        """The trigger state rebuilt from the columns by the trigger itself (``Trigger.columnar_state``)."""
+        """The trigger state rebuilt from the columns (:func:`~floodmark.core.compiled_trigger.trigger_state`)."""
         book = self.table.book(row)
-        state = self.spec.trigger.columnar_state(
+        state = trigger_state(
+            self.spec.trigger,
             fired=bool(self.table.cols["fired"][row]),
             closed=book.finished,
             pending_since=book.pending_since,
