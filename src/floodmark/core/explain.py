@@ -351,21 +351,21 @@ class _Split:
         return self.future.reaches_at.get(target)
 
     def report(self, max_timestamp: int) -> SplitReport:
-        g = self.generator
+        g = self.generator.view()
         emit = self.future.next_emit
         return SplitReport(
             split=self.split,
             watermark=self.watermark,
             idle=self.idle,
             gap_ms=min(MAX_TIMESTAMP, max(0, max_timestamp - self.watermark)),
-            has_records=g.has_seen_records(),
-            highest_event_time=g.highest_timestamp(),
-            generator=g.describe(),
-            bound_ms=g.out_of_orderness(),
+            has_records=g.has_seen_records,
+            highest_event_time=g.highest_timestamp,
+            generator=g.description,
+            bound_ms=g.out_of_orderness,
             needs_event_time=g.timestamp_for(max_timestamp),
             next_emit_watermark=emit if emit is not None and emit > self.watermark else None,
-            idle_timeout_ms=g.idle_timeout(),
-            inactive_since=g.inactive_since(),
+            idle_timeout_ms=g.idle_timeout,
+            inactive_since=g.inactive_since,
             idle_at=self.future.idle_at,
             self_advance_at=self.reaches_at(max_timestamp) if self.watermark < max_timestamp else None,
         )
@@ -702,9 +702,10 @@ def _split_requirement(split: _Split, target: int, now: int) -> str:
             f"(processing time {format_instant(split.next_tick)}, {format_relative(split.next_tick, now)})"
         )
     else:
-        needs = split.generator.timestamp_for(target)
+        view = split.generator.view()
+        needs = view.timestamp_for(target)
         if needs is not None:
-            bound = split.generator.out_of_orderness()
+            bound = view.out_of_orderness
             options.append(
                 f"a record with event time >= {format_instant(needs)} (bound {format_duration(bound or 0)}), "
                 f"published at the next periodic emit"
@@ -716,7 +717,7 @@ def _split_requirement(split: _Split, target: int, now: int) -> str:
                 f"advancing on its own (its generator moves without records: {split.generator.describe()}): "
                 f"at processing time {format_instant(reach)} ({format_relative(reach, now)}) if no record arrives"
             )
-    idle_at, timeout = split.future.idle_at, split.generator.idle_timeout()
+    idle_at, timeout = split.future.idle_at, split.generator.view().idle_timeout
     if idle_at is not None and timeout is not None:
         options.append(
             f"being marked idle after {format_duration(timeout)} without records (idleness timeout): "

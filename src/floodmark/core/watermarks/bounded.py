@@ -6,6 +6,7 @@ from typing import Any
 
 from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, non_negative_millis
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
 
@@ -35,18 +36,10 @@ class BoundedOutOfOrderness(WatermarkGenerator):
     def describe(self) -> str:
         return f"bounded out-of-orderness, bound {format_duration(self.bound)}"
 
-    def out_of_orderness(self) -> int:
-        return self.bound
-
-    def highest_timestamp(self) -> int | None:
+    def view(self) -> GeneratorView:
         # The initial value is a sentinel just above MIN (so that the first watermark is MIN): no record yet.
-        return None if self.max_timestamp == MIN_TIMESTAMP + self.bound + 1 else self.max_timestamp
-
-    def has_seen_records(self) -> bool:
-        return self.highest_timestamp() is not None
-
-    def timestamp_for(self, watermark: int) -> int:
-        return watermark + self.bound + 1
+        highest = None if self.max_timestamp == MIN_TIMESTAMP + self.bound + 1 else self.max_timestamp
+        return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound + 1)
 
 
 class AscendingTimestamps(BoundedOutOfOrderness):
@@ -99,14 +92,7 @@ class LegacyBoundedOutOfOrderness(WatermarkGenerator):
     def describe(self) -> str:
         return f"legacy bounded out-of-orderness (max - bound), bound {format_duration(self.bound)}"
 
-    def out_of_orderness(self) -> int:
-        return self.bound
-
-    def highest_timestamp(self) -> int | None:
-        return None if self.current_max_timestamp == MIN_TIMESTAMP + self.bound else self.current_max_timestamp
-
-    def has_seen_records(self) -> bool:
-        return self.highest_timestamp() is not None
-
-    def timestamp_for(self, watermark: int) -> int:
-        return watermark + self.bound  # watermark = max - bound (no - 1)
+    def view(self) -> GeneratorView:
+        highest = None if self.current_max_timestamp == MIN_TIMESTAMP + self.bound else self.current_max_timestamp
+        # watermark = max - bound (no - 1)
+        return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound)

@@ -25,16 +25,12 @@ State: ``snapshot()`` returns a plain, JSON-serialisable ``dict`` and
 private attributes, which is right for generators whose attributes are ints,
 floats, strings, lists and dicts; override both for anything else.
 
-Introspection (for ``floodmark explain``; all optional, the defaults say "not
-known"): :meth:`~WatermarkGenerator.describe`,
-:meth:`~WatermarkGenerator.out_of_orderness`,
-:meth:`~WatermarkGenerator.highest_timestamp`,
-:meth:`~WatermarkGenerator.has_seen_records`,
-:meth:`~WatermarkGenerator.timestamp_for`,
-:meth:`~WatermarkGenerator.idle_timeout`,
-:meth:`~WatermarkGenerator.inactive_since`. What a generator does *without*
-records is never described: explain runs a copy of the coordinator forward
-(:mod:`floodmark.core.watermarks.projection`).
+Introspection (for ``floodmark explain``; both optional): :meth:`~WatermarkGenerator.describe`
+says what the generator is in words, :meth:`~WatermarkGenerator.view` what it knows
+(:class:`~floodmark.core.watermarks.generator_view.GeneratorView`: bound, highest
+timestamp, how far its watermark trails it, idleness; the default knows only the
+description). What a generator does *without* records is never described: explain
+runs a copy of the coordinator forward (:mod:`floodmark.core.watermarks.projection`).
 """
 
 from __future__ import annotations
@@ -43,6 +39,7 @@ import copy
 from typing import Any
 
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
 
@@ -74,31 +71,9 @@ class WatermarkGenerator:
         """What this generator is, in words (kind and parameters)."""
         return f"generator {type(self).__name__}"
 
-    def out_of_orderness(self) -> int | None:
-        """Its current out-of-orderness bound in ms, if it has one."""
-        return None
-
-    def highest_timestamp(self) -> int | None:
-        """The highest record timestamp (ms) it has seen; ``None`` before any record or when not tracked."""
-        return None
-
-    def has_seen_records(self) -> bool | None:
-        """Whether it has seen a record (``None``: it does not tell)."""
-        return None
-
-    def timestamp_for(self, watermark: int) -> int | None:
-        """The lowest record timestamp (ms, inclusive) that lifts its watermark to ``watermark`` at the next
-        periodic emit (``None``: not known)."""
-        return None
-
-    def idle_timeout(self) -> int | None:
-        """The idleness timeout in ms, if idleness detection wraps it."""
-        return None
-
-    def inactive_since(self) -> int | None:
-        """Processing time (ms) of the first periodic check that saw no new record, while its idleness timer
-        runs (``None``: no idleness, or active)."""
-        return None
+    def view(self) -> GeneratorView:
+        """What it knows, for explain (default: only :meth:`describe`; the rest not known)."""
+        return GeneratorView(self.describe())
 
     def snapshot(self) -> dict[str, Any]:
         """The generator's state as a plain ``dict`` (see the module docstring)."""

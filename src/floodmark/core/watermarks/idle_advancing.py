@@ -6,6 +6,7 @@ from typing import Any
 
 from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
 
@@ -65,15 +66,7 @@ class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
             f"{format_duration(self.wait)} without records"
         )
 
-    def out_of_orderness(self) -> int:
-        return self.bound
-
-    def highest_timestamp(self) -> int | None:
+    def view(self) -> GeneratorView:
         start = MIN_TIMESTAMP + self.bound + 1  # the initial sentinel: no record yet
-        return None if self.last_event_timestamp == start else self.last_event_timestamp
-
-    def has_seen_records(self) -> bool:
-        return self.highest_timestamp() is not None
-
-    def timestamp_for(self, watermark: int) -> int:
-        return watermark + self.bound + 1
+        highest = None if self.last_event_timestamp == start else self.last_event_timestamp
+        return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound + 1)

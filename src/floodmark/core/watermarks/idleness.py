@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from floodmark.core.clock import Clock
 from floodmark.core.time import Duration, format_duration, positive_millis
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
 
@@ -98,24 +100,17 @@ class WatermarksWithIdleness(WatermarkGenerator):
     def describe(self) -> str:
         return f"{self.generator.describe()}, idle after {format_duration(self.timer.timeout)} without records"
 
-    def out_of_orderness(self) -> int | None:
-        return self.generator.out_of_orderness()
-
-    def highest_timestamp(self) -> int | None:
-        return self.generator.highest_timestamp()
-
-    def has_seen_records(self) -> bool | None:
-        known = self.generator.has_seen_records()
-        return known if known is not None else self.timer.counter > 0
-
-    def timestamp_for(self, watermark: int) -> int | None:
-        return self.generator.timestamp_for(watermark)
-
-    def idle_timeout(self) -> int:
-        return self.timer.timeout
-
-    def inactive_since(self) -> int | None:
-        return self.timer.start_of_inactivity
+    def view(self) -> GeneratorView:
+        """The wrapped generator's view, with this description and the idleness timer's state."""
+        inner = self.generator.view()
+        seen = inner.has_seen_records if inner.has_seen_records is not None else self.timer.counter > 0
+        return replace(
+            inner,
+            description=self.describe(),
+            has_seen_records=seen,
+            idle_timeout=self.timer.timeout,
+            inactive_since=self.timer.start_of_inactivity,
+        )
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -22,6 +22,7 @@ from typing import Any
 from floodmark.core.time import MIN_TIMESTAMP, format_duration
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
 
@@ -105,17 +106,10 @@ class PercentileOfRecentTimestamps(WatermarkGenerator):
         bound = format_duration(self.current_bound())
         return f"percentile-of-recent-delays (p{self.percentile:g}), current bound {bound}"
 
-    def out_of_orderness(self) -> int:
-        return self.current_bound()
-
-    def highest_timestamp(self) -> int | None:
-        return self.max_timestamp
-
-    def has_seen_records(self) -> bool:
-        return self.max_timestamp is not None
-
-    def timestamp_for(self, watermark: int) -> int:
-        return watermark + self.current_bound() + 1
+    def view(self) -> GeneratorView:
+        bound = self.current_bound()
+        seen = self.max_timestamp is not None
+        return GeneratorView(self.describe(), bound, self.max_timestamp, seen, watermark_lag=bound + 1)
 
     def snapshot(self) -> dict[str, Any]:
         return {"max_timestamp": self.max_timestamp, "delays": list(self.delays)}

@@ -99,9 +99,8 @@ def project(source: SourceWatermarks, targets: Iterable[int], max_ticks: int = M
         return new
 
     def running_timers() -> bool:
-        return any(
-            not idle and sim.generators[s].idle_timeout() is not None for s, (_, idle) in sim.split_watermarks().items()
-        )
+        splits = sim.split_watermarks().items()
+        return any(not idle and sim.generators[s].view().idle_timeout is not None for s, (_, idle) in splits)
 
     def open_questions() -> bool:
         if any(already < t and t not in combined for t in targets) or running_timers():

@@ -139,7 +139,7 @@ class ColumnarPolicy:
             finished = firing[rows] & self.trigger.finishes_on_time
             out.pane_frames.append(self._emit(rows, finished | collected))
             c["fired"][rows[firing[rows]]] = True
-            c["closed"][rows[finished]] = True
+            self.table.close(rows[finished])
         if len(gone):
             self.table.release(gone)
 
@@ -455,7 +455,8 @@ class ColumnarPolicy:
             finishes = self.trigger.finishes_on_time
             out.pane_frames.append(self._emit(rows, np.array([finishes])))
             c["fired"][row] = True
-            c["closed"][row] = finishes
+            if finishes:
+                table.close(row)
 
     def _restart_firing(self, row: int, others: list[int], merged: Window) -> None:
         self.table.cols["fired"][row] = False  # the merged window is new: its watermark has not fired it
@@ -523,7 +524,7 @@ class ColumnarPolicy:
         window_rows = f_rows[last]
         c["fired"][window_rows] = True
         if finishes:
-            c["closed"][window_rows] = True
+            self.table.close(window_rows)
         if not accumulating:
             self.accumulators.reset(window_rows)
 

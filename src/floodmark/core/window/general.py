@@ -215,7 +215,7 @@ class GeneralPolicy:
 
     def _close(self, row: int) -> None:
         """The trigger finished: the window refuses records until garbage collection; its values go."""
-        self.table.cols["closed"][row] = True
+        self.table.close(row)
         self.table.cols["acc"][row] = None
 
     # ----------------------------------------------------------- bookkeeping

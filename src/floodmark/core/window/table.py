@@ -309,6 +309,10 @@ class WindowTable:
             np.zeros(len(others), dtype=np.int64),
         )
 
+    def close(self, rows: np.ndarray | int) -> None:
+        """The trigger of ``rows`` finished: they refuse records (WINDOW_CLOSED) until garbage collection."""
+        self.cols["closed"][rows] = True
+
     def release(self, rows: np.ndarray) -> None:
         """Close ``rows``: forget their windows and reuse the rows."""
         row_list, keys = rows.tolist(), self.keys
