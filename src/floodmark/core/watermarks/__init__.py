@@ -13,6 +13,7 @@ from floodmark.core.watermarks.bounded import (
 )
 from floodmark.core.watermarks.coordinator import SourceWatermarks
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.idle_advancing import BoundedOutOfOrdernessWatermarkBasedOnEventTime
 from floodmark.core.watermarks.idleness import IdlenessTimer, WatermarksWithIdleness
 from floodmark.core.watermarks.multiplexer import SplitOutput, WatermarkMultiplexer
@@ -25,6 +26,7 @@ __all__ = [
     "AscendingTimestamps",
     "BoundedOutOfOrderness",
     "BoundedOutOfOrdernessWatermarkBasedOnEventTime",
+    "GeneratorView",
     "IdlenessTimer",
     "LegacyBoundedOutOfOrderness",
     "PercentileOfRecentTimestamps",
