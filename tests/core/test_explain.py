@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from floodmark.core import aggregates, triggers, windows
 from floodmark.core.clock import ManualClock
-from floodmark.core.explain import WindowStatus, explain_window
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
@@ -17,7 +16,8 @@ from floodmark.core.window import WindowOperator
 from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import Controller, SourceSettings
-from floodmark.driver.explain import explain_stage
+from floodmark.explain.stage import explain_stage
+from floodmark.explain.window import WindowStatus, explain_window
 
 BOUND, IDLE, TICK = 50, 300, 100
 WINDOW = Window(0, 1_000)  # max timestamp 999
@@ -367,7 +367,7 @@ def test_empty_source_and_global_window_do_not_break():
 
 
 def test_a_stage_reading_a_stage_names_the_upstream_that_holds_it(tmp_path):
-    """Stage b reads stage a (``driver.explain.explain_stage`` from the control log): a's pending panes hold its
+    """Stage b reads stage a (``explain.stage.explain_stage`` from the control log): a's pending panes hold its
     output watermark at 60 s although its input is at 78.999 s, so b's window [60 s, 120 s) waits for a's
     panes; b's window [0, 60 s) ran with 28.999 s and is DUE with the 60 s a handed on after the batch."""
     clock = ManualClock(1_000_000)

@@ -35,7 +35,7 @@ def run_without_pyspark(code: str) -> subprocess.CompletedProcess:
 def test_core_driver_testing_and_apps_import_without_pyspark():
     result = run_without_pyspark(
         """
-        import floodmark, floodmark.core.explain, floodmark.core.window, floodmark.core.pipeline
+        import floodmark, floodmark.explain.window, floodmark.core.window, floodmark.core.pipeline
         import floodmark.core.watermarks.projection, floodmark.testing
         import floodmark.driver.controller, floodmark.driver.control_log, floodmark.driver.checkpoint_files
         import floodmark.protocol.wire, floodmark.protocol.output, floodmark.protocol.control

@@ -38,11 +38,11 @@ from floodmark.apps.games import (
 )
 from floodmark.apps.games_demo import stage_lags
 from floodmark.apps.live import Totals, render
-from floodmark.core.explain import WindowStatus
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window
+from floodmark.explain.window import WindowStatus
 from floodmark.simulator import games
 from floodmark.spark import DiscardSink, FunctionSink, Outputs
 

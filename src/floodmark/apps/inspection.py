@@ -4,7 +4,7 @@ A floodmark query leaves everything needed on disk: the control log in its check
 coordinator, each stage's watermarks and holds after every batch), the job's definition (every query writes it
 into its checkpoint when it starts: :mod:`floodmark.driver.definition`) and the pane output. ``demo`` and
 ``replay`` outputs also have ``pipeline.json``; the games demo's graph is known. :func:`explain_run` asks
-:func:`floodmark.driver.explain.explain_stage` about one key and window of one stage, as the run stood after a
+:func:`floodmark.explain.stage.explain_stage` about one key and window of one stage, as the run stood after a
 batch, and says whether (and in which batch) the pane reached the output. A job whose own code cannot be
 rebuilt from its checkpoint (a lambda) is explained from Python: ``Pipeline.explain(checkpoint, ...)``.
 """
@@ -21,7 +21,6 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
 from floodmark.apps.games import game_source_settings, game_stages
 from floodmark.apps.outputs import read_folder
-from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
@@ -30,7 +29,8 @@ from floodmark.driver.checkpoint_files import LocalFiles, has_scheme
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, definition_path
-from floodmark.driver.explain import explain_stage
+from floodmark.explain.stage import explain_stage
+from floodmark.explain.window import Explanation
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def explain_run(
     stage: str | None = None,
 ) -> RunExplanation:
     """Explain ``key``'s window of ``stage`` (default: the only stage) starting at ``window_start`` as the run
-    stood at the end of ``batch`` (default: the last): :func:`floodmark.driver.explain.explain_stage`, with the
+    stood at the end of ``batch`` (default: the last): :func:`floodmark.explain.stage.explain_stage`, with the
     stage's panes of batches up to ``batch`` for that key and window.
 
     :arg key: one value per key column of the stage (a tuple, or the value itself for one column); ``()`` or

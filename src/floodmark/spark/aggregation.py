@@ -39,11 +39,11 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 
-from floodmark.core.explain import Explanation
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration
 from floodmark.core.windows import Window
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, BatchReport
+from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
 from floodmark.spark.inputs import MapSide
 from floodmark.spark.pipeline import Pipeline, SourceTime

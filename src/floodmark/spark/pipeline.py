@@ -41,7 +41,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
-from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import EVENT_TIME, WindowedStage, stage_input_rows, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
@@ -51,9 +50,10 @@ from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
-from floodmark.driver.explain import explain_stage
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.prometheus import PrometheusMetrics
+from floodmark.explain.stage import explain_stage
+from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
 from floodmark.spark import bucket_layout, hadoop_files, python_workers, state_codec
 from floodmark.spark import plan as p
@@ -368,7 +368,7 @@ class Pipeline:
     ) -> Explanation:
         """Why ``key``'s ``window`` of ``stage`` (default: the only stage) had (not) fired at the end of
         ``batch`` (default: the last) of the query at ``checkpoint``, running or stopped, read from its
-        control log (:func:`floodmark.driver.explain.explain_stage`; this definition must be the query's).
+        control log (:func:`floodmark.explain.stage.explain_stage`; this definition must be the query's).
 
         :raises ValueError: ``stage`` is not one of this pipeline's. :raises LookupError: the checkpoint has no
             finished batch, or ``batch``'s control entries were pruned.

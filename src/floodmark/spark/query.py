@@ -17,16 +17,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from floodmark import __version__
-from floodmark.core.explain import Explanation
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller
-from floodmark.driver.explain import explain_stage
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
+from floodmark.explain.stage import explain_stage
+from floodmark.explain.window import Explanation
 from floodmark.spark import batch_entry, bucket_layout, hadoop_files, state_codec
 from floodmark.spark.sinks import Outputs
 from floodmark.spark.spark_checkpoint import SparkCheckpoint
@@ -360,7 +360,7 @@ class FloodmarkQuery:
         """Why ``key``'s ``window`` of ``stage`` (default: the only stage) has (not) fired, as of the end of
         ``batch`` (default: the latest finished): the status follows the watermark that batch ran with (the one
         its panes were fired with; MAX after the end of a bounded input). A stage reading one source is
-        explained from its splits, any other from its upstreams (:mod:`floodmark.driver.explain`).
+        explained from its splits, any other from its upstreams (:mod:`floodmark.explain.stage`).
 
         The window operators' state lives in the executors, so the trigger's state is not included; the
         pane output says whether the window fired (``floodmark explain`` shows both).

@@ -2,7 +2,7 @@
 
 The control log holds, after every batch, each source's coordinator (per-split watermarks, idleness, the
 generators' state), each stage's watermarks and each state bucket's last report (its hold among them):
-everything :mod:`floodmark.core.explain` needs. :func:`explain_stage` serves a running query
+everything :mod:`floodmark.explain.window` needs. :func:`explain_stage` serves a running query
 (``FloodmarkQuery.explain``), a stopped one read back from its checkpoint (``Pipeline.explain``) and
 ``floodmark explain`` on a run's files alike.
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.core.explain import Explanation, UpstreamReport, explain_stage_window, explain_window
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver.controller import Controller
+from floodmark.explain.window import Explanation, UpstreamReport, explain_stage_window, explain_window
 from floodmark.protocol import wire
 from floodmark.protocol.control import BucketGauges
 
