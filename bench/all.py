@@ -69,7 +69,7 @@ from throughput import aggregation as throughput_aggregation
 
 from floodmark import WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, local_session
-from floodmark.spark.inputs import MapSide
+from floodmark.spark.sources.inputs import MapSide
 
 SPLITS = ["0", "1", "2", "3"]
 

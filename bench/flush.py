@@ -24,7 +24,7 @@ from throughput import SCHEMA, generate
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, SourceTime
-from floodmark.spark.session import cluster_session, local_session
+from floodmark.spark.driver.session import cluster_session, local_session
 
 
 def main() -> None:

@@ -32,8 +32,8 @@ from throughput import generate, latency_in_batches, steady_rate
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka, topic_partitions
-from floodmark.spark.inputs import MapSide
-from floodmark.spark.sinks import PANE_ID_HEADER
+from floodmark.spark.outputs.sinks import PANE_ID_HEADER
+from floodmark.spark.sources.inputs import MapSide
 from floodmark_dev.kafka import KafkaBroker
 
 VALUE_SCHEMA = "ts LONG, k STRING"

@@ -46,7 +46,7 @@ from rich.table import Table
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.triggers import Default, Trigger
 from floodmark.spark import EventTimeAggregation, SourceTime, local_session
-from floodmark.spark.inputs import MapSide
+from floodmark.spark.sources.inputs import MapSide
 
 SCHEMA = "ts LONG, k STRING, p INT"
 

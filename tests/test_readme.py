@@ -99,8 +99,8 @@ def test_install_it_in_your_own_spark(tmp_path):
     """A session of one's own through configure_spark_with_floodmark: floodmark's settings and its jar."""
     check = """
 import json
-from floodmark.spark.session import check_session
-from floodmark.spark.ticks import jvm_source_loadable
+from floodmark.spark.driver.session import check_session
+from floodmark.spark.sources.ticks import jvm_source_loadable
 check_session(spark)
 print(json.dumps([jvm_source_loadable(spark), spark.conf.get("spark.sql.session.timeZone")]))
 """

@@ -4,7 +4,7 @@
 ``org.apache.spark.deploy.worker.Worker`` from the installed pyspark (``<pyspark>/bin/spark-class``), every
 one bound to 127.0.0.1 (``SPARK_LOCAL_IP``) on free ports, and returns once the master reports ``N`` ALIVE
 workers. A driver in *another* process (one SparkContext per process) then runs on it with
-:func:`floodmark.spark.session.cluster_session`::
+:func:`floodmark.spark.driver.session.cluster_session`::
 
     with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
         subprocess.run([sys.executable, "my_job.py", cluster.master_url])   # cluster_session(master_url)

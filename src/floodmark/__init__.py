@@ -41,7 +41,7 @@ __all__ = [
     "windows",
 ]
 
-# Imported on first use (floodmark.lazy: Spark's Python processes that only need floodmark.spark.ticks).
+# Imported on first use (floodmark.lazy: Spark's Python processes that only need floodmark.spark.sources.ticks).
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -1,7 +1,7 @@
 """Where floodmark's JVM artifacts live (engine-free: the broker helper needs no Spark).
 
-* floodmark's own JVM code, the Maven module ``jvm/floodmark`` (the tick source, :mod:`floodmark.spark.ticks`,
-  and the sink's block reader, :mod:`floodmark.spark.unpack`), is inside the package: :data:`PACKAGED_JARS`
+* floodmark's own JVM code, the Maven module ``jvm/floodmark`` (the tick source, :mod:`floodmark.spark.sources.ticks`,
+  and the sink's block reader, :mod:`floodmark.spark.outputs.unpack`), is inside the package: :data:`PACKAGED_JARS`
   (the wheel carries it; ``scripts/setup.sh`` builds it into a source tree).
 * Third-party artifacts that ``scripts/setup.sh`` fetches with Maven from the pinned poms under ``jvm/``, one
   folder per group under the jars root: ``spark-kafka/`` (Spark's Kafka connector, put on a local session's

@@ -1,7 +1,7 @@
 """Package names imported on first use (PEP 562), so that importing one small module stays cheap.
 
 Spark starts Python processes of its own that import a single floodmark module: the tick source
-(:mod:`floodmark.spark.ticks`) is unpickled in the data-source planner processes of the driver, on the
+(:mod:`floodmark.spark.sources.ticks`) is unpickled in the data-source planner processes of the driver, on the
 critical path of a query's first batch. Importing a submodule runs its packages' ``__init__`` first; if those
 imported every public name eagerly, each such process would load pandas, pyarrow and the whole engine
 (~0.6 s each; `bench/all.py`'s peak Python memory for 1M keys went 1,492 -> 1,218 MB without it) for a

@@ -72,7 +72,8 @@ def test_the_executors_import_nothing_of_the_driver():
     batch's control entry) reads the protocol, not ``floodmark.driver``."""
     code = """
         import sys
-        import floodmark.spark.batch_entry, floodmark.spark.combiner, floodmark.spark.levels, floodmark.spark.processor
+        import floodmark.spark.map_side.combiner
+        import floodmark.spark.stateful.batch_entry, floodmark.spark.stateful.levels, floodmark.spark.stateful.processor
         driver = [m for m in sys.modules if m.startswith("floodmark.driver")]
         assert not driver, driver
         print("ok")
@@ -123,8 +124,8 @@ def test_the_tick_source_imports_without_the_engine():
     importing its module must not load pandas, pyarrow or the engine (the packages export names lazily)."""
     code = """
         import sys
-        import floodmark.spark.ticks
-        heavy = ("pandas", "pyarrow", "numpy", "floodmark.core", "floodmark.spark.aggregation")
+        import floodmark.spark.sources.ticks
+        heavy = ("pandas", "pyarrow", "numpy", "floodmark.core", "floodmark.spark.driver.aggregation")
         heavy = [m for m in heavy if m in sys.modules]
         assert not heavy, heavy
         from floodmark import *

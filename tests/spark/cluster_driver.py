@@ -4,7 +4,7 @@ Usage: cluster_driver.py MASTER CHECKPOINT OUTPUT [EVENT_LOG_DIR]
 
 Runs :data:`floodmark.apps.demo.SEED_001` over :data:`CONFIG` (the clickstream simulator, deterministic
 batches: every tick available at once, at most :data:`MAX_RECORDS_PER_BATCH` records per batch) to
-completion on ``MASTER`` (``spark://...``, with :func:`~floodmark.spark.session.cluster_session`; Spark's
+completion on ``MASTER`` (``spark://...``, with :func:`~floodmark.spark.driver.session.cluster_session`; Spark's
 event log in ``EVENT_LOG_DIR`` when given) and writes ``OUTPUT/run.json`` (batches, seconds).
 The test runs the same :func:`aggregation` in local mode for the reference.
 """
@@ -22,7 +22,7 @@ from floodmark.apps.clickstream_source import read_clickstream
 from floodmark.apps.demo import SEED_001
 from floodmark.simulator.clickstream import ClickstreamConfig
 from floodmark.spark import EventTimeAggregation
-from floodmark.spark.session import cluster_session
+from floodmark.spark.driver.session import cluster_session
 
 CONFIG = ClickstreamConfig(
     seed=1,

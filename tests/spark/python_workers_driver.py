@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from floodmark.spark import local_session, python_workers
+from floodmark.spark import local_session
+from floodmark.spark.driver import python_workers
 
 
 def imported_per_task(spark) -> list[bool]:

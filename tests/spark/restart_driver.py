@@ -17,7 +17,7 @@ import sys
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka
-from floodmark.spark.sinks import PANES, KafkaSink, OutputBatch
+from floodmark.spark.outputs.sinks import PANES, KafkaSink, OutputBatch
 
 SCHEMA = "ts LONG, k STRING, p INT, v DOUBLE"
 

@@ -3,7 +3,7 @@
 Usage: ``spark-submit --py-files cluster_driver.py [...] submit_job.py CHECKPOINT OUTPUT``
 
 The session comes from ``SparkSession.builder`` through
-:func:`~floodmark.spark.session.configure_spark_with_floodmark`, the master and every other setting from
+:func:`~floodmark.spark.driver.session.configure_spark_with_floodmark`, the master and every other setting from
 ``spark-submit``. The job is :func:`cluster_driver.aggregation` (shipped with ``--py-files``), run to
 completion. ``OUTPUT/run.json`` holds the batches, the seconds, where the driver imported floodmark from, and
 where each executor's Python workers did (``spark.pyspark.python``: the test ships a packed virtualenv with
@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 
 import floodmark
 from floodmark.spark import configure_spark_with_floodmark
-from floodmark.spark.ticks import jvm_source_loadable
+from floodmark.spark.sources.ticks import jvm_source_loadable
 
 
 def where_executors_import_floodmark(spark: SparkSession) -> list[str]:

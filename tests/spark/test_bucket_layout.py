@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from floodmark.driver.checkpoint_files import LocalFiles
-from floodmark.spark import bucket_layout
-from floodmark.spark.bucket_layout import BucketLayout, murmur3_int, murmur3_string, partition_of
+from floodmark.spark.stateful import bucket_layout
+from floodmark.spark.stateful.bucket_layout import BucketLayout, murmur3_int, murmur3_string, partition_of
 
 INTS = [0, 1, 2, 7, 8, 42, -1, -42, 2**31 - 1, -(2**31), 123_456_789]
 TEXTS = ["", "a", "ab", "abc", "abcd", "abcde", "sessions", "means-per-user", "é", "stage ü 名前", "😀x"]

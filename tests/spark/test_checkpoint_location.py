@@ -12,9 +12,9 @@ from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.driver.checkpoint_files import LocalFiles, directory_problem, has_scheme, join
 from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import EventTimeAggregation, SourceTime
-from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
-from floodmark.spark.hadoop_files import HadoopFiles, files_for
-from floodmark.spark.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.driver.hadoop_files import HadoopFiles, files_for
+from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.stateful.batch_entry import encode, entry_for_batch, session_problem
 
 SCHEMA = "ts LONG, k STRING, p INT"
 
@@ -119,7 +119,7 @@ def test_first_batch_is_the_one_after_the_last_commit(tmp_path):
 
 def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path, monkeypatch):
     """A file:// checkpoint goes through Hadoop's FileSystem, like hdfs:// or s3a:// on a cluster. The first run
-    has the Python tick source and the restart the JVM one (spark/ticks.py): a checkpoint made before the JVM
+    has the Python tick source and the restart the JVM one (spark/sources/ticks.py): a checkpoint made before the JVM
     source existed resumes with it."""
 
     def batch(*stamps):
@@ -165,7 +165,7 @@ def test_a_batch_interrupted_by_stop_reports_a_short_interruption_spark_recognis
 
     from py4j.protocol import Py4JJavaError
 
-    from floodmark.spark.batch_sink import BatchFailed, BatchInterrupted, BatchSink
+    from floodmark.spark.outputs.batch_sink import BatchFailed, BatchInterrupted, BatchSink
 
     class JavaError(Py4JJavaError):  # str() of a real one asks the JVM for the whole stack trace
         def __init__(self, text):

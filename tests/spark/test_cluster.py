@@ -239,7 +239,7 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, lau
 
 
 def test_cluster_session_refuses_a_process_that_runs_another_master(spark):
-    from floodmark.spark.session import cluster_session
+    from floodmark.spark.driver.session import cluster_session
 
     with pytest.raises(RuntimeError, match="one SparkContext per process"):
         cluster_session("spark://127.0.0.1:7077")

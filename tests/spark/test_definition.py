@@ -9,7 +9,7 @@ from spark_helpers import read_output, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
-from floodmark.spark.session import ROCKSDB_PROVIDER
+from floodmark.spark.driver.session import ROCKSDB_PROVIDER
 
 pytestmark = pytest.mark.spark
 

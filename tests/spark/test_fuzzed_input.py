@@ -20,7 +20,7 @@ from spark_helpers import read_output
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, SourceTime, read_json_lines
-from floodmark.spark.combiner import UNPARSABLE as UNPARSABLE_REASON
+from floodmark.spark.map_side.combiner import UNPARSABLE as UNPARSABLE_REASON
 from floodmark.spark.plan import TEXT, corrupt_record_column
 
 pytestmark = pytest.mark.spark

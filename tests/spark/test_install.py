@@ -88,7 +88,7 @@ def test_the_readme_pipeline_runs_from_the_installed_wheel(wheel_venv, tmp_path)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "clicks.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = CHECK_PANES.format(panes="out/panes", keys=("channel", "behavior"), value="count")
-    ticks = "from floodmark.spark.ticks import jvm_source_loadable\nassert jvm_source_loadable(spark)\n"
+    ticks = "from floodmark.spark.sources.ticks import jvm_source_loadable\nassert jvm_source_loadable(spark)\n"
     out = json.loads(run_block(BLOCKS["The pipeline in 20 lines"] + ticks + check, tmp_path, python=python))
     assert out == window_counts(rows, ("channel", "behavior"))
 

@@ -1,4 +1,4 @@
-"""The JVM map side (``spark/jvm_combine.py``) against the Arrow combiner, on random input, in real Spark.
+"""The JVM map side (``spark/map_side/jvm_combine.py``) against the Arrow combiner, on random input, in real Spark.
 
 Both sides take the same input rows and the same control entry (published as the job property, as a query
 does) and must ship the same thing: the same partial aggregates per (key, window) once merged, the same split
@@ -24,10 +24,12 @@ from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MIN_TIME
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.protocol import wire
 from floodmark.protocol.control import ControlEntry
-from floodmark.spark import batch_entry, blocks, jvm_combine
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.inputs import combined_input
-from floodmark.spark.unpack import register_functions
+from floodmark.spark.map_side import jvm_combine
+from floodmark.spark.outputs.unpack import register_functions
+from floodmark.spark.sources.inputs import combined_input
+from floodmark.spark.stateful import batch_entry
 
 STAGE = "s"
 BASE = 1_000_000

@@ -18,8 +18,8 @@ from floodmark.spark import (
     read_kafka,
     topic_partitions,
 )
-from floodmark.spark.combiner import UNPARSABLE
-from floodmark.spark.sinks import BATCH_ID_HEADER, PANE_ID_HEADER, KafkaSink, OutputBatch
+from floodmark.spark.map_side.combiner import UNPARSABLE
+from floodmark.spark.outputs.sinks import BATCH_ID_HEADER, PANE_ID_HEADER, KafkaSink, OutputBatch
 
 pytestmark = pytest.mark.spark
 
@@ -266,7 +266,7 @@ def test_the_kafka_demo_reads_the_topic_and_writes_three_topics(spark, tmp_path)
 def test_exactly_once_kafka_sink_commits_each_batch_once(spark, kafka_broker):
     """A transaction per batch with its marker: a batch written again (a replay) is skipped, also by a writer
     that reads the marker back from Kafka; another query with the same prefix is refused by name."""
-    from floodmark.spark.sinks import QUERY_ID_PROPERTY
+    from floodmark.spark.outputs.sinks import QUERY_ID_PROPERTY
 
     kafka_broker.create_topic("eo-panes", partitions=2)
     panes = spark.createDataFrame(
@@ -322,8 +322,8 @@ def avro_values(spark, rows: list[tuple[int, str, str]]) -> list[bytes]:
 
 
 def test_plain_avro_values_decode_and_bad_ones_keep_their_bytes(spark):
-    from floodmark.spark.kafka import parse_avro
     from floodmark.spark.plan import TEXT, corrupt_record_column
+    from floodmark.spark.sources.kafka import parse_avro
 
     good = avro_values(spark, [(5, "app", "CLICK"), (7, "web", "VIEW")])
     values = spark.createDataFrame([(v,) for v in [*good, b"", b"\x02"]], "value BINARY")

@@ -23,13 +23,15 @@ from floodmark.core.window import step
 from floodmark.driver.checkpoint_files import LocalFiles
 from floodmark.protocol.control import ControlEntry
 from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK
-from floodmark.spark import blocks, query, state_codec
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.levels import CARRIER, StageLevel
-from floodmark.spark.query import check_state_format
+from floodmark.spark.driver import query
+from floodmark.spark.driver.query import check_state_format
+from floodmark.spark.map_side.combiner import MapSideCombiner
+from floodmark.spark.outputs.unpack import UnpackOutput
 from floodmark.spark.rows import conform
-from floodmark.spark.unpack import UnpackOutput
+from floodmark.spark.stateful import state_codec
+from floodmark.spark.stateful.levels import CARRIER, StageLevel
 
 STAGE_NAME = "s"
 

@@ -1,4 +1,4 @@
-"""Python workers started while a query plans (floodmark.spark.python_workers)."""
+"""Python workers started while a query plans (floodmark.spark.driver.python_workers)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from floodmark.spark import python_workers
+from floodmark.spark.driver import python_workers
 
 DRIVER = Path(__file__).with_name("python_workers_driver.py")
 

@@ -200,7 +200,7 @@ def produce_ordered(broker, topic: str, seed: int) -> pd.DataFrame:
 
 
 def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_path):
-    from floodmark.spark.sinks import PANE_ID_HEADER
+    from floodmark.spark.outputs.sinks import PANE_ID_HEADER
 
     broker = kafka_broker
     records = produce_ordered(broker, "restart-in", seed=11)
@@ -235,7 +235,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     """Exactly-once Kafka output across six kills of the driver: one right after a batch's Kafka transaction
     committed and before Spark committed the batch, five at random points (the last inside the final flush).
     A read_committed consumer sees each pane of an uninterrupted run once."""
-    from floodmark.spark.sinks import BATCH_ID_HEADER, PANE_ID_HEADER
+    from floodmark.spark.outputs.sinks import BATCH_ID_HEADER, PANE_ID_HEADER
 
     broker = kafka_broker
     records = produce_ordered(broker, "eo-in", seed=17)
@@ -276,7 +276,7 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing(tmp_path):
     """Kafka in and out (exactly-once) through a broker of its own, killed -9 after a few batches and started again
     on its storage and ports: the query rides through, or stops with floodmark's error and resumes from its
     checkpoint; either way a read_committed consumer sees every pane once and every record counted once."""
-    from floodmark.spark.sinks import PANE_ID_HEADER
+    from floodmark.spark.outputs.sinks import PANE_ID_HEADER
     from floodmark_dev.kafka import KafkaBroker
 
     with KafkaBroker(work_dir=tmp_path / "broker") as broker:

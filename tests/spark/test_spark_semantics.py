@@ -180,7 +180,8 @@ def test_lone_event_window_fires_with_the_seed000_generator_not_natively(spark, 
 def test_an_idle_query_runs_no_batch_until_something_can_fire(spark, tmp_path, monkeypatch, tick_source):
     """Issue 12: with no input and nothing to fire the query runs no batch at all (it used to run one per
     trigger); the driver asks for a batch when the watermark can reach a window, so the lone window of seed
-    000 still fires within wait + two triggers of its record's batch. With either tick source (spark/ticks.py)."""
+    000 still fires within wait + two triggers of its record's batch. With either tick source
+    (spark/sources/ticks.py)."""
     if tick_source == "python":
         monkeypatch.setenv("FLOODMARK_PYTHON_TICKS", "1")
     agg = lone_window_aggregation(spark, tmp_path)
@@ -280,7 +281,7 @@ def test_a_function_sink_that_raises_stops_the_query_with_one_line_that_says_why
     )
     with pytest.raises(RuntimeError, match=expected):
         aggregation.run_to_completion(str(tmp_path / "ckpt"), outputs, timeout_s=300)
-    time.sleep(1)  # the JVM's stderr reaches ours through a thread (floodmark.spark.session)
+    time.sleep(1)  # the JVM's stderr reaches ours through a thread (floodmark.spark.driver.session)
     log = capfd.readouterr().err
     assert "terminated with error" in log
     assert "\tat org.apache.spark" not in log and "Traceback" not in log

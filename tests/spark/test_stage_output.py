@@ -1,8 +1,8 @@
 """A stage's panes, late records and dead letters leave its bucket as one OUTPUT carrier row (an Arrow IPC
-block, ``spark/levels.py``) and come back in the sink as the row form, nulls and exact longs included, through
+block, ``spark/stateful/levels.py``) and come back in the sink as the row form, nulls and exact longs included, through
 the conversion Spark's worker applies; the last tests go through Spark in the sink's reader
 (``batch_sink.StageRoute``), once with the JVM generator ``fm_unpack`` and once with Python's ``mapInArrow``
-(``spark/unpack.py``)."""
+(``spark/outputs/unpack.py``)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.protocol.wire import KIND, OUTPUT, STAGE
 from floodmark.spark import plan as p
-from floodmark.spark.batch_sink import StageRoute
-from floodmark.spark.levels import CARRIER, StageLevel
-from floodmark.spark.processor import BucketOutput
+from floodmark.spark.outputs.batch_sink import StageRoute
+from floodmark.spark.outputs.sinks import Outputs
+from floodmark.spark.outputs.unpack import UnpackOutput, use_jvm_unpack
 from floodmark.spark.rows import conform
-from floodmark.spark.sinks import Outputs
-from floodmark.spark.unpack import UnpackOutput, use_jvm_unpack
+from floodmark.spark.stateful.levels import CARRIER, StageLevel
+from floodmark.spark.stateful.processor import BucketOutput
 
 PLAN = p.RuntimePlan(
     spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
@@ -75,7 +75,7 @@ def row_form_parts(panes: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
 
 def through_spark_conversion(frame: pd.DataFrame, schema: StructType) -> pa.RecordBatch:
     """``frame`` as Spark 4.3's ``applyInPandasWithState`` worker turns it into Arrow (``construct_record_batch``)."""
-    with warnings.catch_warnings():  # pandas' notice about that empty padding frame (see spark/levels.py)
+    with warnings.catch_warnings():  # pandas' notice about that empty padding frame (see spark/stateful/levels.py)
         warnings.simplefilter("ignore", FutureWarning)
         padded = pd.concat([frame, pd.DataFrame(dict.fromkeys(schema.names), index=[])], ignore_index=True)
     batch = PandasToArrowConversion.convert(

@@ -13,7 +13,7 @@ from pathlib import Path
 from state_format_job import aggregation, first_part, second_part, write_input
 
 from floodmark.apps.outputs import read_output
-from floodmark.spark import state_codec
+from floodmark.spark.stateful import state_codec
 
 CHECKPOINT = Path(__file__).with_name("data") / "checkpoint-state-format-1"
 

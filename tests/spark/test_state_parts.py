@@ -1,5 +1,5 @@
 """State format 2 on real Spark: a bucket's state in parts whose values stay under a cap however large the state is,
-and a restart from such a checkpoint (``floodmark.spark.bucket_state``)."""
+and a restart from such a checkpoint (``floodmark.spark.stateful.bucket_state``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The tick source's offsets (``spark/ticks.py``'s module docstring), one table of cases for both implementations:
+"""The tick source's offsets (``spark/sources/ticks.py``'s module docstring), one table of cases for both
+implementations:
 the JVM source (``jvm/ticks``, through py4j) and the Python data source. End to end, every Spark test runs the
 JVM source and ``test_an_idle_query_runs_no_batch_until_something_can_fire`` both."""
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.spark import ticks
-from floodmark.spark.ticks import TickSchedule, TickStreamReader
+from floodmark.spark.sources import ticks
+from floodmark.spark.sources.ticks import TickSchedule, TickStreamReader
 
 FUTURE = 2**62
 CASES = [

@@ -225,7 +225,7 @@ def test_event_time_text_reads_the_same_in_spark_and_in_python(spark):
     """The runtime's rule (Spark SQL, ``event_time_ms``) and the tools' (``event_time_of``): one rule, two
     implementations, the same ms for every form, in a zone with daylight saving time."""
     from floodmark.core.time import event_time_of
-    from floodmark.spark.inputs import event_time_ms
+    from floodmark.spark.sources.inputs import event_time_ms
 
     frame = spark.createDataFrame([(t,) for t in EVENT_TIME_TEXTS], "ts STRING")
     ms, _, _ = event_time_ms(frame, "ts", "Europe/Berlin")

@@ -3,7 +3,7 @@
 Native Spark aggregates per (window, key) before its shuffle; floodmark does the
 same for specs of the columnar operator (``WindowSpec.combines_records``). Which
 records may be combined, and how, is decided here once: the Spark runtime's
-Arrow combiner (:mod:`floodmark.spark.combiner`) asks :func:`open_window_pairs`
+Arrow combiner (:mod:`floodmark.spark.map_side.combiner`) asks :func:`open_window_pairs`
 and :func:`accumulator_reductions` and ships :class:`Partials` that
 :meth:`~floodmark.core.window.WindowOperator.add_partials` merges.
 

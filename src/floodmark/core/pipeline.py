@@ -16,7 +16,7 @@ Two drivers:
 * :class:`MicroBatchPipeline`, a graph of sources and :class:`WindowedStage`
   over named columns, run one micro-batch at a time with the rule of
   :class:`~floodmark.core.watermarks.graph.StageGraph` (one batch of latency per
-  stage). The Spark runtime (``floodmark.spark.pipeline``) runs exactly this, and
+  stage). The Spark runtime (``floodmark.spark.driver.pipeline``) runs exactly this, and
   this class is what it is tested against.
 
 A stage's input rows are its upstream panes as rows (:func:`pane_rows`: key

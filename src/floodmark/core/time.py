@@ -248,7 +248,8 @@ _ZONE_SUFFIX = re.compile(
 
 def event_time_of(value: Any, time_zone: str = "UTC") -> int | None:
     """A record's event time in ms by the rules the Spark runtime applies to an event-time column
-    (``floodmark.spark.inputs.event_time_ms``), for tools that read records without Spark (``floodmark advise``);
+    (``floodmark.spark.sources.inputs.event_time_ms``), for tools that read records without Spark (``floodmark
+    advise``);
     None where the runtime would make the record a dead letter.
 
     ints are ms; whole floats are ms; ``datetime`` values are instants (naive ones are wall-clock times in

@@ -4,13 +4,13 @@ floodmark keeps its control log (:mod:`floodmark.driver.control_log`) beside
 Spark's own checkpoint, so it must live wherever users put checkpoints: a local
 directory, ``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``... Only the driver
 touches these files (the executors get the values they need through Spark's
-job properties, see :mod:`floodmark.spark.batch_entry`).
+job properties, see :mod:`floodmark.spark.stateful.batch_entry`).
 
 Two implementations of one small interface, :class:`CheckpointFiles`:
 
 - :class:`LocalFiles` (here): plain paths, with ``os`` (no Spark needed; the unit
   tests and ``floodmark explain`` on a finished run use it);
-- :class:`floodmark.spark.hadoop_files.HadoopFiles`: URIs with a scheme, through the
+- :class:`floodmark.spark.driver.hadoop_files.HadoopFiles`: URIs with a scheme, through the
   session's Hadoop ``FileSystem`` (py4j), i.e. the same connectors, credentials
   and configuration Spark uses for its own checkpoint.
 

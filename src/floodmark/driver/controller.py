@@ -29,7 +29,7 @@ from floodmark.protocol.control import BucketGauges, ControlEntry
 
 
 class TickRequests(Protocol):
-    """Where the driver asks for the next batch (``floodmark.spark.ticks.TickSchedule``)."""
+    """Where the driver asks for the next batch (``floodmark.spark.sources.ticks.TickSchedule``)."""
 
     def request(self, delay_ms: int) -> None: ...
 

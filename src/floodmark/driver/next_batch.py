@@ -2,7 +2,7 @@
 
 Spark runs a micro-batch when a source has new data. floodmark also needs batches without input: to fire
 windows once the watermark has moved (seed 000's lone last window), to notice that splits went idle, to
-fire processing-time triggers. A tick source makes those batches (:mod:`floodmark.spark.ticks`); this module
+fire processing-time triggers. A tick source makes those batches (:mod:`floodmark.spark.sources.ticks`); this module
 decides when, after every batch, from what the driver knows:
 
 * the next batch runs **now** (at the next trigger) when its control entry lets something fire: a stage's

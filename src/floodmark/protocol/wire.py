@@ -39,7 +39,7 @@ RAW, PARTIAL, BAD_INPUT, SPLIT_STATS = "R", "P", "B", "S"
 STAGE = "fm_stage"
 """The stage a carrier row is for (its name in the query's graph)."""
 BUCKET = "fm_bucket"
-"""A state bucket's label (:mod:`floodmark.spark.bucket_layout`)."""
+"""A state bucket's label (:mod:`floodmark.spark.stateful.bucket_layout`)."""
 BLOCK = "fm_block"
 """Rows packed as one Arrow IPC stream."""
 

@@ -1,18 +1,23 @@
 """floodmark's Spark runtime: the only package that imports pyspark.
 
-It hosts :mod:`floodmark.core` on Spark Structured Streaming. A query is a graph of sources and windowed
-stages (:class:`Pipeline`, :mod:`.pipeline`; :class:`EventTimeAggregation`, :mod:`.aggregation`, is the graph
-of one source and one stage): each source through the map-side combiner (:mod:`.inputs`, :mod:`.combiner`),
-the stages hosted per level by stateful operators running the core window operator per bucket
-(:mod:`.levels`, :mod:`.processor`), a ``foreachBatch`` function (:mod:`.batch_sink`) writing each stage's
-:class:`Outputs` (:mod:`.sinks`: files, tables, Kafka, your function) and calling the driver's controller
-(:mod:`floodmark.driver.controller`), which writes each batch's watermarks to a control log that the
-executors get with the batch's jobs (:mod:`.batch_entry`). :class:`FloodmarkQuery` (:mod:`.query`) is the
-running query. Sessions: :func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`;
-Kafka inputs with :func:`read_kafka` and :func:`topic_partitions` (:mod:`.kafka`), JSON-lines files that keep
-each line's text for its dead letter with :func:`read_json_lines` (:mod:`.json_lines`), history in an order
-of your choosing with :func:`read_files_in_order` (:mod:`.ordered_files`); a query's file outputs read back with
-:func:`read_panes`, :func:`read_late` and :func:`read_dead_letters` (:mod:`.results`).
+It hosts :mod:`floodmark.core` on Spark Structured Streaming; its folders follow a record from source to sink:
+
+* :mod:`.sources`: a source up to the shuffle (:mod:`.sources.inputs`) and the readers: Kafka
+  (:func:`read_kafka`, :func:`topic_partitions`), JSON-lines files that keep each line's text for its dead letter
+  (:func:`read_json_lines`), history in an order of your choosing (:func:`read_files_in_order`), the tick source;
+* :mod:`.map_side`: validation, split statistics and partial aggregates before the shuffle (Python over Arrow, or
+  the JVM);
+* :mod:`.stateful`: the levels of stateful operators running the core window operator per bucket, the buckets'
+  state, and how a batch's tasks get the batch's control entry (:mod:`.stateful.batch_entry`);
+* :mod:`.outputs`: the ``foreachBatch`` function writing each stage's :class:`Outputs` (files, tables, Kafka,
+  your function) and calling the driver's controller (:mod:`floodmark.driver.controller`); reading file outputs
+  back (:func:`read_panes`, :func:`read_late`, :func:`read_dead_letters`);
+* :mod:`.driver`: the graph of sources and windowed stages (:class:`Pipeline`; :class:`EventTimeAggregation` is
+  the graph of one source and one stage), the running query (:class:`FloodmarkQuery`), sessions
+  (:func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`).
+
+What every folder shares: :mod:`.plan` (the runtime plan, the Spark types of the protocol's columns),
+:mod:`.rows` and :mod:`.blocks` (rows as Arrow and pandas, and how they cross the shuffle).
 """
 
 from typing import TYPE_CHECKING
@@ -20,21 +25,21 @@ from typing import TYPE_CHECKING
 from floodmark.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from floodmark.spark.aggregation import EventTimeAggregation
-    from floodmark.spark.json_lines import read_json_lines
-    from floodmark.spark.kafka import read_kafka, topic_partitions
-    from floodmark.spark.ordered_files import read_files_in_order
-    from floodmark.spark.pipeline import Pipeline, SourceTime
-    from floodmark.spark.query import FloodmarkQuery
-    from floodmark.spark.results import read_dead_letters, read_late, read_panes
-    from floodmark.spark.session import (
+    from floodmark.spark.driver.aggregation import EventTimeAggregation
+    from floodmark.spark.driver.pipeline import Pipeline, SourceTime
+    from floodmark.spark.driver.query import FloodmarkQuery
+    from floodmark.spark.driver.session import (
         cluster_session,
         configure_spark_with_floodmark,
         floodmark_jars,
         kafka_connector_jars,
         local_session,
     )
-    from floodmark.spark.sinks import DiscardSink, FileSink, FunctionSink, KafkaSink, Outputs, TableSink
+    from floodmark.spark.outputs.results import read_dead_letters, read_late, read_panes
+    from floodmark.spark.outputs.sinks import DiscardSink, FileSink, FunctionSink, KafkaSink, Outputs, TableSink
+    from floodmark.spark.sources.json_lines import read_json_lines
+    from floodmark.spark.sources.kafka import read_kafka, topic_partitions
+    from floodmark.spark.sources.ordered_files import read_files_in_order
 
 __all__ = [
     "DiscardSink",
@@ -66,27 +71,27 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "read_json_lines": "floodmark.spark.json_lines",
-        "read_files_in_order": "floodmark.spark.ordered_files",
-        "read_panes": "floodmark.spark.results",
-        "read_late": "floodmark.spark.results",
-        "read_dead_letters": "floodmark.spark.results",
-        "read_kafka": "floodmark.spark.kafka",
-        "topic_partitions": "floodmark.spark.kafka",
-        "EventTimeAggregation": "floodmark.spark.aggregation",
-        "FloodmarkQuery": "floodmark.spark.query",
-        "SourceTime": "floodmark.spark.pipeline",
-        "cluster_session": "floodmark.spark.session",
-        "configure_spark_with_floodmark": "floodmark.spark.session",
-        "floodmark_jars": "floodmark.spark.session",
-        "kafka_connector_jars": "floodmark.spark.session",
-        "local_session": "floodmark.spark.session",
-        "DiscardSink": "floodmark.spark.sinks",
-        "FileSink": "floodmark.spark.sinks",
-        "FunctionSink": "floodmark.spark.sinks",
-        "KafkaSink": "floodmark.spark.sinks",
-        "Outputs": "floodmark.spark.sinks",
-        "TableSink": "floodmark.spark.sinks",
-        "Pipeline": "floodmark.spark.pipeline",
+        "read_json_lines": "floodmark.spark.sources.json_lines",
+        "read_files_in_order": "floodmark.spark.sources.ordered_files",
+        "read_panes": "floodmark.spark.outputs.results",
+        "read_late": "floodmark.spark.outputs.results",
+        "read_dead_letters": "floodmark.spark.outputs.results",
+        "read_kafka": "floodmark.spark.sources.kafka",
+        "topic_partitions": "floodmark.spark.sources.kafka",
+        "EventTimeAggregation": "floodmark.spark.driver.aggregation",
+        "FloodmarkQuery": "floodmark.spark.driver.query",
+        "SourceTime": "floodmark.spark.driver.pipeline",
+        "cluster_session": "floodmark.spark.driver.session",
+        "configure_spark_with_floodmark": "floodmark.spark.driver.session",
+        "floodmark_jars": "floodmark.spark.driver.session",
+        "kafka_connector_jars": "floodmark.spark.driver.session",
+        "local_session": "floodmark.spark.driver.session",
+        "DiscardSink": "floodmark.spark.outputs.sinks",
+        "FileSink": "floodmark.spark.outputs.sinks",
+        "FunctionSink": "floodmark.spark.outputs.sinks",
+        "KafkaSink": "floodmark.spark.outputs.sinks",
+        "Outputs": "floodmark.spark.outputs.sinks",
+        "TableSink": "floodmark.spark.outputs.sinks",
+        "Pipeline": "floodmark.spark.driver.pipeline",
     },
 )

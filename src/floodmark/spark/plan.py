@@ -77,7 +77,7 @@ TS = "fm_ts"
 TS_RAW = "fm_ts_raw"
 TS_ERROR = "fm_ts_error"
 """Why the event-time expression failed on a row (null where it did not):
-:func:`floodmark.spark.inputs.event_time_ms`."""
+:func:`floodmark.spark.sources.inputs.event_time_ms`."""
 SPLIT_VALUE = "fm_split_value"
 
 TEXT = "fm_text"
@@ -102,7 +102,7 @@ def spark_fields(columns: Iterable[Column]) -> list[StructField]:
 
 
 STATE_VALUE_BYTES = 16 * 1024 * 1024
-"""The largest value of a bucket's state in format 2 (:mod:`floodmark.spark.bucket_state`): far below the JVM's
+"""The largest value of a bucket's state in format 2 (:mod:`floodmark.spark.stateful.bucket_state`): far below the JVM's
 1 GiB array limit, large enough that a part is rarely cut."""
 
 PANE_META = spark_fields(output.PANE_COLUMNS)
@@ -169,7 +169,7 @@ class RuntimePlan:
     """Number of state buckets."""
     bucket_labels: tuple[int, ...] = ()
     """The ``fm_bucket`` value of bucket 0..buckets-1, fixed with the checkpoint so that the buckets spread
-    evenly over Spark's partitions (:mod:`floodmark.spark.bucket_layout`); empty: 0..buckets-1."""
+    evenly over Spark's partitions (:mod:`floodmark.spark.stateful.bucket_layout`); empty: 0..buckets-1."""
     split_column: str | None = None
     """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
     ``None``: the whole input is split ``"0"``."""
@@ -188,8 +188,8 @@ class RuntimePlan:
     split_stats: bool = True
     """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
     state_format: int = 1
-    """The checkpoint's state format (:func:`floodmark.spark.query.check_state_format`): how the stage's buckets
-    are stored (:mod:`floodmark.spark.bucket_state`)."""
+    """The checkpoint's state format (:func:`floodmark.spark.driver.query.check_state_format`): how the stage's buckets
+    are stored (:mod:`floodmark.spark.stateful.bucket_state`)."""
     state_value_bytes: int = field(default_factory=lambda: STATE_VALUE_BYTES)
     """The largest value a bucket's state is stored in (format 2 cuts larger parts into chunks of this size)."""
 

@@ -35,7 +35,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * Spark's own Kafka source with watermark alignment: a partition that floodmark's driver pauses is not read
  * further until it is resumed (the specification is the module docstring of
- * {@code src/floodmark/core/watermarks/alignment.py}; the Spark side is {@code floodmark.spark.kafka}).
+ * {@code src/floodmark/core/watermarks/alignment.py}; the Spark side is {@code floodmark.spark.sources.kafka}).
  *
  * <p>Every read is Spark's connector's ({@link KafkaSourceProvider}'s table, scan and micro-batch stream,
  * wrapped). Only {@code latestOffset(start, limit)} changes: the next batch's end offset keeps a paused partition

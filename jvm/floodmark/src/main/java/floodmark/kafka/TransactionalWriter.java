@@ -29,7 +29,7 @@ import org.apache.spark.sql.Row;
 /**
  * Writes a micro-batch's messages to one Kafka topic in one Kafka transaction, once per batch id: the driver
  * side of floodmark's exactly-once {@code KafkaSink} (the specification is the docstring of
- * {@code src/floodmark/spark/sinks.py}).
+ * {@code src/floodmark/spark/outputs/sinks.py}).
  *
  * <p>One writer per transactional id per driver JVM, kept open across batches. Its producer calls
  * {@code initTransactions()} once: that fences an older producer with the same id (a zombie driver) and

@@ -34,7 +34,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * floodmark's tick source in the JVM: a micro-batch with tick rows runs only when the driver asked for one.
  *
- * <p>The same source as {@code floodmark/spark/ticks.py} (whose module docstring is the specification),
+ * <p>The same source as {@code floodmark/spark/sources/ticks.py} (whose module docstring is the specification),
  * without a Python process: Spark runs a Python data source's planning in Python processes of the driver,
  * which cost seconds at a query's start and in its first batch. Options: {@code path}, the request file
  * the driver writes ({@code {"seq": s, "due": t}}, t in ms since the epoch); {@code rows}, the ticks per

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.{DataType, LongType}
   * control entry, in ms: `stage`'s input watermark (`stage_watermarks[stage]`) or the batch's processing time.
   *
   * The driver publishes entry N as the job property `floodmark.control.entry` of batch N's jobs (the Python
-  * side reads it with `floodmark.spark.batch_entry.CurrentBatchEntry`; this is the same rule for expressions).
+  * side reads it with `floodmark.spark.stateful.batch_entry.CurrentBatchEntry`; this is the same rule for expressions).
   * The value is read once per task partition (`Nondeterministic.initialize`), not per row: it is constant in a
   * batch but differs between batches of one plan, so Spark must not fold it. An entry whose `seq` is not the
   * task's batch id (`streaming.sql.batchId`), or a task outside a micro-batch, is an error, never a silent use of

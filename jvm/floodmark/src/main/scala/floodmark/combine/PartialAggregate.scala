@@ -15,7 +15,7 @@ import org.apache.spark.sql.types.{DataType, LongType}
   *
   * It is what Spark's own aggregation does before its exchange (`HashAggregateExec` in Partial mode, whole-stage
   * code generation included, planned by `AggUtils.planAggregateWithoutDistinct`), for floodmark's map side
-  * (`floodmark.spark.jvm_combine`): a `groupBy` in a streaming query is a stateful aggregation across batches,
+  * (`floodmark.spark.map_side.jvm_combine`): a `groupBy` in a streaming query is a stateful aggregation across batches,
   * which a map-side combine must not be. Each row of the output is one group of one partition (a group can
   * appear once per partition); `output` names the aggregates' partial results: `aggregates(i)` has exactly one
   * (count, sum of doubles, min, max do), renamed to `output(i)`.

@@ -23,7 +23,7 @@ import org.apache.spark.unsafe.types.UTF8String
   * shows (the window bounds), null where the milliseconds lie beyond what a Spark timestamp (a long of
   * microseconds) holds, as the global window's bounds do. A null block gives no rows.
   *
-  * What the Python sink's `mapInArrow` (floodmark.spark.unpack.UnpackOutput) does, without a Python worker: the
+  * What the Python sink's `mapInArrow` (floodmark.spark.outputs.unpack.UnpackOutput) does, without a Python worker: the
   * block's vectors are read as Spark's `ArrowColumnVector`s and each kept row is copied once into an `UnsafeRow`.
   */
 case class UnpackBlock(child: Expression, kind: String, schema: StructType, times: Map[String, String])

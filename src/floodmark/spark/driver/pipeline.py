@@ -21,10 +21,10 @@ batch N (:class:`~floodmark.core.watermarks.graph.StageGraph`): one trigger of e
 
 The one physical plan, whatever the graph (a single aggregation, :class:`~floodmark.spark.EventTimeAggregation`,
 is the graph of one source and one stage): each source's rows go through the map-side combiner
-(:mod:`floodmark.spark.inputs`), are unioned with the tick rows (one per stage and bucket in the batches the
-driver asks for: :mod:`floodmark.spark.ticks`), and are grouped by ``(fm_stage, fm_bucket)`` into one stateful
-operator per level of the graph (:mod:`floodmark.spark.levels`). The ``foreachBatch`` sink
-(:mod:`floodmark.spark.batch_sink`) writes each stage's panes, late records and dead letters to its outputs
+(:mod:`floodmark.spark.sources.inputs`), are unioned with the tick rows (one per stage and bucket in the batches the
+driver asks for: :mod:`floodmark.spark.sources.ticks`), and are grouped by ``(fm_stage, fm_bucket)`` into one stateful
+operator per level of the graph (:mod:`floodmark.spark.stateful.levels`). The ``foreachBatch`` sink
+(:mod:`floodmark.spark.outputs.batch_sink`) writes each stage's panes, late records and dead letters to its outputs
 and gives the batch's statistics to the :class:`~floodmark.driver.controller.Controller`, which writes the
 next control entry with every stage's watermark.
 """
@@ -55,14 +55,9 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
-from floodmark.spark import bucket_layout, hadoop_files, python_workers, state_codec
 from floodmark.spark import plan as p
-from floodmark.spark.batch_sink import BatchSink
-from floodmark.spark.inputs import MapSide, combined_input
-from floodmark.spark.kafka import alignment_keys, pause_partitions
-from floodmark.spark.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
-from floodmark.spark.levels import CARRIER, StageLevel
-from floodmark.spark.query import (
+from floodmark.spark.driver import hadoop_files, python_workers
+from floodmark.spark.driver.query import (
     FloodmarkQuery,
     Launched,
     check_locations,
@@ -72,11 +67,17 @@ from floodmark.spark.query import (
     shuffle_partitions,
     start_query,
 )
+from floodmark.spark.driver.session import check_session
+from floodmark.spark.outputs.batch_sink import BatchSink
+from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
+from floodmark.spark.outputs.unpack import use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
-from floodmark.spark.session import check_session
-from floodmark.spark.sinks import KINDS, FileSink, Outputs
-from floodmark.spark.ticks import schedule_path, tick_rows
-from floodmark.spark.unpack import use_jvm_unpack
+from floodmark.spark.sources.inputs import MapSide, combined_input
+from floodmark.spark.sources.kafka import alignment_keys, pause_partitions
+from floodmark.spark.sources.ticks import schedule_path, tick_rows
+from floodmark.spark.stateful import bucket_layout, state_codec
+from floodmark.spark.stateful.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
+from floodmark.spark.stateful.levels import CARRIER, StageLevel
 
 _PANDAS_TO_SPARK: dict[str, DataType] = {"i": LongType(), "u": LongType(), "f": DoubleType(), "b": BooleanType()}
 
@@ -123,12 +124,12 @@ class Pipeline:
     :arg buckets: state buckets per stage (default: max(8, ``spark.sql.shuffle.partitions``)). Several
         buckets per partition keep each bucket's state blob small: the blob travels between the JVM and Python
         every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
-    :arg map_side: where records are combined before the shuffle (:mod:`floodmark.spark.jvm_combine`):
+    :arg map_side: where records are combined before the shuffle (:mod:`floodmark.spark.map_side.jvm_combine`):
         ``"arrow"`` (default) sends every record to Python and combines there with Arrow; ``"jvm"`` lets Spark's
         own partial aggregation combine the records that are good and on time, and sends only those partials and
         the other records to Python: faster with few keys per batch (1.1x-1.2x with 100 keys),
         slower with many keys or sliding windows (``docs/PERFORMANCE.md``). Same panes either way; a stage
-        ``"jvm"`` cannot serve (see :func:`~floodmark.spark.jvm_combine.why_not`) uses Arrow and says why in
+        ``"jvm"`` cannot serve (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in
         the log.
     """
 
@@ -154,7 +155,7 @@ class Pipeline:
 
         :arg frame: a streaming DataFrame.
         :arg event_time: column name or Column; long = ms since the epoch, timestamp types are converted, text
-            is read as ms or as an ISO-8601 date-time (:func:`floodmark.spark.inputs.event_time_ms`); anything
+            is read as ms or as an ISO-8601 date-time (:func:`floodmark.spark.sources.inputs.event_time_ms`); anything
             that cannot be read as ms makes the record a bad record (a dead letter), and so does a value the
             expression throws on.
         :arg time_zone: the zone of event times given without one: text without an offset or zone

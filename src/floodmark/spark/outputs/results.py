@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from floodmark.protocol import output
-from floodmark.spark import hadoop_files
-from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES
+from floodmark.spark.driver import hadoop_files
+from floodmark.spark.outputs.sinks import DEAD_LETTER, LATE, PANES
 
 RECORD_FIELDS = "record_fields"
 """The column :func:`read_late` and :func:`read_dead_letters` add: the ``record`` text parsed as JSON (a struct;

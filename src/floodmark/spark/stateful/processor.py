@@ -1,13 +1,13 @@
 """The stateful processor: one core window operator per bucket of keys, inside Spark.
 
 Spark groups a stage's rows by ``(fm_stage, fm_bucket)`` (the label of bucket ``pmod(hash(keys), B)``:
-:mod:`floodmark.spark.bucket_layout`) and the stage's level (:mod:`floodmark.spark.levels`) calls
+:mod:`floodmark.spark.stateful.bucket_layout`) and the stage's level (:mod:`floodmark.spark.stateful.levels`) calls
 :meth:`WindowBucketProcessor.run` once per bucket and batch with the bucket's rows from the map-side combiner
-(:mod:`floodmark.spark.combiner`: RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
+(:mod:`floodmark.spark.map_side.combiner`: RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
 blocks: :mod:`floodmark.spark.blocks`) or an upstream stage's panes, when it has input or a tick. The
 watermark and processing time come from the batch's control entry
-(:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
-operator from Spark's state store (in the checkpoint's state format: :mod:`floodmark.spark.bucket_state`),
+(:mod:`floodmark.spark.stateful.batch_entry`). The processor restores the bucket's
+operator from Spark's state store (in the checkpoint's state format: :mod:`floodmark.spark.stateful.bucket_state`),
 runs one micro-batch of it (the core's ``advance``: processing time, then watermark, then partials and records),
 stores it back and returns one frame of tagged rows:
 
@@ -40,15 +40,15 @@ from floodmark.protocol.columns import names
 from floodmark.protocol.control import BucketGauges, ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.bucket_state import BucketState
 from floodmark.spark.rows import numpy_type, records_json, result_value
+from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
+from floodmark.spark.stateful.bucket_state import BucketState
 
 
 class BucketOutput(NamedTuple):
     """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
     not yet in one frame: the columnar operator's panes, most of a flush, go to Arrow column by column
-    without a pandas frame (:meth:`floodmark.spark.levels.StageLevel.carry`)."""
+    without a pandas frame (:meth:`floodmark.spark.stateful.levels.StageLevel.carry`)."""
 
     rows: list[pd.DataFrame]
     """Dead letters, STATS rows, what the operator emitted as objects (late records, the general operator's

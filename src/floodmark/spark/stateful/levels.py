@@ -2,7 +2,7 @@
 
 A stage's level is 1 + the longest path from a source to it. Every level runs on ``transformWithStateInPandas``
 (:class:`LevelStatefulProcessor`), its buckets stored in parts (state format 2:
-:mod:`floodmark.spark.bucket_state`); in a checkpoint created with format 1, level 1 runs on
+:mod:`floodmark.spark.stateful.bucket_state`); in a checkpoint created with format 1, level 1 runs on
 ``applyInPandasWithState`` (Spark 4.3 refuses two of those in one query: ``bench/chained_stateful_probe.py``) with
 one value per bucket. Each groups by ``(fm_stage, fm_bucket)``: one operator hosts every stage of its level, with
 its state per stage and bucket. A single aggregation is the one-stage case: level 1 only.
@@ -13,7 +13,8 @@ Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`, the S
 * IN: a block of a stage's input rows (the map-side combiner's rows, or an upstream stage's panes as rows);
 * TICK: one per stage, bucket and batch the driver asks for, so that every bucket runs without input;
 * OUTPUT: a block of one bucket's panes, late records and dead letters (Arrow IPC, in the stage's
-  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink (:mod:`floodmark.spark.unpack`);
+  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink
+  (:mod:`floodmark.spark.outputs.unpack`);
 * STATS and GAUGE: what the driver needs (``floodmark.protocol.wire.REPORT_COLUMNS``), one row per split
   statistics or bucket.
 
@@ -40,9 +41,9 @@ from floodmark.protocol import wire
 from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.bucket_state import BlobState, BucketState
-from floodmark.spark.processor import BucketOutput, WindowBucketProcessor
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
+from floodmark.spark.stateful.bucket_state import BlobState, BucketState
+from floodmark.spark.stateful.processor import BucketOutput, WindowBucketProcessor
 
 CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
 """The rows between levels and into the sink (see the module docstring)."""
@@ -67,8 +68,8 @@ class StageLevel:
     """Hosts the stages of one level: a bucket's batch per ``(stage, bucket)`` group, other groups passed on.
 
     The function given to level 1's ``applyInPandasWithState`` in a checkpoint of state format 1 (state
-    :data:`~floodmark.spark.level_processor.BLOB_SCHEMA`, no timeout);
-    :class:`~floodmark.spark.level_processor.LevelStatefulProcessor` wraps it otherwise.
+    :data:`~floodmark.spark.stateful.level_processor.BLOB_SCHEMA`, no timeout);
+    :class:`~floodmark.spark.stateful.level_processor.LevelStatefulProcessor` wraps it otherwise.
 
     :arg plans: this level's stages. :arg downstream: for every stage, the plans and definitions of the stages
         that read it. :arg order: every stage, upstream first (fixes the order of forwarded blocks).

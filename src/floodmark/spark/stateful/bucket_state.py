@@ -1,7 +1,9 @@
 """Where a bucket's operator lives between batches: Spark's state store, in the checkpoint's state format.
 
-A checkpoint's state format is fixed when the checkpoint is created (:func:`floodmark.spark.query.check_state_format`;
-the formats: :mod:`floodmark.spark.state_codec`), because it decides which Spark operator hosts the first level:
+A checkpoint's state format is fixed when the checkpoint is created
+(:func:`floodmark.spark.driver.query.check_state_format`;
+the formats: :mod:`floodmark.spark.stateful.state_codec`), because it decides which Spark operator hosts the first
+level:
 
 * **Format 2, parts** (:class:`PartsState`, new checkpoints): every level on ``transformWithStateInPandas``. A
   bucket's operator is stored as a *head* (its time, its window table, what it knows of its segments) and one
@@ -24,7 +26,7 @@ from typing import Any, Protocol
 
 from floodmark.core.spec import WindowSpec
 from floodmark.core.window import WindowOperator, restore_operator
-from floodmark.spark import state_codec
+from floodmark.spark.stateful import state_codec
 
 HEAD, SEGMENT = "head", "segment"
 

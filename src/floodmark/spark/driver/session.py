@@ -17,7 +17,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, spark_jars
-from floodmark.spark.batch_entry import session_problem
+from floodmark.spark.stateful.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 """floodmark's log4j2 configuration for the local session (warnings, minus Hadoop's native-library notice)."""
@@ -65,7 +65,7 @@ PATIENT_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
 process it started (a worker's daemon, a Python data source's planner, a Connect server's ``foreachBatch``) to
 authenticate on its socket; at a load of 14 to 30 on 2 cores that was not enough here. The wait Spark 4.3 gives
 a new Python worker to connect back is a fixed 10 s that no setting reaches: the query handle starts a query
-that failed so again (:data:`floodmark.spark.query.RESTARTABLE`)."""
+that failed so again (:data:`floodmark.spark.driver.query.RESTARTABLE`)."""
 
 
 def kafka_connector_jars() -> str:
@@ -80,7 +80,8 @@ def kafka_connector_jars() -> str:
 
 
 def floodmark_jars() -> str:
-    """floodmark's own JVM code (the tick source, :mod:`floodmark.spark.ticks`) as a ``spark.jars`` value: the jar
+    """floodmark's own JVM code (the tick source, :mod:`floodmark.spark.sources.ticks`) as a ``spark.jars`` value:
+    the jar
     the package carries, ``""`` when it was installed without it (floodmark then uses its Python tick source).
 
     Sessions made here have it; for your own session use :func:`configure_spark_with_floodmark`, or add it to

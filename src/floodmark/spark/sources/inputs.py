@@ -20,10 +20,12 @@ from pyspark.sql.types import (
 )
 
 from floodmark.protocol import wire
-from floodmark.spark import blocks, bucket_layout, jvm_combine
+from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.combiner import MapSideCombiner
-from floodmark.spark.unpack import register_functions
+from floodmark.spark.map_side import jvm_combine
+from floodmark.spark.map_side.combiner import MapSideCombiner
+from floodmark.spark.outputs.unpack import register_functions
+from floodmark.spark.stateful import bucket_layout
 
 _LOG = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ def combined_input(
     """``source`` through the map side of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``).
 
     :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
-        for the records that are good and on time (:mod:`floodmark.spark.jvm_combine`), where the plan allows.
+        for the records that are good and on time (:mod:`floodmark.spark.map_side.jvm_combine`), where the plan allows.
     """
     ms, raw, error = event_time_ms(source, event_time, time_zone)
     # The split travels as the user's own column (no copy, no string per record); only an expression

@@ -27,9 +27,9 @@ OPERATOR_MODULES = (
     "pyspark.sql.pandas.serializers",
     # transformWithStateInPandas's client of the state server (protobuf messages): every level runs on it.
     "pyspark.sql.streaming.stateful_processor_api_client",
-    "floodmark.spark.combiner",
-    "floodmark.spark.processor",
-    "floodmark.spark.levels",
+    "floodmark.spark.map_side.combiner",
+    "floodmark.spark.stateful.processor",
+    "floodmark.spark.stateful.levels",
 )
 """What a floodmark query's Python workers import before their first row (pandas and pyarrow come with them)."""
 

@@ -17,7 +17,7 @@ newer than anything logged).
 Two implementations of this one source: :data:`JVM_SOURCE` (the Maven module ``jvm/floodmark``, whose jar the
 package carries, on the classpath of floodmark's sessions) and the Python data source below, used when the
 session cannot load the former (a session of your own built without
-:func:`~floodmark.spark.session.configure_spark_with_floodmark`); the log says which one runs. Spark runs a
+:func:`~floodmark.spark.driver.session.configure_spark_with_floodmark`); the log says which one runs. Spark runs a
 Python data source's planning in Python processes of the driver: in a cold session they cost ~4 s before the
 query starts and ~3 s in its first batch (docs/PERFORMANCE.md), which the JVM source does not. Both read the
 same request file and log the same offsets, so a checkpoint resumes with either.

@@ -27,10 +27,11 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
-from floodmark.spark import batch_entry, bucket_layout, hadoop_files, state_codec
-from floodmark.spark.sinks import Outputs
-from floodmark.spark.spark_checkpoint import SparkCheckpoint
-from floodmark.spark.ticks import TickSchedule, schedule_path
+from floodmark.spark.driver import hadoop_files
+from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.outputs.sinks import Outputs
+from floodmark.spark.sources.ticks import TickSchedule, schedule_path
+from floodmark.spark.stateful import batch_entry, bucket_layout, state_codec
 
 FAILED_BATCH = re.compile(r"BatchFailed: (floodmark batch \d+ failed while .*)")
 """The line of a failed query's error that says which batch failed, while doing what, and why."""
@@ -74,7 +75,7 @@ def fixed_bucket_layout(
 
 STATE_FORMAT_RECORD = "state-format-{}.json"
 """``<checkpoint>/floodmark/state-format-<n>.json``: format n has written state to this checkpoint (see
-:mod:`floodmark.spark.state_codec`)."""
+:mod:`floodmark.spark.stateful.state_codec`)."""
 
 
 def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str, existing: bool) -> int:
@@ -82,7 +83,8 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
     that a floodmark of a newer state format has written to. Call before the query starts.
 
     A checkpoint keeps the format it was created with (it decides Spark's operators,
-    :mod:`floodmark.spark.bucket_state`): :data:`~floodmark.spark.state_codec.FORMAT` for a new checkpoint, format 1
+    :mod:`floodmark.spark.stateful.bucket_state`): :data:`~floodmark.spark.stateful.state_codec.FORMAT` for a new
+    checkpoint, format 1
     for one created with format 0 or 1 (``existing`` and no record: written before formats were recorded).
 
     :raises state_codec.StateFormatError: the checkpoint records a format this floodmark cannot read.

@@ -1,7 +1,7 @@
 """The JVM map side (``map_side="jvm"``): Spark's own partial aggregation combines the records that are good and
 on time; only those partials and the other records cross to Python.
 
-The Arrow combiner (:class:`~floodmark.spark.combiner.MapSideCombiner`, the default map side) gets every record
+The Arrow combiner (:class:`~floodmark.spark.map_side.combiner.MapSideCombiner`, the default map side) gets every record
 of a batch in Python. Here the combiner's decisions are Spark expressions over the input rows, built from the
 core's concepts:
 
@@ -29,7 +29,7 @@ a ``groupBy`` would not do, since in a streaming query it is a stateful aggregat
 on every column of the input, which is null for the records it combines, so a record it must not combine (bad,
 late, or held by an output time) is a group of its own (``fm_order``, its place in the input:
 ``fm_row_position()``) that passes through whole. One ``mapInArrow`` step after it
-(:class:`~floodmark.spark.combiner.AggregatedInJvm`) turns the groups into PARTIAL and SPLIT_STATS rows and
+(:class:`~floodmark.spark.map_side.combiner.AggregatedInJvm`) turns the groups into PARTIAL and SPLIT_STATS rows and
 hands those records, in input order, to the Arrow combiner, which finds their reasons and keeps them RAW.
 ``tests/spark/test_jvm_combine.py`` holds both map sides equal on random input.
 
@@ -72,7 +72,7 @@ from floodmark.core.windows import GLOBAL_WINDOW, Global, Sliding, Tumbling
 from floodmark.protocol import wire
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.combiner import AggregatedInJvm, MapSideCombiner
+from floodmark.spark.map_side.combiner import AggregatedInJvm, MapSideCombiner
 
 WATERMARK = "fm_batch_watermark"
 PROCESSING_TIME = "fm_batch_processing_time"
@@ -185,7 +185,7 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
 
 def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCombiner) -> DataFrame:
     """``data`` (the input with ``fm_bucket``, the event time in ms and the split) -> ``(fm_bucket, fm_block)`` rows,
-    as :func:`~floodmark.spark.inputs.combined_input` makes them with the Arrow combiner alone."""
+    as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
     windows = window_columns(plan)
     record_columns = data.columns
     ts, on = F.col(plan.ts_column), F.col(_DIRECT)

@@ -1,7 +1,7 @@
 """The ``foreachBatch`` function: route each stage's rows to its outputs, report the batch to the controller.
 
-Each stage's panes, late records and dead letters go to the :class:`~floodmark.spark.sinks.Outputs` it was
-started with (files by default: exactly-once per batch id; see :mod:`floodmark.spark.sinks` for each
+Each stage's panes, late records and dead letters go to the :class:`~floodmark.spark.outputs.sinks.Outputs` it was
+started with (files by default: exactly-once per batch id; see :mod:`floodmark.spark.outputs.sinks` for each
 sink's guarantee). STATS and GAUGE rows go to the driver's :class:`~floodmark.driver.controller.Controller`.
 
 A batch costs one Spark job in the common case: the first stage's pane write (files, a table, at-least-once
@@ -27,10 +27,10 @@ from pyspark.sql.types import StructField, StructType, TimestampType
 from floodmark.driver.controller import BatchReport, Controller
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
-from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
-from floodmark.spark.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
-from floodmark.spark.unpack import OutputReader
+from floodmark.spark.outputs.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
+from floodmark.spark.outputs.unpack import OutputReader
+from floodmark.spark.stateful import batch_entry
 
 OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 """Row kind (``fm_kind``) -> output."""
@@ -38,10 +38,10 @@ OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 
 class StageRoute:
     """Where one stage's rows of a batch go: each kind's rows unpacked from the stage's OUTPUT blocks in its
-    output's columns (:class:`~floodmark.spark.unpack.OutputReader`, one DataFrame operation per output) and
-    written to its sink (:class:`~floodmark.spark.sinks.Outputs`).
+    output's columns (:class:`~floodmark.spark.outputs.unpack.OutputReader`, one DataFrame operation per output) and
+    written to its sink (:class:`~floodmark.spark.outputs.sinks.Outputs`).
 
-    :arg jvm_unpack: unpack with floodmark's JVM generator (:func:`~floodmark.spark.unpack.use_jvm_unpack` said
+    :arg jvm_unpack: unpack with floodmark's JVM generator (:func:`~floodmark.spark.outputs.unpack.use_jvm_unpack` said
         so), else in Python. :arg time_zone: the session's time zone.
     """
 

@@ -1,11 +1,12 @@
-"""The ``transformWithStateInPandas`` processor of a level (:class:`floodmark.spark.levels.StageLevel`), light to
+"""The ``transformWithStateInPandas`` processor of a level (:class:`floodmark.spark.stateful.levels.StageLevel`),
+light to
 unpickle.
 
 Spark 4.3 plans every ``transformWithStateInPandas`` at each query start in a Python process on the driver, which
 unpickles the processor and calls its ``init`` to learn its state variables. This module imports only pyspark's
 streaming API and types, and the processor carries its level pickled, unpickled on its first rows: that process
 does not import pandas, pyarrow or floodmark's operators (~0.4 s per level and query start here). The state
-variables' schemas live here for the same reason (:mod:`floodmark.spark.bucket_state` says what they hold).
+variables' schemas live here for the same reason (:mod:`floodmark.spark.stateful.bucket_state` says what they hold).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 if TYPE_CHECKING:
     import pandas as pd
 
-    from floodmark.spark.levels import StageLevel
+    from floodmark.spark.stateful.levels import StageLevel
 
 BLOB_SCHEMA = StructType([StructField("blob", BinaryType())])
 """A format-1 bucket value, and a chunk of a format-2 part."""
@@ -34,7 +35,8 @@ PART_KEY_SCHEMA = StructType(
 
 
 class LevelStatefulProcessor(StatefulProcessor):
-    """``transformWithStateInPandas`` form of a :class:`~floodmark.spark.levels.StageLevel`: every level in state
+    """``transformWithStateInPandas`` form of a :class:`~floodmark.spark.stateful.levels.StageLevel`: every level
+    in state
     format 2 (``parts``), levels 2 and later in format 1."""
 
     def __init__(self, level: StageLevel, parts: bool) -> None:
@@ -50,7 +52,10 @@ class LevelStatefulProcessor(StatefulProcessor):
             self.blob = handle.getValueState("blob", BLOB_SCHEMA)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        from floodmark.spark.bucket_state import BlobState, PartsState  # the executors' imports, not the driver's
+        from floodmark.spark.stateful.bucket_state import (  # the executors' imports, not the driver's
+            BlobState,
+            PartsState,
+        )
 
         if self._level is None:
             self._level = cloudpickle.loads(self.level_bytes)

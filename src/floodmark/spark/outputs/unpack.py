@@ -1,7 +1,8 @@
 """How the sink reads a stage's rows out of the carrier: the OUTPUT blocks unpacked into an output's columns.
 
 A bucket returns its panes, late records and dead letters as one OUTPUT block (an Arrow IPC stream in its stage's
-:meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`, :mod:`floodmark.spark.levels`). For each output the sink
+:meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`, :mod:`floodmark.spark.stateful.levels`). For each output
+the sink
 keeps the blocks of one stage, the rows of one kind (``fm_kind``: PANE, LATE or BAD) and the output's columns:
 emitted columns by name, and ``window_start_time`` / ``window_end_time``, the window bounds (ms) as timestamps,
 null beyond Spark's timestamp range (the global window's bounds).
@@ -12,7 +13,7 @@ Two implementations of this one step, chosen once per query (:func:`use_jvm_unpa
   reads the blocks with Spark's own ``ArrowColumnVector`` and copies each kept row once. It runs inside the
   batch's JVM tasks: no Python worker, no Arrow -> row conversion of a Python result.
 * **Python** (:class:`UnpackOutput`, a ``mapInArrow`` function), for a session that cannot load the jar (your
-  own session built without :func:`~floodmark.spark.session.configure_spark_with_floodmark`, ``spark-submit``
+  own session built without :func:`~floodmark.spark.driver.session.configure_spark_with_floodmark`, ``spark-submit``
   without ``--jars``). Measured against it on a 100-key stream, the JVM step made a batch ~15% shorter
   (docs/PERFORMANCE.md); ``FLOODMARK_PYTHON_UNPACK=1`` chooses it where the jar loads (to test it).
 

@@ -16,7 +16,7 @@ source does for the partitions it is assigned), until idleness releases it.
 
 The source is Spark's (``spark-sql-kafka-0-10``: offsets in the query's checkpoint, exactly-once reading
 across restarts); it must be on the classpath (``local_session()`` adds it when ``scripts/setup.sh`` has
-fetched it; see :func:`floodmark.spark.session.kafka_connector_jars`).
+fetched it; see :func:`floodmark.spark.driver.session.kafka_connector_jars`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from floodmark.spark.batch_sink import root_cause
-from floodmark.spark.json_lines import parse_json
+from floodmark.spark.outputs.batch_sink import root_cause
 from floodmark.spark.plan import TEXT, corrupt_record_column
+from floodmark.spark.sources.json_lines import parse_json
 
 METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
 """What :func:`read_kafka` adds to the value's fields: the record's partition (int), offset (long), Kafka
@@ -61,7 +61,7 @@ def read_kafka(
     :arg schema: ``value_format="json"``: the value's fields (a ``StructType`` or DDL string); ``"avro"`` and
         ``"confluent-avro"``: the writer's Avro schema as JSON text (a record: its fields become the columns).
     :arg value_format: ``"json"``: one JSON object per value, parsed with ``schema``
-        (:func:`floodmark.spark.json_lines.parse_json`); each value keeps its original text in
+        (:func:`floodmark.spark.sources.json_lines.parse_json`); each value keeps its original text in
         :data:`~floodmark.spark.plan.TEXT` (bytes that are not UTF-8 as ``base64:<the bytes in base64>``), the
         ``record`` of its dead letter whatever made it bad, and a value that is not such an object (broken
         JSON, a field of the wrong type, an empty value) has that text in the corrupt-record column too

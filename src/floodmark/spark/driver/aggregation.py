@@ -21,12 +21,12 @@
     query = agg.start(checkpoint="/tmp/ckpt", output="/tmp/out", trigger_interval="1 second")
 
 Three parts, each with one reason to change: the :class:`~floodmark.core.spec.WindowSpec` (what to compute),
-the :class:`~floodmark.spark.pipeline.SourceTime` (how the input's watermark is made: per-split generators,
+the :class:`~floodmark.spark.driver.pipeline.SourceTime` (how the input's watermark is made: per-split generators,
 idleness, percentile), and the binding to a DataFrame (``event_time``, ``key_by``) with runtime options
 (``max_future_skew``, ``buckets``). The definition is checked against the input's schema when the aggregation
 is created.
 
-It is a thin facade: the query is the :class:`~floodmark.spark.pipeline.Pipeline` of one source
+It is a thin facade: the query is the :class:`~floodmark.spark.driver.pipeline.Pipeline` of one source
 (:data:`SOURCE`) and one stage (:data:`STAGE`), with that stage's outputs directly under ``output``; everything
 about running it (the map-side combiner, the ticks, the stateful operator, the sink, the controller, the
 query handle) is the pipeline's.
@@ -45,10 +45,10 @@ from floodmark.core.windows import Window
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, BatchReport
 from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
-from floodmark.spark.inputs import MapSide
-from floodmark.spark.pipeline import Pipeline, SourceTime
-from floodmark.spark.query import FloodmarkQuery
-from floodmark.spark.sinks import Outputs
+from floodmark.spark.driver.pipeline import Pipeline, SourceTime
+from floodmark.spark.driver.query import FloodmarkQuery
+from floodmark.spark.outputs.sinks import Outputs
+from floodmark.spark.sources.inputs import MapSide
 
 SOURCE, STAGE = AGGREGATION_SOURCE, AGGREGATION_STAGE
 """The names of an aggregation's source and stage in its query's graph (``BatchReport.stages`` has the stage)."""
@@ -69,9 +69,9 @@ class EventTimeAggregation:
         ``None`` disables.
     :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
-        :class:`~floodmark.spark.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
+        :class:`~floodmark.spark.driver.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
     :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see
-        :meth:`Pipeline.source <floodmark.spark.pipeline.Pipeline.source>`).
+        :meth:`Pipeline.source <floodmark.spark.driver.pipeline.Pipeline.source>`).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
     """
 
@@ -108,15 +108,16 @@ class EventTimeAggregation:
         """Start the streaming query.
 
         :arg output: where panes, late records and dead letters go: a root path (Parquet under
-            ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.sinks.Outputs`
+            ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.outputs.sinks.Outputs`
             (files in any format, tables, Kafka topics, your function; each sink states its guarantee).
-        :arg listeners, metrics_port: as for :meth:`Pipeline.start <floodmark.spark.pipeline.Pipeline.start>`.
+        :arg listeners, metrics_port: as for :meth:`Pipeline.start <floodmark.spark.driver.pipeline.Pipeline.start>`.
         """
         return self.pipeline.start(checkpoint, {STAGE: output}, trigger_interval, query_name, listeners, metrics_port)
 
     def explain(self, checkpoint: str, key: Any, window: Window, batch: int | None = None) -> Explanation:
         """Why ``key``'s ``window`` had (not) fired at the end of ``batch`` (default: the last) of the query at
-        ``checkpoint``, running or stopped (:meth:`Pipeline.explain <floodmark.spark.pipeline.Pipeline.explain>`)."""
+        ``checkpoint``, running or stopped (:meth:`Pipeline.explain
+        <floodmark.spark.driver.pipeline.Pipeline.explain>`)."""
         return self.pipeline.explain(checkpoint, key, window, STAGE, batch)
 
     def run_to_completion(

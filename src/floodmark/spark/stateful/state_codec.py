@@ -11,7 +11,7 @@ the snapshot's length (8 bytes, big-endian), then the snapshot as a zstd frame. 
 prefix is format 0: an uncompressed snapshot, as floodmark stored it before session 4.
 
 **State formats** (:data:`FORMAT` is the one this floodmark writes to new checkpoints; where the values live:
-:mod:`floodmark.spark.bucket_state`):
+:mod:`floodmark.spark.stateful.bucket_state`):
 
 * 0: a bucket's snapshot in one value, uncompressed (no header).
 * 1: a bucket's snapshot in one value, compressed behind the header above (session 4 on).
@@ -28,7 +28,7 @@ snapshot's bytes), applied when a bucket's value is read: a checkpoint written b
 migrated bucket by bucket in the first batch that runs each bucket, and written back in :data:`FORMAT`. A value
 in a format newer than :data:`FORMAT` (written by a newer floodmark) is refused by name
 (:class:`StateFormatError`), and so is a checkpoint that records one
-(:func:`floodmark.spark.query.check_state_format`, before the query starts): reading it as an older format would
+(:func:`floodmark.spark.driver.query.check_state_format`, before the query starts): reading it as an older format would
 misread the state.
 
 The checkpoint records every format that has written to it: ``<checkpoint>/floodmark/state-format-<n>.json``,

@@ -35,7 +35,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from floodmark.protocol.files import FileOrder, detect_format, list_files, partition_values
-from floodmark.spark.json_lines import records_of_lines
+from floodmark.spark.sources.json_lines import records_of_lines
 
 SOURCE_NAME = "floodmark_ordered_files"
 
