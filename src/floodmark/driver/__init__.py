@@ -10,7 +10,7 @@
   Prometheus metrics over HTTP (opt in: ``start(metrics_port=...)``);
 * :mod:`.reconciliation` - where every input row went, over a run and per stage;
 * :mod:`.checkpoint_files` - the small file interface they live on (local disk here; Hadoop file systems
-  in :mod:`floodmark.spark.driver.hadoop_files`).
+  in :mod:`floodmark.spark.hadoop_files`).
 
 Plain Python with no Spark import: ``floodmark explain`` reads a finished run's control log with it, and
 the unit tests drive the controller without a session. :mod:`floodmark.spark` calls it from its sink.

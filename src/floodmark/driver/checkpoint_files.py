@@ -10,7 +10,7 @@ Two implementations of one small interface, :class:`CheckpointFiles`:
 
 - :class:`LocalFiles` (here): plain paths, with ``os`` (no Spark needed; the unit
   tests and ``floodmark explain`` on a finished run use it);
-- :class:`floodmark.spark.driver.hadoop_files.HadoopFiles`: URIs with a scheme, through the
+- :class:`floodmark.spark.hadoop_files.HadoopFiles`: URIs with a scheme, through the
   session's Hadoop ``FileSystem`` (py4j), i.e. the same connectors, credentials
   and configuration Spark uses for its own checkpoint.
 

@@ -35,7 +35,7 @@ class ControlLog:
     """A directory of ``<seq>.json`` control entries.
 
     :arg directory: a local path, or a URI when ``files`` is a
-        :class:`~floodmark.spark.driver.hadoop_files.HadoopFiles`.
+        :class:`~floodmark.spark.hadoop_files.HadoopFiles`.
     """
 
     def __init__(self, directory: str | os.PathLike[str], files: CheckpointFiles | None = None) -> None:

@@ -55,8 +55,9 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
+from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
-from floodmark.spark.driver import hadoop_files, python_workers
+from floodmark.spark.driver import python_workers
 from floodmark.spark.driver.query import (
     FloodmarkQuery,
     Launched,

@@ -27,7 +27,7 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
-from floodmark.spark.driver import hadoop_files
+from floodmark.spark import hadoop_files
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.ticks import TickSchedule, schedule_path

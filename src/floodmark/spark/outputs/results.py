@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from floodmark.protocol import output
-from floodmark.spark.driver import hadoop_files
+from floodmark.spark import hadoop_files
 from floodmark.spark.outputs.sinks import DEAD_LETTER, LATE, PANES
 
 RECORD_FIELDS = "record_fields"

@@ -37,7 +37,7 @@ from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
-from floodmark.spark.driver.hadoop_files import HadoopFiles
+from floodmark.spark.hadoop_files import HadoopFiles
 from floodmark.spark.plan import sql_name
 
 PANES, LATE, DEAD_LETTER = "panes", "late", "dead_letter"
