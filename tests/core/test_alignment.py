@@ -9,7 +9,7 @@ from floodmark.core.clock import ManualClock
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks import WatermarkAlignment, WatermarkStrategy
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import Controller, SourceSettings
+from floodmark.driver.controller import Controller, EngineHooks, SourceSettings
 
 MINUTE = 60_000
 
@@ -40,10 +40,10 @@ def test_the_controller_pauses_across_the_sources_of_a_group_and_releases_as_the
     aligned = WatermarkStrategy.for_bounded_out_of_orderness(0).with_watermark_alignment("replay", 10 * MINUTE)
     sources = {"orders": SourceSettings(aligned), "clicks": SourceSettings(aligned)}
     clock = ManualClock(0)
-    controller = Controller(ControlLog(tmp_path), sources, {"join": ["orders", "clicks"]}, clock=clock)
-    controller.ensure_initial_entry()
     told: list[dict[str, frozenset[str]]] = []
-    controller.on_paused = told.append
+    engine = EngineHooks(pause=told.append)
+    controller = Controller(ControlLog(tmp_path), sources, {"join": ["orders", "clicks"]}, clock=clock, engine=engine)
+    controller.ensure_initial_entry()
     assert controller.publish_paused() == {"orders": frozenset(), "clicks": frozenset()}, "no watermark yet"
     # orders/0 replays from an hour behind clicks' partitions.
     first = [stats("orders/0", 10, 0, MINUTE), stats("clicks/0", 10, 60 * MINUTE, 61 * MINUTE)]
@@ -80,9 +80,11 @@ def test_a_group_whose_sources_disagree_on_the_drift_is_refused(tmp_path):
 
 def test_sources_without_alignment_publish_nothing(tmp_path):
     plain = WatermarkStrategy.for_bounded_out_of_orderness(0)
-    controller = Controller.of_aggregation(ControlLog(tmp_path), SourceSettings(plain), clock=ManualClock(0))
+    engine = EngineHooks(pause=lambda paused: pytest.fail("told about pauses without alignment"))
+    controller = Controller.of_aggregation(
+        ControlLog(tmp_path), SourceSettings(plain), clock=ManualClock(0), engine=engine
+    )
     controller.ensure_initial_entry()
-    controller.on_paused = lambda paused: pytest.fail("told about pauses without alignment")
     assert controller.publish_paused() == {}
     assert (
         controller.on_batch(0, [stats("0", 1, 0, 0)], {"aggregation": gauge_rows(None, None, 0)}, {}).paused_splits

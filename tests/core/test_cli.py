@@ -143,7 +143,7 @@ def run_dir(tmp_path):
     log = ControlLog(run / "checkpoint" / "floodmark" / "control")
     controller = Controller.of_aggregation(log, SourceSettings(pipeline.strategy()), clock=clock)
     controller.ensure_initial_entry()
-    controller.end_when_exhausted = lambda: True
+    controller.end_input_when(lambda: True)
     fields = ("fm_count", "fm_min_ts", "fm_max_ts")
     for batch, stats in enumerate([(2, 1_000, 30_000), (1, 70_000, 70_000), None, None]):
         rows = [] if stats is None else [{**dict(zip(fields, stats, strict=True)), "fm_split": "0"}]

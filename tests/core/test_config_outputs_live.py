@@ -102,7 +102,6 @@ def rendered(report: BatchReport) -> str:
 def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one():
     report = BatchReport(
         batch_id=7,
-        seq=7,
         watermark=1_000,
         next_watermark=50_000,
         processing_time=90_000,
@@ -128,7 +127,6 @@ def test_live_view_names_the_split_holding_the_watermark_back_and_the_idle_one()
 def test_live_view_at_the_end_of_input_names_no_holder_and_no_distance_to_the_max_watermark():
     report = BatchReport(
         batch_id=9,
-        seq=9,
         watermark=50_000,
         next_watermark=MAX_TIMESTAMP,
         processing_time=95_000,

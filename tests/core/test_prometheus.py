@@ -122,7 +122,7 @@ def test_a_single_aggregation_scraped_over_http_with_a_replay_counted_once(tmp_p
         assert value(s, "floodmark_last_batch_id") == 1
 
         # The end of input: the stage's watermarks are MAX, exported as +Inf, and nothing is left to wait for.
-        ctl.end_of_input_requested = True
+        ctl.end_input()
         for batch_id in (2, 3):
             clock.advance_to(T0 + 10_000 + batch_id * 1_000)
             metrics(ctl.on_batch(batch_id, [], {AGGREGATION_STAGE: gauge_rows(None, None, 0, 0)}, {}))

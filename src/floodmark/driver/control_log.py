@@ -51,7 +51,7 @@ class ControlLog:
 
     def read(self, seq: int) -> ControlEntry | None:
         text = self.files.read_text(self.path(seq))
-        return None if text is None else ControlEntry(**json.loads(text))
+        return None if text is None else ControlEntry.of(json.loads(text))
 
     def seqs(self) -> list[int]:
         """The sequence numbers present, ascending."""

@@ -45,6 +45,33 @@ KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
 
 
+def _not_known(batch_id: int) -> int | None:
+    return None
+
+
+@dataclass(frozen=True)
+class EngineHooks:
+    """What the engine running a query offers its controller, given at construction (the defaults: an engine
+    that says nothing and asks for nothing, as in tests and ``floodmark explain``).
+
+    :ivar first_batch_id: the first batch this run of the query executes: 0, or the one after the last
+        committed batch on a restart (see :meth:`Controller.ends_input`).
+    :ivar planned_at: when the engine planned a batch (ms), if it says (Spark's offset log).
+    :ivar ticks: where the next batch without input is asked for (the tick source's schedule), or None.
+    :ivar pause: told, before each batch is planned, which splits of each aligned source watermark alignment
+        pauses (``{source: splits}``); None when the engine cannot pause splits.
+    """
+
+    first_batch_id: int = 0
+    planned_at: Callable[[int], int | None] = _not_known
+    ticks: TickRequests | None = None
+    pause: Callable[[dict[str, frozenset[str]]], None] | None = None
+
+
+NO_ENGINE = EngineHooks()
+"""An engine that says nothing and asks for nothing (tests, ``floodmark explain``)."""
+
+
 @dataclass
 class StageReport:
     """What one stage of a query did in one batch (times in ms)."""
@@ -73,7 +100,6 @@ class BatchReport:
     """What one batch did, for metrics and the live view."""
 
     batch_id: int
-    seq: int
     watermark: int
     next_watermark: int
     processing_time: int
@@ -179,6 +205,9 @@ class Controller:
     :arg sources: ``{source: SourceSettings}``. :arg upstreams: ``{stage: [its sources or stages]}``.
     :arg clock: processing time (injected; the wall clock by default).
     :arg metrics_path: a local file each report is appended to (JSON lines), or None.
+    :arg engine: what the engine running the query offers (:class:`EngineHooks`).
+    :arg earlier: the controller of an earlier run of the same query in this process (started again after a
+        failure): its reports and its end-of-input condition carry over.
     """
 
     def __init__(
@@ -188,6 +217,8 @@ class Controller:
         upstreams: dict[str, list[str]],
         clock: Clock | None = None,
         metrics_path: Path | None = None,
+        engine: EngineHooks = NO_ENGINE,
+        earlier: Controller | None = None,
     ) -> None:
         if not sources or not upstreams:
             raise ValueError("a query's graph needs at least one source and one stage")
@@ -196,24 +227,25 @@ class Controller:
         self.upstreams = upstreams
         self.clock = clock or SystemClock()
         self.metrics_path = metrics_path
-        self.end_of_input_requested = False
-        self.end_when_exhausted: Callable[[], bool] | None = None
-        """When set: end the input (next watermark MAX) after a batch with no records, if this also says so."""
-        self.reports: list[BatchReport] = []
-        self.first_batch_id = 0
-        """The first batch this run of the query executes (set by ``start``); see :meth:`ends_input`."""
+        self.engine = engine
+        self.reports: list[BatchReport] = list(earlier.reports) if earlier is not None else []
+        self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
+        self._end_of_input_requested = False
         self.next_entry: ControlEntry | None = None
         """The entry the latest ``on_batch`` wrote (or found) for the next batch."""
-        self.ticks: TickRequests | None = None
-        """Where the next batch without input is asked for (the tick source's schedule), once started."""
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
-        self.planned_at: Callable[[int], int | None] = lambda batch_id: None
-        """When the engine planned a batch (ms), if it says (Spark's offset log: set by the runtime)."""
-        self.running_entry: ControlEntry | None = None
-        self.on_paused: Callable[[dict[str, frozenset[str]]], None] | None = None
-        """Told, before each batch is planned, which splits of each aligned source watermark alignment pauses
-        (``{source: splits}``; set by a runtime that can pause splits: Spark's Kafka source)."""
+        self._running_entry: ControlEntry | None = None
+
+    def end_input(self) -> None:
+        """End the input at the next batch (its watermark MAX: every window fires), whatever the sources still
+        have; never taken back."""
+        self._end_of_input_requested = True
+
+    def end_input_when(self, exhausted: Callable[[], bool]) -> None:
+        """End the input (the next watermark MAX, every window fires) after the first batch that reads nothing,
+        if ``exhausted()`` also says so then (a bounded run); called on the driver from the batch's sink."""
+        self._end_when_exhausted = exhausted
 
     @classmethod
     def of_aggregation(cls, log: ControlLog, source: SourceSettings, **options: Any) -> Controller:
@@ -291,7 +323,8 @@ class Controller:
             now = self.clock.now_ms()
             sources, graph = self._graph(ControlEntry(0, MIN_TIMESTAMP, now))
             stages = graph.input_watermarks()
-            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, False, self._coordinator(sources, graph), {}, stages))
+            coordinator = self._coordinator(sources, graph)
+            self.log.write(ControlEntry(0, MIN_TIMESTAMP, now, coordinator=coordinator, stage_watermarks=stages))
             latest = 0
         entry = self.log.read(latest)
         assert entry is not None
@@ -334,8 +367,8 @@ class Controller:
         return paused
 
     def publish_paused(self, entry: ControlEntry | None = None) -> dict[str, frozenset[str]]:
-        """Tell :attr:`on_paused` which splits to pause for the batch after ``entry`` (default: the latest
-        entry's; a runtime calls this at start, :meth:`on_batch` after each batch); returns them."""
+        """Tell the engine (``EngineHooks.pause``) which splits to pause for the batch after ``entry`` (default: the
+        latest entry's; a runtime calls this at start, :meth:`on_batch` after each batch); returns them."""
         if not self.aligned_sources:
             return {}
         if entry is None:
@@ -343,8 +376,8 @@ class Controller:
             entry = self.log.read(latest) if latest is not None else None
         sources = self._graph(entry)[0] if entry is not None else {}
         paused = self.paused(sources) if entry is not None and not entry.end_of_input else {}
-        if self.on_paused is not None:
-            self.on_paused(paused)
+        if self.engine.pause is not None:
+            self.engine.pause(paused)
         return paused
 
     # ----------------------------------------------------------- the batches
@@ -361,21 +394,21 @@ class Controller:
     def begin_batch(self, batch_id: int) -> ControlEntry:
         """Control entry ``batch_id`` as that batch runs with it (its tasks and :meth:`on_batch`).
 
-        Its processing time becomes the time the engine planned the batch (:attr:`planned_at`) when that is
+        Its processing time becomes the time the engine planned the batch (``EngineHooks.planned_at``) when that is
         later: the entry was written when the previous batch ended, which is long before after an idle stretch
         (batches without input run only when needed: :mod:`floodmark.driver.next_batch`). Spark logs that time
         with the batch's offsets (``batchTimestampMs``), so a replayed batch gets the same value.
         """
         entry = self.entry_for_batch(batch_id)
-        planned = self.planned_at(batch_id)
+        planned = self.engine.planned_at(batch_id)
         if planned is not None and planned > entry.processing_time:
             entry = replace(entry, processing_time=planned)
-        self.running_entry = entry
+        self._running_entry = entry
         return entry
 
     def running(self, batch_id: int) -> ControlEntry:
         """The entry batch ``batch_id`` runs with (:meth:`begin_batch`'s, or the logged one)."""
-        entry = self.running_entry
+        entry = self._running_entry
         return entry if entry is not None and entry.seq == batch_id else self.entry_for_batch(batch_id)
 
     def ends_input(self, entry: ControlEntry, batch_id: int, records: int, bad: int) -> bool:
@@ -383,13 +416,13 @@ class Controller:
         ``records`` good records and ``bad`` dead letters."""
         # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
         # did not exist yet: reading nothing there says nothing about the input now.
-        read_nothing = records == 0 and not bad and batch_id > self.first_batch_id
-        exhausted = self.end_when_exhausted is not None and read_nothing
-        if exhausted and not self.end_of_input_requested:
-            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch:
-            # a request made directly (end_of_input_requested = True) is never taken back.
-            self.end_of_input_requested = bool(self.end_when_exhausted())
-        return entry.end_of_input or self.end_of_input_requested
+        read_nothing = records == 0 and not bad and batch_id > self.engine.first_batch_id
+        exhausted = self._end_when_exhausted is not None and read_nothing
+        if exhausted and not self._end_of_input_requested:
+            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch,
+            # as end_input's.
+            self._end_of_input_requested = bool(self._end_when_exhausted())
+        return entry.end_of_input or self._end_of_input_requested
 
     def on_batch(
         self,
@@ -426,14 +459,13 @@ class Controller:
         next_inputs = graph.advance(watermarks, holds)
         written = self.write_next(
             ControlEntry(
-                batch_id + 1,
-                min(next_inputs.values()),
-                now,
-                end,
-                self._coordinator(sources, graph),
-                {},
-                next_inputs,
-                buckets.snapshot(),
+                seq=batch_id + 1,
+                watermark=min(next_inputs.values()),
+                processing_time=now,
+                end_of_input=end,
+                coordinator=self._coordinator(sources, graph),
+                stage_watermarks=next_inputs,
+                buckets=buckets.snapshot(),
             )
         )
         self.plan_next_batch(now, written, buckets, list(sources.values()), flushed=entry.watermark == MAX_TIMESTAMP)
@@ -458,7 +490,6 @@ class Controller:
         last = [stage_reports[s] for s in graph.order if not graph.downstream(s)]
         report = BatchReport(
             batch_id=batch_id,
-            seq=batch_id,
             watermark=entry.watermark,
             next_watermark=written.watermark,
             processing_time=entry.processing_time,
@@ -504,12 +535,12 @@ class Controller:
     ) -> None:
         """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`);
         ``flushed``: the batch just run had watermark MAX at every stage."""
-        bounded = self.end_when_exhausted is not None or self.end_of_input_requested or written.end_of_input
+        bounded = self._end_when_exhausted is not None or self._end_of_input_requested or written.end_of_input
         self.next_batch = next_batch(
             now, written.stage_watermarks, written.processing_time, gauges, sources, bounded, flushed=flushed
         )
-        if self.ticks is not None:
-            self.ticks.request(self.next_batch.at - now)
+        if self.engine.ticks is not None:
+            self.engine.ticks.request(self.next_batch.at - now)
 
     def record(self, report: BatchReport, first_dead_letter: Callable[[], str | None] | None = None) -> BatchReport:
         """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters

@@ -35,9 +35,15 @@ class ControlEntry:
     processing_time: int
     end_of_input: bool = False
     coordinator: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
     stage_watermarks: dict[str, int] = field(default_factory=dict)
     buckets: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fields: dict[str, Any]) -> ControlEntry:
+        """The entry whose JSON fields are ``fields``; a field entries no longer have (``metrics``, always
+        empty, in checkpoints written before it was dropped) is ignored."""
+        known = {name: value for name, value in fields.items() if name in cls.__dataclass_fields__}
+        return cls(**known)
 
     def watermark_for(self, stage: str) -> int:
         """The input watermark of ``stage`` for this batch (ms)."""

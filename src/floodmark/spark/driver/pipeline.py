@@ -48,7 +48,7 @@ from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchReport, Controller, SourceSettings
+from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.prometheus import PrometheusMetrics
@@ -64,11 +64,13 @@ from floodmark.spark.driver.query import (
     check_locations,
     check_state_format,
     control_log,
+    engine_hooks,
     fixed_bucket_layout,
     shuffle_partitions,
     start_query,
 )
 from floodmark.spark.driver.session import check_session
+from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
 from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.outputs.unpack import use_jvm_unpack
@@ -255,8 +257,12 @@ class Pipeline:
         return plans
 
     # ---------------------------------------------------------------- running
-    def build(self, checkpoint: str, spark: SparkSession) -> tuple[DataFrame, Controller, dict[str, p.RuntimePlan]]:
-        """The streaming DataFrame of carrier rows (before the sink), its controller and the stages' plans."""
+    def build(
+        self, checkpoint: str, spark: SparkSession, earlier: Controller | None = None
+    ) -> tuple[DataFrame, Controller, dict[str, p.RuntimePlan], SparkCheckpoint]:
+        """The streaming DataFrame of carrier rows (before the sink), its controller (``earlier``: the controller
+        of this query's previous run in this process, whose reports carry over), the stages' plans and Spark's
+        checkpoint of the query."""
         plans = self.plans(spark)
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
@@ -268,9 +274,10 @@ class Pipeline:
             n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n), state_format=state_format)
             for n, plan in plans.items()
         }
-        controller = self._controller(log, metrics)
+        engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
+        controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
-        self._align(controller)
+        controller.publish_paused()
         order = graph.order
         bucket_count = layout.count
         names = F.array(*[F.lit(n) for n in order])
@@ -319,17 +326,19 @@ class Pipeline:
             else:
                 processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
                 rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
-        return rows, controller, plans
+        return rows, controller, plans, spark_checkpoint
 
-    def _align(self, controller: Controller) -> None:
-        """Let watermark alignment pause the Kafka partitions of the sources that ask for it (before the first
-        batch is planned: a restart resumes the pauses of its last control entry).
+    def _pause(self) -> Callable[[dict[str, frozenset[str]]], None] | None:
+        """How watermark alignment pauses the Kafka partitions of the sources that ask for it (None: no source
+        does); the controller tells it before every batch is planned, the first included (a restart resumes the
+        pauses of its last control entry).
 
         :raises ValueError: an aligned source is not a topic read by ``read_kafka`` with floodmark's jar, or its
             splits are not the Kafka partitions.
         """
         keys: dict[str, list[str]] = {}
-        for name in controller.aligned_sources:
+        aligned = [name for name, source in self.sources.items() if source.time.watermarks.alignment is not None]
+        for name in aligned:
             source = self.sources[name]
             keys[name] = alignment_keys(source.frame)
             if not keys[name]:
@@ -343,7 +352,7 @@ class Pipeline:
                     f"(SourceTime(split='partition')), not {source.time.split!r}"
                 )
         if not keys:
-            return
+            return None
         spark = next(iter(self.sources.values())).frame.sparkSession
 
         def pause(paused: dict[str, frozenset[str]]) -> None:
@@ -351,19 +360,23 @@ class Pipeline:
                 for key in keys[name]:
                     pause_partitions(spark, key, splits)
 
-        controller.on_paused = pause
-        controller.publish_paused()
+        return pause
 
     @staticmethod
     def _settings(source: Source) -> SourceSettings:
         time = source.time
         return SourceSettings(time.watermarks, time.periodic_interval, time.percentile, time.known_splits)  # type: ignore[arg-type]
 
-    def _controller(self, log: ControlLog, metrics_path: Path | None = None) -> Controller:
+    def _controller(
+        self,
+        log: ControlLog,
+        metrics_path: Path | None = None,
+        engine: EngineHooks = NO_ENGINE,
+        earlier: Controller | None = None,
+    ) -> Controller:
         sources = {name: self._settings(s) for name, s in self.sources.items()}
-        return Controller(
-            log, sources, {s.name: list(s.upstream) for s in self.stages.values()}, metrics_path=metrics_path
-        )
+        upstreams = {s.name: list(s.upstream) for s in self.stages.values()}
+        return Controller(log, sources, upstreams, metrics_path=metrics_path, engine=engine, earlier=earlier)
 
     def explain(
         self, checkpoint: str, key: Any, window: Window, stage: str | None = None, batch: int | None = None
@@ -414,14 +427,14 @@ class Pipeline:
         split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
         null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
 
-        def launch() -> Launched:
+        def launch(earlier: Controller | None = None) -> Launched:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
-            frame, controller, plans = self.build(checkpoint, spark)
+            frame, controller, plans, spark_checkpoint = self.build(checkpoint, spark, earlier)
             time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
             sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
             null_splits.source_of = controller.source_of
             sink.listeners.extend([null_splits, *listeners, *([metrics] if metrics is not None else [])])
-            query, spark_checkpoint = start_query(frame, sink, controller, checkpoint, trigger_interval, query_name)
+            query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
             return Launched(query, controller, spark_checkpoint)
 
         try:

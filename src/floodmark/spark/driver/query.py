@@ -21,8 +21,9 @@ from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
+from floodmark.driver.checkpoint_files import CheckpointFiles
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchReport, Controller
+from floodmark.driver.controller import BatchReport, Controller, EngineHooks
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.explain.stage import explain_stage
@@ -109,16 +110,28 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
     return writing
 
 
+def engine_hooks(
+    checkpoint: str, controller_files: CheckpointFiles, pause: Callable[[dict[str, frozenset[str]]], None] | None
+) -> tuple[EngineHooks, SparkCheckpoint]:
+    """What Spark offers the controller of the query at ``checkpoint`` (whose control log is on
+    ``controller_files``): the first batch it runs and when it planned each batch (Spark's checkpoint), the tick
+    source's schedule, and ``pause`` (watermark alignment's, or None)."""
+    spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller_files)
+    ticks = TickSchedule(schedule_path(checkpoint))
+    hooks = EngineHooks(spark_checkpoint.first_batch_id(), spark_checkpoint.planned_at, ticks, pause)
+    return hooks, spark_checkpoint
+
+
 def start_query(
     frame: DataFrame,
     sink: Callable[[DataFrame, int], None],
     controller: Controller,
-    checkpoint: str,
+    spark_checkpoint: SparkCheckpoint,
     trigger_interval: str,
     query_name: str | None,
-) -> tuple[StreamingQuery, SparkCheckpoint]:
-    """Start ``frame`` into the ``foreachBatch`` ``sink`` with the control entry of its first batch."""
-    spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller.log.files)
+) -> StreamingQuery:
+    """Start ``frame`` into the ``foreachBatch`` ``sink`` with the control entry of its first batch (the
+    controller's engine hooks are Spark's: :func:`engine_hooks`)."""
     writer = (
         frame.writeStream.foreachBatch(sink)
         .option("checkpointLocation", spark_checkpoint.directory)
@@ -128,16 +141,14 @@ def start_query(
         writer = writer.queryName(query_name)
     # The query's thread inherits this thread's job properties when it is created: that is how the first
     # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
-    first = spark_checkpoint.first_batch_id()
-    controller.first_batch_id = first
-    controller.planned_at = spark_checkpoint.planned_at
-    controller.ticks = TickSchedule(schedule_path(checkpoint))
-    controller.ticks.request(0)  # the first batch runs at once, input or not
+    first = controller.engine.first_batch_id
+    if controller.engine.ticks is not None:
+        controller.engine.ticks.request(0)  # the first batch runs at once, input or not
     context = frame.sparkSession.sparkContext
     previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
     batch_entry.publish(context, controller.entry_for_batch(first))
     try:
-        return writer.start(), spark_checkpoint
+        return writer.start()
     finally:
         context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
 
@@ -193,7 +204,7 @@ class FloodmarkQuery:
         stages: dict[str, WindowedStage],
         spark: SparkSession,
         metrics: PrometheusMetrics | None = None,
-        relaunch: Callable[[], Launched] | None = None,
+        relaunch: Callable[[Controller], Launched] | None = None,
     ) -> None:
         self._launched = launched
         self.stage_outputs = stage_outputs
@@ -249,12 +260,10 @@ class FloodmarkQuery:
                 MAX_RESTARTS,
             )
             try:
-                again = self._relaunch()
+                again = self._relaunch(launched.controller)  # its reports and end condition carry over
             except Exception as failure:  # the handle's waits raise the first error; say why this one came
                 _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
                 return
-            again.controller.reports[:0] = launched.controller.reports
-            again.controller.end_when_exhausted = launched.controller.end_when_exhausted
             self._launched = again
 
     def _settle_restart(self) -> None:
@@ -450,7 +459,7 @@ class FloodmarkQuery:
             the batch's sink. By default: Spark's offset log shows the batch planned no new input (only the
             ticks moved; an empty file in the middle of the input still moves its source).
         """
-        self.controller.end_when_exhausted = exhausted or self.spark_checkpoint.planned_no_new_input
+        self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
         deadline = time.monotonic() + timeout_s
         while not any(report.watermark == MAX_TIMESTAMP for report in self.reports[-1:]):
             self._check()

@@ -43,7 +43,6 @@ def encode(entry: ControlEntry) -> str:
     """What the tasks need of ``entry`` (not the coordinator's snapshot, which only the driver reads)."""
     fields = asdict(entry)
     fields.pop("coordinator")
-    fields.pop("metrics")
     return json.dumps(fields, separators=(",", ":"))
 
 
@@ -95,7 +94,7 @@ def entry_for_batch(text: str | None, batch_id: int) -> ControlEntry:
             f"micro-batch {batch_id} carries no floodmark control entry: the query must be started with "
             f"EventTimeAggregation.start() (classic PySpark, pinned threads: the default)"
         )
-    entry = ControlEntry(**json.loads(text))
+    entry = ControlEntry.of(json.loads(text))
     if entry.seq != batch_id:
         raise RuntimeError(f"micro-batch {batch_id} carries floodmark control entry {entry.seq}, not its own")
     return entry
