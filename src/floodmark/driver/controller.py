@@ -440,14 +440,8 @@ class Controller:
         entry = self.running(batch_id)
         sources, graph = self._graph(entry)
         merged = merge_split_stats(stats)
-        per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}
-        for label, (c, lo, hi) in merged.items():
-            name, split = self.source_of(label)
-            per_source[name].append(SplitBatchStats(split, c, lo, hi))
         now = max(self.clock.now_ms(), entry.processing_time)
-        for name, source in sources.items():
-            source.on_batch(per_source[name])
-            source.advance_processing_time(now)
+        self._feed_sources(sources, merged, now)
         records = sum(c for c, _, _ in merged.values())
         bad_in = sum(counts.get(stage, {}).get(wire.BAD, 0) for stage in graph.order if graph.levels[stage] == 1)
         end = self.ends_input(entry, batch_id, records, bad_in)
@@ -455,8 +449,7 @@ class Controller:
         buckets = BucketGauges(entry.buckets)
         for stage, rows in gauges.items():
             buckets.update(stage, rows)
-        holds = {stage: buckets.lowest(stage, wire.HOLD) for stage in graph.order}
-        next_inputs = graph.advance(watermarks, holds)
+        next_inputs = graph.advance(watermarks, {stage: buckets.lowest(stage, wire.HOLD) for stage in graph.order})
         written = self.write_next(
             ControlEntry(
                 seq=batch_id + 1,
@@ -470,23 +463,10 @@ class Controller:
         )
         self.plan_next_batch(now, written, buckets, list(sources.values()), flushed=entry.watermark == MAX_TIMESTAMP)
         paused = self.publish_paused(written)
-        stage_reports = {}
-        for stage in graph.order:
-            rows = gauges.get(stage, [])
-            pending = buckets.values(stage, wire.OLDEST_PENDING)
-            stage_counts = counts.get(stage, {})
-            stage_reports[stage] = StageReport(
-                input_watermark=entry.stage_watermarks[stage],
-                output_watermark=graph.watermarks[stage].output_watermark,
-                next_input_watermark=written.stage_watermarks[stage],
-                panes=stage_counts.get(wire.PANE, 0),
-                late=stage_counts.get(wire.LATE, 0),
-                bad=stage_counts.get(wire.BAD, 0),
-                accepted=sum(int(g.get(wire.ACCEPTED) or 0) for g in rows),
-                open_windows=buckets.total(stage, wire.OPEN_WINDOWS),
-                oldest_pending=min(pending) if pending else None,
-                processing_time=entry.processing_time,
-            )
+        stage_reports = {
+            stage: self._stage_report(stage, entry, written, graph, buckets, gauges.get(stage, []), counts)
+            for stage in graph.order
+        }
         last = [stage_reports[s] for s in graph.order if not graph.downstream(s)]
         report = BatchReport(
             batch_id=batch_id,
@@ -516,6 +496,44 @@ class Controller:
             ),
         )
         return self.record(report, first_dead_letter)
+
+    def _feed_sources(
+        self, sources: dict[str, SourceWatermarks], merged: dict[str, tuple[int, int, int]], now: int
+    ) -> None:
+        """Each source's split statistics of the batch (``merged``: by split label), then processing time ``now``."""
+        per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}
+        for label, (count, low, high) in merged.items():
+            name, split = self.source_of(label)
+            per_source[name].append(SplitBatchStats(split, count, low, high))
+        for name, source in sources.items():
+            source.on_batch(per_source[name])
+            source.advance_processing_time(now)
+
+    @staticmethod
+    def _stage_report(
+        stage: str,
+        entry: ControlEntry,
+        written: ControlEntry,
+        graph: StageGraph,
+        buckets: BucketGauges,
+        rows: list[dict[str, Any]],
+        counts: dict[str, dict[str, int]],
+    ) -> StageReport:
+        """What ``stage`` did in the batch that ran with ``entry`` (``written``: the next one)."""
+        pending = buckets.values(stage, wire.OLDEST_PENDING)
+        stage_counts = counts.get(stage, {})
+        return StageReport(
+            input_watermark=entry.stage_watermarks[stage],
+            output_watermark=graph.watermarks[stage].output_watermark,
+            next_input_watermark=written.stage_watermarks[stage],
+            panes=stage_counts.get(wire.PANE, 0),
+            late=stage_counts.get(wire.LATE, 0),
+            bad=stage_counts.get(wire.BAD, 0),
+            accepted=sum(int(g.get(wire.ACCEPTED) or 0) for g in rows),
+            open_windows=buckets.total(stage, wire.OPEN_WINDOWS),
+            oldest_pending=min(pending) if pending else None,
+            processing_time=entry.processing_time,
+        )
 
     def write_next(self, entry: ControlEntry) -> ControlEntry:
         """Write entry N+1 (a replayed batch keeps the one its first attempt wrote); prune the oldest."""
