@@ -113,7 +113,7 @@ def test_status_after_firing_lateness_and_expiry():
     e = explain_window(sp, "k", WINDOW, src, op)
     assert e.status is WindowStatus.DUE and e.combined_watermark == 1_049 and e.operator_watermark == 449
     assert any("lags" in note for note in e.notes)
-    panes = feed(op, src, 200).panes
+    panes = feed(op, src, 200).all_panes()
     assert [p.timing.value for p in panes] == ["ON_TIME"]
     e = explain_window(sp, "k", WINDOW, src, op)
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE
@@ -188,7 +188,7 @@ def test_late_but_within_allowed_lateness_without_state():
     assert e.status is WindowStatus.NO_DATA
     assert "late but within the allowed lateness" in e.fires_when and "LATE pane at once" in e.fires_when
     # A late record then fires a LATE pane and the window stays open for more until the horizon.
-    assert [p.timing.value for p in op.add_records(RecordBatch.from_elements([(None, 5)], "other-key")).panes] == [
+    assert [p.timing.value for p in op.add_records(RecordBatch.from_elements([(None, 5)], "other-key")).all_panes()] == [
         "LATE"
     ]
     e = explain_window(sp, "other-key", WINDOW, src, op)

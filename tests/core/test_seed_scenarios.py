@@ -20,8 +20,8 @@ def run_single_event_then_silence(strategy, seconds=600):
     for now in range(200, seconds * 1000 + 1, 200):
         watermark = source.advance_processing_time(now)
         emitted = operator.advance_watermark(watermark)
-        if emitted.panes:
-            return now, emitted.panes
+        if emitted.pane_count():
+            return now, emitted.all_panes()
     return None, []
 
 
@@ -48,7 +48,7 @@ def test_idle_split_holds_back_unless_idleness_is_configured():
             source.on_event("0", None, event_time)
             source.on_event("1", None, event_time)
             operator.add_records(RecordBatch.from_elements([(None, event_time)], key="k"))
-            if operator.advance_watermark(source.advance_processing_time(now)).panes:
+            if operator.advance_watermark(source.advance_processing_time(now)).pane_count():
                 return True
         return False
 

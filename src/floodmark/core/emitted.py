@@ -16,37 +16,34 @@ from floodmark.core.windows import Window
 class Emitted:
     """What one operator call produced.
 
-    Panes come as :class:`Pane` objects (``panes``, the general operator) or as
-    pandas frames (``pane_frames``, the columnar operator: columns ``key``,
-    ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``pane_index``,
-    ``nonspeculative_index``, ``is_last`` and ``value`` or ``value.<name>``), so
-    that runtimes never build a Python object per pane. :meth:`all_panes` gives
-    both as objects, in order.
+    Panes come in one form, whichever firing policy made them: pandas frames (``pane_frames``, one per firing
+    step: columns ``key``, ``window_start``, ``window_end``, ``timestamp``, ``timing``, ``pane_index``,
+    ``nonspeculative_index``, ``is_last``, and ``value`` (one aggregate) or ``value.<name>`` (a named
+    aggregate, one column per name): numbers as numeric columns, other results as objects), so that runtimes
+    never build a Python object per pane. :meth:`all_panes` gives them as :class:`Pane` objects, in order.
 
     ``accepted`` counts the (record, window) pairs this call added to windows (each is counted in the panes
     its window fires); with ``late`` (one per pair kept out) and ``bad`` (one per record) it accounts for every
     record handed in: the run's reconciliation.
     """
 
-    panes: list[Pane] = field(default_factory=list)
     late: list[LateRecord] = field(default_factory=list)
     bad: list[BadRecord] = field(default_factory=list)
     pane_frames: list[pd.DataFrame] = field(default_factory=list)
     accepted: int = 0
 
     def extend(self, other: Emitted) -> None:
-        self.panes.extend(other.panes)
         self.late.extend(other.late)
         self.bad.extend(other.bad)
         self.pane_frames.extend(other.pane_frames)
         self.accepted += other.accepted
 
     def pane_count(self) -> int:
-        return len(self.panes) + sum(len(f) for f in self.pane_frames)
+        return sum(len(f) for f in self.pane_frames)
 
     def all_panes(self) -> list[Pane]:
-        """Every pane as a :class:`Pane` object (frames converted, in order after ``panes``)."""
-        panes = list(self.panes)
+        """Every pane as a :class:`Pane` object, in order (a missing or NaN value is None)."""
+        panes = []
         for frame in self.pane_frames:
             value_columns = [c for c in frame.columns if c == "value" or c.startswith("value.")]
             for row in frame.to_dict("records"):

@@ -108,7 +108,7 @@ class StagedPipeline:
 
     def panes(self, name: str | None = None) -> list[Pane]:
         """Panes of stage ``name`` (default: the last stage)."""
-        return self.results[name or self.stages[-1].name].emitted.panes
+        return self.results[name or self.stages[-1].name].emitted.all_panes()
 
     def _index(self, name: str) -> int:
         for i, stage in enumerate(self.stages):
@@ -130,8 +130,9 @@ class StagedPipeline:
             else:
                 upstream = self.stages[i - 1].name
                 upstream_watermark = self.watermarks[i - 1].output_watermark
-                if carried is not None and carried.panes:
-                    emitted.extend(operator.add_records(self._records_from(self.stages[i - 1], carried.panes)))
+                carried_panes = carried.all_panes() if carried is not None else []
+                if carried_panes:
+                    emitted.extend(operator.add_records(self._records_from(self.stages[i - 1], carried_panes)))
             marks.update_upstream(upstream, upstream_watermark)
             emitted.extend(operator.advance_watermark(marks.input_watermark))
             marks.update_output(operator.output_hold())
@@ -216,23 +217,6 @@ def stage_named(stages: Sequence[str], name: str | None, owner: str, how: str = 
 def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequence[str]) -> pd.DataFrame:
     """Every pane of ``emitted`` as a row: key columns, :data:`PANE_ROW_COLUMNS`, aggregate columns."""
     parts = []
-    if emitted.panes:
-        panes = emitted.panes
-        parts.append(
-            pd.DataFrame(
-                {
-                    "key": _objects([p.key for p in panes]),
-                    output.WINDOW_START: [p.window.start for p in panes],
-                    output.WINDOW_END: [p.window.end for p in panes],
-                    output.PANE_TIMESTAMP: [p.timestamp for p in panes],
-                    output.TIMING: [p.timing.value for p in panes],
-                    output.PANE_INDEX: [p.pane_index for p in panes],
-                    output.NONSPECULATIVE_INDEX: [p.nonspeculative_index for p in panes],
-                    output.IS_LAST: [p.is_last for p in panes],
-                    **{name: [p.value[name] for p in panes] for name in result_names},
-                }
-            )
-        )
     for frame in emitted.pane_frames:
         if len(frame):
             renamed = {"timestamp": output.PANE_TIMESTAMP}  # the columnar panes' name for it

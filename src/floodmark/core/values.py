@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,16 @@ import pandas as pd
 def unwrap(value: Any) -> Any:
     """``value`` with a numpy scalar turned into the Python scalar it holds (anything else unchanged)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def object_array(values: Iterable[Any]) -> np.ndarray:
+    """``values`` as a 1-d object array, one element each (a list or a tuple stays one element, where
+    ``np.array`` would make a 2-d array of equal-length lists)."""
+    items = list(values)
+    array = np.empty(len(items), dtype=object)
+    for i, value in enumerate(items):
+        array[i] = value
+    return array
 
 
 def plain(value: Any, integral: bool = False) -> Any:

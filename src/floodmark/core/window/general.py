@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from floodmark.core.aggregates import Aggregate, add_columns
+from floodmark.core.aggregates import Aggregate, Several, add_columns
 from floodmark.core.assign import Assigned
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.records import LateReason, RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.triggers import TriggerContext
+from floodmark.core.values import object_array
 from floodmark.core.window.policy import OperatorTime
 from floodmark.core.window.sessions import merge_record
 from floodmark.core.window.table import WindowTable
@@ -106,8 +107,7 @@ class GeneralPolicy:
                 is_last.append(True)
             (collected if collect else kept).append(row)
         if firing:
-            emitted, values = self.table.emit(np.array(firing), watermark, np.array(is_last))
-            out.panes.extend(self.table.panes(emitted, values))
+            out.pane_frames.append(self._emit(np.array(firing), np.array(is_last)))
         for row in finished:
             self._close(row)
         for row in collected:
@@ -208,10 +208,18 @@ class GeneralPolicy:
     def _fire(self, row: int, ctx: TriggerContext, out: Emitted) -> None:
         c = self.table.cols
         finished = self.spec.trigger.on_fire(c["trigger"][row], ctx)
-        firing, values = self.table.emit(np.array([row]), self.time.watermark, np.array([finished]))
-        out.panes.extend(self.table.panes(firing, values))
+        out.pane_frames.append(self._emit(np.array([row]), np.array([finished])))
         if finished:
             self._close(row)
+
+    def _emit(self, rows: np.ndarray, is_last: np.ndarray) -> pd.DataFrame:
+        """Fire ``rows`` (distinct): their panes as a frame, the aggregate's results as object columns (a named
+        aggregate's result, a dict, one column per name)."""
+        firing, values = self.table.emit(rows, self.time.watermark, is_last)
+        aggregate = self.spec.aggregate
+        names = list(aggregate.parts) if isinstance(aggregate, Several) else [None]
+        results = {name or "value": object_array(v if name is None else v[name] for v in values) for name in names}
+        return self.table.pane_frame(firing, results, single=names == [None])
 
     def _close(self, row: int) -> None:
         """The trigger finished: the window refuses records until garbage collection; its values go."""

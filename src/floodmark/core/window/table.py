@@ -50,7 +50,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from floodmark.core.panes import AccumulationMode, Pane, Timing
+from floodmark.core.panes import AccumulationMode, Timing
 from floodmark.core.time import format_instant
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window, horizon, max_timestamp, window_expired, window_reached
@@ -533,7 +533,8 @@ class WindowTable:
 
     # ---------------------------------------------------------------- output
     def pane_frame(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> pd.DataFrame:
-        """The emitted panes of ``firing`` as a frame (``Emitted.pane_frames``); ``results`` per firing."""
+        """The emitted panes of ``firing`` as a frame (``Emitted.pane_frames``): ``results`` per firing, one
+        1-d array per aggregate name (``single``: one aggregate, the column ``value``)."""
         keep = firing.emitted
         rows = firing.rows[keep]
         keys = np.empty(len(rows), dtype=object)
@@ -554,26 +555,6 @@ class WindowTable:
         # consolidating them into 2-d blocks, which cost ~0.45 s per million panes.
         return pd.DataFrame(columns, copy=False)
 
-    def panes(self, firing: Firing, values: Sequence[Any]) -> list[Pane]:
-        """The emitted panes of ``firing`` as :class:`Pane` objects; ``values`` per firing."""
-        panes = []
-        for i in np.flatnonzero(firing.emitted).tolist():
-            row = int(firing.rows[i])
-            panes.append(
-                Pane(
-                    key=self.keys[row],
-                    window=self.window(row),
-                    value=values[i],
-                    timestamp=int(firing.timestamp[i]),
-                    timing=Timing(TIMING_NAMES[firing.timing[i]]),
-                    pane_index=int(firing.pane_index[i]),
-                    nonspeculative_index=int(firing.nonspeculative_index[i]),
-                    is_last=bool(firing.is_last[i]),
-                )
-            )
-        return panes
-
-    # ---------------------------------------------------------------- gauges
     def output_hold(self) -> int | None:
         """The lowest output timestamp a pending pane will carry (holds the stage's output watermark), or None."""
         c = self.cols

@@ -33,7 +33,7 @@ from pyspark.sql.types import StringType
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.pipeline import frame_records, key_array
-from floodmark.core.values import plain
+from floodmark.core.values import object_array, plain
 from floodmark.core.window import advance
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
@@ -156,23 +156,6 @@ class WindowBucketProcessor:
 
     def _emitted(self, emitted: Emitted, data: pd.DataFrame) -> list[dict]:
         rows = []
-        names = self.plan.result_names
-        result_types = dict(self.plan.result_types)
-        for pane in emitted.panes:
-            row = {
-                wire.KIND: wire.PANE,
-                output.WINDOW_START: pane.window.start,
-                output.WINDOW_END: pane.window.end,
-                output.PANE_TIMESTAMP: pane.timestamp,
-                output.TIMING: pane.timing.value,
-                output.PANE_INDEX: pane.pane_index,
-                output.NONSPECULATIVE_INDEX: pane.nonspeculative_index,
-                output.IS_LAST: pane.is_last,
-            }
-            row.update(self._key_dict(pane.key))
-            for name in names:
-                row[name] = result_value(pane.value[name], result_types[name])
-            rows.append(row)
         if emitted.late:
             positions = np.array([int(r.value) for r in emitted.late], dtype=np.int64)
             for late, record in zip(
@@ -210,8 +193,9 @@ class WindowBucketProcessor:
         return rows
 
     def _pane_columns(self, frame: pd.DataFrame) -> dict[str, Any]:
-        """Columnar panes (see ``Emitted.pane_frames``) as the row form's columns, without a Python object per
-        pane."""
+        """The operator's panes (see ``Emitted.pane_frames``) as the row form's columns, without a Python object
+        per pane; results that are not numbers (lists, a user aggregate's values) conformed to their Spark
+        types one by one."""
         columns: dict[str, Any] = {wire.KIND: wire.PANE}
         integral = self.plan.integral_columns
         if len(self.plan.key_columns) == 1:
@@ -232,8 +216,12 @@ class WindowBucketProcessor:
         columns[output.PANE_INDEX] = frame["pane_index"].to_numpy()
         columns[output.NONSPECULATIVE_INDEX] = frame["nonspeculative_index"].to_numpy()
         columns[output.IS_LAST] = frame["is_last"].to_numpy(dtype=bool)
+        result_types = dict(self.plan.result_types)
         for name in self.plan.result_names:
-            columns[name] = frame[f"value.{name}"].to_numpy()
+            values = frame[f"value.{name}"].to_numpy()
+            if values.dtype == object:
+                values = object_array(result_value(v, result_types[name]) for v in values.tolist())
+            columns[name] = values
         return columns
 
     def close(self) -> None:
