@@ -2,8 +2,8 @@
 
 Spark runs a micro-batch when one of the query's sources has new data. floodmark unions its input with
 tick rows, one per state bucket, so that every bucket runs in a batch that needs it even without input
-(:mod:`floodmark.driver.next_batch` says when). Until session 10 Spark's ``rate-micro-batch`` source gave
-ticks at every trigger: an idle query ran a whole batch per trigger and kept a core busy. This source gives
+(:mod:`floodmark.driver.next_batch` says when). Spark's own ``rate-micro-batch`` source would give ticks at
+every trigger: an idle query would run a whole batch per trigger and keep a core busy. This source gives
 them when the driver asked: after each batch the controller writes a request, ``{"seq": s, "due": t}``
 (:class:`TickSchedule`), into a small local file, and the source reads it at every trigger.
 

@@ -8,16 +8,16 @@ flags: zstd makes them ~20x smaller in ~1-2 ms per MiB (measured: 1.8 MB ->
 
 **Value layout**: ``b"fmz"``, one byte naming the state format (``0x30 + format``: ASCII ``"1"`` for format 1),
 the snapshot's length (8 bytes, big-endian), then the snapshot as a zstd frame. A value without the ``b"fmz"``
-prefix is format 0: an uncompressed snapshot, as floodmark stored it before session 4.
+prefix is format 0: an uncompressed snapshot, as the first floodmark checkpoints stored it.
 
 **State formats** (:data:`FORMAT` is the one this floodmark writes to new checkpoints; where the values live:
 :mod:`floodmark.spark.stateful.bucket_state`):
 
 * 0: a bucket's snapshot in one value, uncompressed (no header).
-* 1: a bucket's snapshot in one value, compressed behind the header above (session 4 on).
+* 1: a bucket's snapshot in one value, compressed behind the header above.
 * 2: a bucket's operator in parts (a head and its segments of deferred partials), each compressed behind the
-  header above and cut into chunks, in a ``transformWithStateInPandas`` map state (session 19 on). The head of a
-  columnar operator is a format-1 snapshot that may name segments.
+  header above and cut into chunks, in a ``transformWithStateInPandas`` map state. The head of a window
+  operator on the columnar policy is a format-1 snapshot that may name segments.
 
 The operator hosting a checkpoint's first level follows its format, so a checkpoint keeps the layout it was created
 with: one created with format 0 or 1 goes on storing one value per bucket (in format 1), and only a new checkpoint
