@@ -24,7 +24,7 @@ columnar operator keeps them as numpy columns for every window at once, the
 map-side combine (Arrow on Spark) makes partials of them, and both combine them
 with the same reductions; :func:`columnar_layout` is that form for a whole
 (possibly ``several``) aggregate, ``None`` when some part has none (collect_list,
-user-defined and full-window aggregates run on the general operator).
+user-defined and full-window aggregates run on the general policy).
 """
 
 from __future__ import annotations

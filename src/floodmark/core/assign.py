@@ -86,7 +86,7 @@ def validate_future_skew(
 def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """An aggregate's numeric input as ``float64``, a bad-record mask and the reasons (as :func:`validate_timestamps`).
 
-    The rule for every numeric aggregate (sum, min, max, mean), in both operators and the map-side combine:
+    The rule for every numeric aggregate (sum, min, max, mean), in the window operator and the map-side combine:
     a value is a number (int, float, decimal, bool, or text that parses as a float, surrounding spaces
     allowed) that is finite. Missing values (None, null, NaN) and infinities are bad records; ints beyond
     float64's range are "not finite". Integers are converted to float64 (exact up to 2**53 in magnitude):

@@ -1,7 +1,7 @@
 """The map-side combine: partial aggregates of on-time records, made before a shuffle.
 
 Native Spark aggregates per (window, key) before its shuffle; floodmark does the
-same for specs of the columnar operator (``WindowSpec.combines_records``). Which
+same for specs of the columnar policy (``WindowSpec.combines_records``). Which
 records may be combined, and how, is decided here once: the Spark runtime's
 Arrow combiner (:mod:`floodmark.spark.map_side.combiner`) asks :func:`open_window_pairs`
 and :func:`accumulator_reductions` and ships :class:`Partials` that

@@ -3,7 +3,7 @@
 A stage with many windows the watermark has not reached (hour-long windows over millions of keys) would read and
 rewrite every one of them in every batch if they all lived in the operator's window table. For specs whose
 windows only accumulate until the watermark reaches them (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`)
-the columnar operator keeps each batch's partial aggregates as a *segment* instead, once its table is large
+the columnar policy keeps each batch's partial aggregates as a *segment* instead, once its table is large
 (:data:`DEFER_ABOVE`): one row per (key, window) with
 its count, accumulators and the processing time its records arrived at, written once and stored on its own (a
 runtime stores each segment as one value: :meth:`PartialSegments.take_added`). A segment is read again only when

@@ -100,7 +100,7 @@ class WindowSpec:
 
     @property
     def defers_partials(self) -> bool:
-        """Can the columnar operator keep partial aggregates apart until the watermark reaches their windows
+        """Can the columnar policy keep partial aggregates apart until the watermark reaches their windows
         (:mod:`floodmark.core.segments`)? When a window's panes depend only on what it holds once the watermark
         reaches it: map-side partials, no early firings (an EARLY pane reads a window the watermark has not
         reached), and the end of the window as output time (a window's hold is then its max timestamp, known

@@ -58,7 +58,7 @@ __all__ = [
 
 
 class OperatorView(Protocol):
-    """What explain reads from a window operator (both operators implement it)."""
+    """What explain reads from a window operator (``WindowOperator`` implements it, on either policy)."""
 
     watermark: int
 
@@ -192,7 +192,7 @@ class UpstreamReport:
 
 @dataclass(frozen=True)
 class PaneState(PaneBook):
-    """The operator's state for one key and window (both operators): its bookkeeping
+    """The operator's state for one key and window (either policy): its bookkeeping
     (:class:`~floodmark.core.window.table.PaneBook`, as ``window_view`` gives it) and what its trigger says.
 
     :ivar records_until_check: records after which the trigger is asked again (``None``: records alone

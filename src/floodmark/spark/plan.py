@@ -269,7 +269,7 @@ class RuntimePlan:
 
     @property
     def combines(self) -> bool:
-        """Whether records are aggregated before the shuffle (most of the columnar operator's specs)."""
+        """Whether records are aggregated before the shuffle (most of the columnar policy's specs)."""
         return self.spec.combines_records
 
     def accumulator_columns(self) -> list[tuple[str, Column]]:

@@ -242,7 +242,7 @@ class ColumnarPolicy:
         from the window's last pane (``new_count`` records are already in the
         state, fewer than n: the n-th always fires), so segment ``p // n`` of the
         window's records ends with a pane. The state's accumulators and hold are
-        folded into segment 0. As in the general operator, the records arrive
+        folded into segment 0. As in the general policy, the records arrive
         first (the window now holds), then the complete segments fire, then what
         is left after the last pane stays pending.
         """
@@ -304,7 +304,7 @@ class ColumnarPolicy:
 
     def _add_sessions(self, out, keys, pos, starts, ends, ts, out_times, values, payload):
         """Records of merging windows (sessions): each record's window ``[ts, ts + gap)`` merges with the key's
-        open windows it overlaps, as the general operator does record by record.
+        open windows it overlaps, as the general policy does record by record.
 
         The batch's new windows and the open windows of its keys are grouped into the windows they merge
         into (:func:`~floodmark.core.windows.merge_groups`). Groups are independent of each other, and a

@@ -1,6 +1,6 @@
 """The open windows of one operator as a table, and the pane rules both window operators share.
 
-One row per open (key, window). The general and the columnar operator keep their
+One row per open (key, window). Both firing policies of the window operator keep their
 windows here and fire them through :meth:`WindowTable.fire`, so what a pane *is*
 is decided once, vectorised, whichever operator runs the spec (Beam's
 ``ReduceFnRunner`` rules, Flink's boundary convention; ``docs/semantics.md``):
@@ -130,7 +130,7 @@ class WindowView:
     """What an operator holds for one key's window, read-only (``window_view``; ``explain`` shows it).
 
     :ivar book: the window's bookkeeping. :ivar trigger_state: the trigger's state as the trigger protocol
-        defines it (the columnar operator rebuilds it from its columns: ``Trigger.columnar_state``).
+        defines it (the columnar policy rebuilds it from its columns: ``compiled_trigger.trigger_state``).
     :ivar engine: which operator holds it. :ivar details: the operator's own remarks on the window's state.
     :ivar note: a remark on the lookup, e.g. that a session covering the window asked about stands in for it.
     """
@@ -458,7 +458,7 @@ class WindowTable:
             c["hold"][holding] = self.combiner.fold(c["hold"][holding], np.asarray(hold_times)[holds])
 
     def add_arrival(self, row: int, count: int, watermark: int, processing_time: int, hold_time: int) -> None:
-        """:meth:`add_arrivals` for one row (the general operator's per-window loop; same rule, no arrays)."""
+        """:meth:`add_arrivals` for one row (the general policy's per-window loop; same rule, no arrays)."""
         c = self.cols
         c["new_count"][row] += count
         if c["pending"][row] == NO_TIME:

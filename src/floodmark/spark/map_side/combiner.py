@@ -13,7 +13,7 @@ rows are shuffled to their buckets. It
   ``core.assign.validate_numbers``);
 * counts each split's good records and their min and max timestamp
   (SPLIT_STATS rows, what the driver's watermark generators need);
-* for specs of the columnar operator, aggregates the records whose windows
+* for specs of the columnar policy, aggregates the records whose windows
   are all still open into one PARTIAL row per (key, window), as native Spark
   does before its shuffle; every other record (late, or any record of a
   general-operator spec) goes on as a RAW row with its columns untouched.

@@ -86,7 +86,7 @@ _WINDOW_INDEX = "fm_window_index"
 def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
     """Why ``plan`` over input rows of ``schema`` needs the Arrow combiner (None: the JVM map side can run)."""
     if not plan.combines:
-        return "the spec ships records, not partials (sessions, count triggers or the general operator)"
+        return "the spec ships records, not partials (sessions, count triggers or the general policy)"
     window = plan.spec.window
     if type(window) not in (Tumbling, Sliding, Global):
         return f"the window assigner {type(window).__name__} has no Spark expression"

@@ -47,14 +47,14 @@ from floodmark.spark.stateful.bucket_state import BucketState
 
 class BucketOutput(NamedTuple):
     """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
-    not yet in one frame: the columnar operator's panes, most of a flush, go to Arrow column by column
+    not yet in one frame: the columnar policy's panes, most of a flush, go to Arrow column by column
     without a pandas frame (:meth:`floodmark.spark.stateful.levels.StageLevel.carry`)."""
 
     rows: list[pd.DataFrame]
-    """Dead letters, STATS rows, what the operator emitted as objects (late records, the general operator's
+    """Dead letters, STATS rows, what the operator emitted as objects (late records, the general policy's
     panes), the GAUGE row."""
     pane_columns: list[dict[str, Any]]
-    """The columnar operator's panes: per part, the row form's pane column -> its values (arrays of one
+    """The columnar policy's panes: per part, the row form's pane column -> its values (arrays of one
     length; a float NaN is a null)."""
 
 
