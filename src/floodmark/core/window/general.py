@@ -29,7 +29,7 @@ from floodmark.core.triggers import TriggerContext
 from floodmark.core.values import object_array
 from floodmark.core.window.policy import OperatorTime
 from floodmark.core.window.sessions import merge_record
-from floodmark.core.window.table import WindowTable
+from floodmark.core.window.table import WindowTable, frame_of
 from floodmark.core.windows import Window
 
 
@@ -81,6 +81,8 @@ class GeneralPolicy:
         self._watermark_timers: list[tuple[int, int, Hashable, int]] = []
         self._processing_timers: list[tuple[int, int, Hashable, int]] = []
         self._scheduled: dict[tuple[Hashable, int], tuple[int | None, int | None]] = {}
+        self._fired: list[dict[str, np.ndarray]] = []
+        """Pane columns fired during the current move (one frame per move: :meth:`_flush`)."""
 
     # ------------------------------------------------------------------ time
     def on_watermark(self, out: Emitted) -> None:
@@ -107,7 +109,8 @@ class GeneralPolicy:
                 is_last.append(True)
             (collected if collect else kept).append(row)
         if firing:
-            out.pane_frames.append(self._emit(np.array(firing), np.array(is_last)))
+            self._emit(np.array(firing), np.array(is_last))
+        self._flush(out)
         for row in finished:
             self._close(row)
         for row in collected:
@@ -120,8 +123,9 @@ class GeneralPolicy:
         for row in self._due(self._processing_timers, self.time.processing_time, 1):
             ctx = self._ctx(row)
             if not c["closed"][row] and self.spec.trigger.should_fire(c["trigger"][row], ctx):
-                self._fire(row, ctx, out)
+                self._fire(row, ctx)
             self._schedule(row)
+        self._flush(out)
 
     # --------------------------------------------------------------- records
     def add(self, batch: RecordBatch, assigned: Assigned, out: Emitted) -> None:
@@ -130,6 +134,7 @@ class GeneralPolicy:
         key_codes, unique_keys = pd.factorize(pd.Series(keys[rows], dtype=object), use_na_sentinel=False)
         add = self._add_merging if self.spec.window.is_merging else self._add_grouped
         add(assigned, key_codes, unique_keys, columns, out)
+        self._flush(out)
 
     def add_partials(self, partials: Partials) -> None:
         raise ValueError("partial aggregates need a spec the columnar policy runs")
@@ -201,25 +206,31 @@ class GeneralPolicy:
             self.table.add_arrival(row, take, self.time.watermark, self.time.processing_time, hold)
             i += take
             if trigger.should_fire(c["trigger"][row], ctx):
-                self._fire(row, ctx, out)
+                self._fire(row, ctx)
         self._schedule(row)
 
     # ---------------------------------------------------------------- firing
-    def _fire(self, row: int, ctx: TriggerContext, out: Emitted) -> None:
+    def _fire(self, row: int, ctx: TriggerContext) -> None:
         c = self.table.cols
         finished = self.spec.trigger.on_fire(c["trigger"][row], ctx)
-        out.pane_frames.append(self._emit(np.array([row]), np.array([finished])))
+        self._emit(np.array([row]), np.array([finished]))
         if finished:
             self._close(row)
 
-    def _emit(self, rows: np.ndarray, is_last: np.ndarray) -> pd.DataFrame:
-        """Fire ``rows`` (distinct): their panes as a frame, the aggregate's results as object columns (a named
-        aggregate's result, a dict, one column per name)."""
+    def _emit(self, rows: np.ndarray, is_last: np.ndarray) -> None:
+        """Fire ``rows`` (distinct): their panes' columns are kept until :meth:`_flush`, the aggregate's results
+        as object columns (a named aggregate's result, a dict, one column per name)."""
         firing, values = self.table.emit(rows, self.time.watermark, is_last)
         aggregate = self.spec.aggregate
         names = list(aggregate.parts) if isinstance(aggregate, Several) else [None]
         results = {name or "value": object_array(v if name is None else v[name] for v in values) for name in names}
-        return self.table.pane_frame(firing, results, single=names == [None])
+        self._fired.append(self.table.pane_columns(firing, results, single=names == [None]))
+
+    def _flush(self, out: Emitted) -> None:
+        """The panes fired since the last flush, as one frame, in firing order."""
+        if self._fired:
+            out.pane_frames.append(frame_of(self._fired))
+            self._fired = []
 
     def _close(self, row: int) -> None:
         """The trigger finished: the window refuses records until garbage collection; its values go."""

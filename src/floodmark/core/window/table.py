@@ -535,6 +535,11 @@ class WindowTable:
     def pane_frame(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> pd.DataFrame:
         """The emitted panes of ``firing`` as a frame (``Emitted.pane_frames``): ``results`` per firing, one
         1-d array per aggregate name (``single``: one aggregate, the column ``value``)."""
+        return frame_of([self.pane_columns(firing, results, single)])
+
+    def pane_columns(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> dict[str, np.ndarray]:
+        """:meth:`pane_frame`'s columns, taken now (a caller that fires window by window collects them and makes
+        one frame with :func:`frame_of`: a frame per pane would cost more than the pane)."""
         keep = firing.emitted
         rows = firing.rows[keep]
         keys = np.empty(len(rows), dtype=object)
@@ -551,9 +556,7 @@ class WindowTable:
         }
         for name, values in results.items():
             columns["value" if single else f"value.{name}"] = np.asarray(values)[keep]
-        # Every array is a fresh copy (boolean or fancy indexing): copy=False keeps them as they are instead of
-        # consolidating them into 2-d blocks, which cost ~0.45 s per million panes.
-        return pd.DataFrame(columns, copy=False)
+        return columns
 
     def output_hold(self) -> int | None:
         """The lowest output timestamp a pending pane will carry (holds the stage's output watermark), or None."""
@@ -633,6 +636,14 @@ class WindowTable:
             self.key_windows = {}
             for row, key in enumerate(self.keys):
                 self.key_windows.setdefault(key, {})[self.window(row)] = row
+
+
+def frame_of(parts: Sequence[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """One pane frame from :meth:`WindowTable.pane_columns` taken in order (at least one, same columns)."""
+    columns = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    # Every array is a fresh copy (boolean or fancy indexing, or concatenation): copy=False keeps them as they are
+    # instead of consolidating them into 2-d blocks, which cost ~0.45 s per million panes.
+    return pd.DataFrame(columns, copy=False)
 
 
 def _before_in_run(flags: np.ndarray, first: np.ndarray, run: np.ndarray) -> np.ndarray:
