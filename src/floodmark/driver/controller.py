@@ -172,6 +172,11 @@ def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, i
     return {split: (c, lo, hi) for split, (c, lo, hi) in sorted(merged.items())}
 
 
+def aligned_sources(sources: dict[str, SourceSettings]) -> list[str]:
+    """The names of ``sources`` whose watermark strategy asks for watermark alignment."""
+    return [name for name, settings in sources.items() if settings.strategy.alignment is not None]
+
+
 @dataclass(frozen=True)
 class SourceSettings:
     """How one source's watermark is made (see ``floodmark.spark.SourceTime``)."""
@@ -341,7 +346,7 @@ class Controller:
     @property
     def aligned_sources(self) -> list[str]:
         """The sources whose watermark strategy asks for watermark alignment."""
-        return [name for name, settings in self.sources.items() if settings.strategy.alignment is not None]
+        return aligned_sources(self.sources)
 
     def paused(self, sources: dict[str, SourceWatermarks]) -> dict[str, frozenset[str]]:
         """``{aligned source: its splits to pause}`` for the sources' split watermarks: each alignment group's

@@ -48,7 +48,7 @@ from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings
+from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings, aligned_sources
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.prometheus import PrometheusMetrics
@@ -337,8 +337,7 @@ class Pipeline:
             splits are not the Kafka partitions.
         """
         keys: dict[str, list[str]] = {}
-        aligned = [name for name, source in self.sources.items() if source.time.watermarks.alignment is not None]
-        for name in aligned:
+        for name in aligned_sources({name: self._settings(source) for name, source in self.sources.items()}):
             source = self.sources[name]
             keys[name] = alignment_keys(source.frame)
             if not keys[name]:

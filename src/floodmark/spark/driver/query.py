@@ -21,7 +21,6 @@ from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
-from floodmark.driver.checkpoint_files import CheckpointFiles
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, EngineHooks
 from floodmark.driver.prometheus import PrometheusMetrics
@@ -111,7 +110,9 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
 
 
 def engine_hooks(
-    checkpoint: str, controller_files: CheckpointFiles, pause: Callable[[dict[str, frozenset[str]]], None] | None
+    checkpoint: str,
+    controller_files: checkpoint_files.CheckpointFiles,
+    pause: Callable[[dict[str, frozenset[str]]], None] | None,
 ) -> tuple[EngineHooks, SparkCheckpoint]:
     """What Spark offers the controller of the query at ``checkpoint`` (whose control log is on
     ``controller_files``): the first batch it runs and when it planned each batch (Spark's checkpoint), the tick
