@@ -33,8 +33,8 @@ from floodmark.spark.plan import RuntimePlan
 def floodmark_rate(spark, data: Path, work: Path, trigger: triggers.Trigger, rows: int) -> tuple[float, str]:
     agg = aggregation(spark, data, trigger)
     plan: RuntimePlan = agg.plan
-    operator = "columnar" if plan.spec.is_columnar else "general"
-    shipped = "partials" if plan.combines else "raw records"
+    operator = "columnar" if plan.stage.spec.is_columnar else "general"
+    shipped = "partials" if plan.stage.combines else "raw records"
     started = time.perf_counter()
     agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
     return rows / (time.perf_counter() - started), f"{operator}, {shipped}"

@@ -156,3 +156,21 @@ def test_a_batch_of_mostly_dead_letters_logs_one_warning_with_a_reason(spark, tm
         f"batch {batch}: 3 of 4 rows were dead letters, first reason: missing timestamp; check the input against "
         "the definition (schema, event-time column and unit)"
     ]
+
+
+def test_each_source_of_a_stage_binds_its_own_split_and_future_skew(events):
+    """A stage reading two sources of one schema: each source's map side gets that source's split column and
+    ``max_future_skew``; the stage's semantics and state layout are the same for both."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    pipeline = Pipeline(buckets=3)
+    pipeline.source("web", events, event_time="ts", time=SourceTime(strategy, split="p"), max_future_skew=1_000)
+    pipeline.source("app", events, event_time="ts", time=SourceTime(strategy, split=F.col("k")))
+    pipeline.stage("counts", ["web", "app"], WindowSpec(windows.Tumbling(1_000), {"n": aggregates.count()}), "k")
+    plan = pipeline.plans(events.sparkSession)["counts"]
+    web, app = (
+        pipeline.source_plan("counts", pipeline.sources[name], plan.state, None, label=name) for name in ("web", "app")
+    )
+    assert (web.input.split_column, web.input.max_future_skew_ms, web.input.source) == ("p", 1_000, "web")
+    assert (app.input.split_column, app.input.max_future_skew_ms, app.input.source) == ("fm_split_value", None, "app")
+    assert web.stage == app.stage == plan.stage and web.state == app.state == plan.state
+    assert plan.state.buckets == 3 and plan.stage.key_columns == ("k",)

@@ -245,7 +245,7 @@ def test_read_json_lines_gives_each_dead_letter_its_line_as_it_came(spark, tmp_p
         spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count(), "mean": aggregates.mean("temperature")}),
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000)),
     )
-    assert agg.plan.text_column == TEXT and TEXT not in agg.plan.user_columns
+    assert agg.plan.input.text_column == TEXT and TEXT not in agg.plan.input.user_columns
     query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
 
     assert query.reconciliation.rows_in == 1 + len(ORIGINAL_LINES), "the blank lines are not rows"

@@ -105,7 +105,7 @@ def test_the_jvm_map_side_ships_what_the_arrow_combiner_ships(
     if at_window_end is not None and on_time and not isinstance(window, windows.Global):
         which, step = at_window_end
         watermark = window.assign_one(on_time[which % len(on_time)])[0].max_timestamp + step
-    plan = p.RuntimePlan.for_input(spec, SCHEMA, ["k"], "ts", "part", False, skew, 3, CORRUPT, STAGE)
+    plan = p.RuntimePlan.for_input(spec, SCHEMA, ["k"], "ts", "part", False, skew, CORRUPT, STAGE, p.StateLayout(3))
     source = session.createDataFrame(session.sparkContext.parallelize(data, partitions), SCHEMA)  # input order fixed
     assert jvm_combine.why_not(plan, SCHEMA) is None
     entry = ControlEntry(seq=7, watermark=watermark, processing_time=BASE, stage_watermarks={STAGE: watermark})
@@ -193,9 +193,9 @@ def test_the_watermark_at_a_windows_max_timestamp_makes_its_records_late_on_both
         "part",
         False,
         None,
-        3,
         CORRUPT,
         STAGE,
+        p.StateLayout(3),
     )
     data = [(BASE + 5, "a", 1.0, 2, 0, None), (BASE + 9, "a", 1.0, 2, 0, None), (BASE + 15, "b", 2.0, 3, 1, None)]
     source = session.createDataFrame(data, SCHEMA)

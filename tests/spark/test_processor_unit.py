@@ -54,17 +54,21 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
     """A processor (and its combiner) for input ``(ts, k, v, part)``; by default count + sum of ``v`` as text."""
     parts = parts or {"n": aggregates.count(), "total": aggregates.sum("v")}
     plan = p.RuntimePlan(
-        spec=WindowSpec(window or windows.Tumbling(10), aggregates.several(**parts), **spec),
-        key_columns=("k",),
-        key_types=(StringType(),),
-        result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
-        numeric_fields=("v",),
-        user_columns=("ts", "k", "v", "part"),
-        max_future_skew_ms=skew,
-        integral_columns=("ts", "part"),
-        ts_column="ts",
-        split_column="part",
-        stage=STAGE_NAME,
+        p.StageSemantics(
+            name=STAGE_NAME,
+            spec=WindowSpec(window or windows.Tumbling(10), aggregates.several(**parts), **spec),
+            key_columns=("k",),
+            key_types=(StringType(),),
+            result_types=tuple((name, p.result_type(a, {"v": DoubleType()})) for name, a in parts.items()),
+            numeric_fields=("v",),
+        ),
+        p.InputBinding(
+            user_columns=("ts", "k", "v", "part"),
+            max_future_skew_ms=skew,
+            integral_columns=("ts", "part"),
+            ts_column="ts",
+            split_column="part",
+        ),
     )
     level = StageLevel({STAGE_NAME: plan}, {}, [STAGE_NAME])
     processor = level.processors[STAGE_NAME]
@@ -77,7 +81,7 @@ def make_processor(skew=None, parts=None, window=None, v_type=None, **spec):
         StructField("part", LongType()),
         StructField(p.BUCKET, IntegerType()),
     ]
-    processor.combiner = MapSideCombiner(plan, StructType([*input_fields, *plan.combiner_fields()]))
+    processor.combiner = MapSideCombiner(plan, StructType([*input_fields, *plan.stage.combiner_fields()]))
     return processor
 
 
@@ -132,7 +136,7 @@ def unpacked(processor, out):
     table = pa.Table.from_pandas(out, schema=to_arrow_schema(CARRIER), preserve_index=False)
     assert set(table.column(STAGE).to_pylist()) <= {STAGE_NAME}
     output = table.filter(pc.equal(table[KIND], OUTPUT))
-    schema = to_arrow_schema(processor.plan.emitted_schema())
+    schema = to_arrow_schema(processor.plan.stage.emitted_schema())
     emitted = pa.Table.from_batches(list(UnpackOutput(STAGE_NAME, None, schema)(output.to_batches())), schema=schema)
     emitted = emitted.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     small = (
@@ -140,7 +144,7 @@ def unpacked(processor, out):
         .drop_columns([STAGE, blocks.BLOCK])
         .to_pandas(ignore_metadata=True)
     )
-    return conform([emitted, small], processor.plan.output_schema())
+    return conform([emitted, small], processor.plan.stage.output_schema())
 
 
 def test_bad_rows_stats_and_gauges():
@@ -259,7 +263,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
         trigger=trigger,
     )
     # The columnar operator runs every one of these; early count firings need records, not partials.
-    assert processor.plan.combines == ("early=AfterCount" not in repr(trigger))
+    assert processor.plan.stage.combines == ("early=AfterCount" not in repr(trigger))
     plan = processor.plan
     snapshot, expected, got = None, [], []
     watermarks = [-(2**63)]
@@ -281,7 +285,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
             keys[:] = [r[1] for r in good]
             ts = np.array([r[0] for r in good], dtype=np.int64)
             batch = RecordBatch(keys, ts, {None: np.arange(len(good)), "v": np.array([r[2] for r in good])})
-        snapshot, emitted, _ = step(plan.spec, snapshot, batch, watermark, ptime)
+        snapshot, emitted, _ = step(plan.stage.spec, snapshot, batch, watermark, ptime)
         expected += [
             (
                 pane.key,

@@ -381,8 +381,8 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         spec=WindowSpec(aggregate=aggregations, **spec_args),
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000), split="p", known_splits=["0", "1", "2"]),
     )
-    assert agg.plan.combines == (spec_args is COLUMNAR_EARLY_SPEC)
-    assert agg.plan.spec.is_columnar == (spec_args is not GENERAL_SPEC)
+    assert agg.plan.stage.combines == (spec_args is COLUMNAR_EARLY_SPEC)
+    assert agg.plan.stage.spec.is_columnar == (spec_args is not GENERAL_SPEC)
     # Batches 200 ms apart at least: processing time moves between them and early firings come due.
     handle = agg.run_to_completion(
         str(tmp_path / "ckpt"), str(tmp_path / "out"), trigger_interval="200 milliseconds", timeout_s=300

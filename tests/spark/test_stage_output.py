@@ -31,20 +31,21 @@ from floodmark.spark.stateful.levels import CARRIER, StageLevel
 from floodmark.spark.stateful.processor import BucketOutput
 
 PLAN = p.RuntimePlan(
-    spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
-    key_columns=("k", "id"),
-    key_types=(StringType(), LongType()),
-    result_types=(("n", LongType()), ("lo", DoubleType())),
-    numeric_fields=("v",),
-    user_columns=("ts", "k", "id", "v"),
-    max_future_skew_ms=None,
-    stage="s",
+    p.StageSemantics(
+        name="s",
+        spec=WindowSpec(windows.Tumbling(10), aggregates.several(n=aggregates.count(), lo=aggregates.min("v"))),
+        key_columns=("k", "id"),
+        key_types=(StringType(), LongType()),
+        result_types=(("n", LongType()), ("lo", DoubleType())),
+        numeric_fields=("v",),
+    ),
+    p.InputBinding(user_columns=("ts", "k", "id", "v")),
 )
 
 
 def row_form(panes: int) -> pd.DataFrame:
     """``panes`` pane rows (None keys, null ids and NaN minimums among them), a late record and a gauge."""
-    return conform(list(row_form_parts(panes)), PLAN.output_schema())
+    return conform(list(row_form_parts(panes)), PLAN.stage.output_schema())
 
 
 def row_form_parts(panes: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -100,7 +101,7 @@ def bucket_output(panes: int, pane_columns: int) -> BucketOutput:
 
 def unpacked(batch: pa.RecordBatch) -> pd.DataFrame:
     """The OUTPUT rows of carrier ``batch`` unpacked as the sink unpacks them (``UnpackOutput``)."""
-    schema = to_arrow(PLAN.emitted_schema())
+    schema = to_arrow(PLAN.stage.emitted_schema())
     return pa.Table.from_batches(list(UnpackOutput("s", None, schema)([batch])), schema=schema).to_pandas(
         types_mapper={pa.int64(): pd.Int64Dtype()}.get
     )
@@ -122,8 +123,8 @@ def test_a_buckets_output_comes_back_as_the_row_form(panes, pane_columns):
 
     got = unpacked(batch)
     expected = rows[rows["fm_kind"].isin([p.PANE, p.LATE])].reset_index(drop=True)
-    assert got.columns.tolist() == PLAN.emitted_schema().names
-    for column in PLAN.emitted_schema().names:
+    assert got.columns.tolist() == PLAN.stage.emitted_schema().names
+    for column in PLAN.stage.emitted_schema().names:
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column
     late = got[got["fm_kind"] == p.LATE].iloc[0]
@@ -149,11 +150,11 @@ def test_panes_nulls_included_come_back_through_sparks_own_unpacking(spark, jvm_
     level = StageLevel({"s": PLAN}, {}, ["s"])
     carried = level.carry("s", 0, BucketOutput([rows], []))
     frame = spark.createDataFrame(carried, CARRIER)
-    route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
+    route = StageRoute(PLAN.stage, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, frame, batch_id=0).rows.toPandas()
-    expected = rows[is_pane][PLAN.pane_columns()].reset_index(drop=True)
-    assert got.columns.tolist() == [*PLAN.pane_columns(), "window_start_time", "window_end_time"]
-    for column in PLAN.pane_columns():
+    expected = rows[is_pane][PLAN.stage.pane_columns()].reset_index(drop=True)
+    assert got.columns.tolist() == [*PLAN.stage.pane_columns(), "window_start_time", "window_end_time"]
+    for column in PLAN.stage.pane_columns():
         want = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert [None if pd.isna(v) else v for v in got[column].tolist()] == want, column
 
@@ -165,7 +166,7 @@ def test_window_bounds_become_timestamps_and_the_global_windows_null(spark, jvm_
     is_pane = rows["fm_kind"] == p.PANE
     rows.loc[rows.index[is_pane][1], ["window_start", "window_end"]] = [MIN_TIMESTAMP, MAX_TIMESTAMP]
     carried = StageLevel({"s": PLAN}, {}, ["s"]).carry("s", 0, BucketOutput([rows], []))
-    route = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack)
+    route = StageRoute(PLAN.stage, Outputs.of(str(tmp_path)), jvm_unpack)
     got = route.batch(p.PANE, spark.createDataFrame(carried, CARRIER), batch_id=0).rows.collect()
     first, global_window = sorted(got, key=lambda row: row["window_end"])
     assert first["window_start_time"] == datetime.fromtimestamp(0, UTC).replace(tzinfo=None)
@@ -191,8 +192,8 @@ def test_both_readers_give_the_same_rows_of_every_kind_in_the_same_order(spark, 
     frame = spark.createDataFrame(carried, CARRIER).coalesce(1)
     assert use_jvm_unpack(spark)
     for kind in (p.PANE, p.LATE, p.BAD):
-        jvm = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack=True).batch(kind, frame, 0).rows
-        python = StageRoute(PLAN, Outputs.of(str(tmp_path)), jvm_unpack=False).batch(kind, frame, 0).rows
+        jvm = StageRoute(PLAN.stage, Outputs.of(str(tmp_path)), jvm_unpack=True).batch(kind, frame, 0).rows
+        python = StageRoute(PLAN.stage, Outputs.of(str(tmp_path)), jvm_unpack=False).batch(kind, frame, 0).rows
         assert jvm.schema == python.schema, kind
         got, want = jvm.collect(), python.collect()
         assert len(got) == int((rows["fm_kind"] == kind).sum()), kind

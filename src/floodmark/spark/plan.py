@@ -1,17 +1,20 @@
-"""What the Spark runtime needs to know about a pipeline, as one picklable object.
+"""What the Spark runtime needs to know about a stage, in three picklable parts by what they describe.
 
-:class:`RuntimePlan` is built on the driver from the user's definition and the
-input schema (:meth:`RuntimePlan.for_input`, which also refuses definitions
-the input cannot run: missing or nested columns, clashing names), and shipped
-to the executors inside the combiner and the stateful processor. It fixes the
-output schema (one wide schema whose ``fm_kind`` column says which kind of row
-it is: PANE, LATE, BAD, STATS, GAUGE) and the combiner's columns, both the Spark
-form (:func:`spark_fields`) of what :mod:`floodmark.protocol` declares.
+* :class:`StageSemantics`: what the stage computes and emits (spec, keys, result types); it fixes the output
+  schema (one wide schema whose ``fm_kind`` column says which kind of row it is: PANE, LATE, BAD, STATS,
+  GAUGE) and the combiner's columns, both the Spark form (:func:`spark_fields`) of what
+  :mod:`floodmark.protocol` declares. The sink needs this part only.
+* :class:`InputBinding`: how one input's rows feed the stage (event-time, split, corrupt-record and text
+  columns, what a dead letter's ``record`` is made of); the map side of each source has its own.
+* :class:`StateLayout`: the buckets and the state format, fixed when the checkpoint is created.
 
-A plan is one stage's: a single aggregation is a query of one stage.
+:class:`RuntimePlan` holds the three: built on the driver in one call (:meth:`RuntimePlan.for_input`, which
+refuses definitions the input cannot run: missing or nested columns, clashing names) once the checkpoint's
+layout is known, and shipped to the executors inside the combiner and the stateful processor. A single
+aggregation is a query of one stage.
 
 Between the map-side combiner and the stateful processor, rows are the input
-rows plus combiner columns (:meth:`RuntimePlan.combiner_fields`); ``fm_row`` says
+rows plus combiner columns (:meth:`StageSemantics.combiner_fields`); ``fm_row`` says
 what a row is (:mod:`floodmark.protocol.wire`).
 """
 
@@ -144,128 +147,22 @@ def result_type(aggregate: aggregates.Aggregate, input_types: dict[str, DataType
 
 
 @dataclass(frozen=True)
-class RuntimePlan:
-    """Everything the executors' processor and the driver's sink agree on.
+class StageSemantics:
+    """What a stage computes and emits, whatever feeds it and however its state is laid out.
 
-    :ivar spec: the window spec (the aggregate is always ``Several``: one column per name).
+    :ivar name: the stage's name in its query's graph (its watermark is the control entry's ``stage_watermarks``
+        of that name). :ivar spec: the window spec (the aggregate is always ``Several``: one column per name).
     :ivar key_columns: user key columns, in order. :ivar key_types: their Spark types.
-    :ivar user_columns: every user column (serialised into ``record`` for late/bad rows), but the corrupt-record
-        and original-text columns.
-    :ivar max_future_skew_ms: records more than this ahead of processing time are bad (None: no check).
+    :ivar result_types: each aggregate's output column and its Spark type (:func:`result_type`).
+    :ivar numeric_fields: the input columns a numeric aggregate reads.
     """
 
+    name: str
     spec: WindowSpec
     key_columns: tuple[str, ...]
     key_types: tuple[DataType, ...]
     result_types: tuple[tuple[str, DataType], ...]
     numeric_fields: tuple[str, ...]
-    user_columns: tuple[str, ...]
-    max_future_skew_ms: int | None
-    integral_columns: tuple[str, ...] = ()
-    """User columns of integral Spark type (pandas turns them into floats when nulls are present)."""
-    ts_column: str = TS
-    """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
-    buckets: int = 1
-    """Number of state buckets."""
-    bucket_labels: tuple[int, ...] = ()
-    """The ``fm_bucket`` value of bucket 0..buckets-1, fixed with the checkpoint so that the buckets spread
-    evenly over Spark's partitions (:mod:`floodmark.spark.stateful.bucket_layout`); empty: 0..buckets-1."""
-    split_column: str | None = None
-    """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
-    ``None``: the whole input is split ``"0"``."""
-    corrupt_column: str | None = None
-    """Spark's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``) when the input has it: a row
-    whose text could not be parsed carries that text there and goes to the dead letters with it."""
-    text_column: str | None = None
-    """:data:`TEXT` when the input has it (a string column): every row's original text, the ``record`` of its
-    dead letter whatever made it bad. Only the combiner reads it: records cross the shuffle without it."""
-    stage: str = ""
-    """The stage's name in its query's graph (its watermark is the control entry's ``stage_watermarks`` of
-    that name)."""
-    source: str | None = None
-    """The source a combiner reads when the graph has several: its split labels become ``"<source>/<split>"``
-    (``floodmark.driver.controller.Controller.split_label``)."""
-    split_stats: bool = True
-    """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
-    state_format: int = 1
-    """The checkpoint's state format (:func:`floodmark.spark.driver.query.check_state_format`): how the stage's buckets
-    are stored (:mod:`floodmark.spark.stateful.bucket_state`)."""
-    state_value_bytes: int = field(default_factory=lambda: STATE_VALUE_BYTES)
-    """The largest value a bucket's state is stored in (format 2 cuts larger parts into chunks of this size)."""
-
-    @classmethod
-    def for_input(
-        cls,
-        spec: WindowSpec,
-        schema: StructType,
-        key_columns: Sequence[str],
-        event_time: str | None,
-        split: str | None,
-        split_is_expression: bool,
-        max_future_skew_ms: int | None,
-        buckets: int,
-        corrupt_column: str | None = None,
-        stage: str = "",
-    ) -> RuntimePlan:
-        """The plan of ``spec`` over an input of ``schema``; a ``ValueError`` names what the input cannot run.
-
-        :arg corrupt_column: the name Spark gives the corrupt-record column; used when the input has a string
-            column of that name (JSON and CSV readers with a schema that includes it, :func:`read_kafka`).
-
-        :arg event_time: the event-time column's name (``None``: an expression, computed into ``fm_ts``).
-        :arg split: the split column's name (``None``: one split, or an expression when ``split_is_expression``).
-        """
-        columns = schema.names
-        types = {f.name: f.dataType for f in schema.fields}
-        check_columns(columns, key_columns, event_time, split)
-        grouped = {*key_columns, *([split] if split is not None else [])}
-        nested = [
-            f"{f.name} ({f.dataType.simpleString()})"
-            for f in schema.fields
-            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
-        ]
-        if nested:
-            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
-        if not isinstance(spec.aggregate, aggregates.Several):
-            raise ValueError("on Spark the aggregate must be named: aggregate={'column': aggregates.count(), ...}")
-        named = spec.aggregate.parts
-        for name, aggregate in named.items():
-            if aggregate.field is not None and aggregate.field not in columns:
-                raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
-        outputs = [*key_columns, *named]
-        taken = sorted({n for n in outputs if n in output.RESERVED or outputs.count(n) > 1})
-        if taken:
-            raise ValueError(
-                f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
-                f"{sorted(output.RESERVED)}"
-            )
-        text = TEXT if isinstance(types.get(TEXT), StringType) else None
-        clashes = [c for c in columns if c.startswith("fm_") and c != text]
-        if clashes:
-            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
-        integral = (LongType, IntegerType, ShortType)
-        corrupt = corrupt_column if isinstance(types.get(corrupt_column or ""), StringType) else None
-        return cls(
-            spec=spec,
-            key_columns=tuple(key_columns),
-            key_types=tuple(types[c] for c in key_columns),
-            result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
-            numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
-            user_columns=tuple(c for c in columns if c not in (corrupt, text)),
-            max_future_skew_ms=max_future_skew_ms,
-            integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
-            ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
-            buckets=buckets,
-            split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
-            corrupt_column=corrupt,
-            text_column=text,
-            stage=stage,
-        )
-
-    @property
-    def bucket_values(self) -> tuple[int, ...]:
-        """The ``fm_bucket`` value of bucket 0..buckets-1."""
-        return self.bucket_labels or tuple(range(self.buckets))
 
     @property
     def combines(self) -> bool:
@@ -311,3 +208,146 @@ class RuntimePlan:
 
     def dead_letter_columns(self) -> list[str]:
         return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
+
+
+@dataclass(frozen=True)
+class InputBinding:
+    """How the rows of one input (a source, or the upstream stages' panes) feed a stage: which column is event
+    time, which is the split, which keep the original text, and what a dead letter's ``record`` is made of.
+
+    :ivar user_columns: every user column (serialised into ``record`` for late/bad rows), but the corrupt-record
+        and original-text columns.
+    :ivar max_future_skew_ms: records more than this ahead of processing time are bad (None: no check).
+    """
+
+    user_columns: tuple[str, ...]
+    max_future_skew_ms: int | None = None
+    integral_columns: tuple[str, ...] = ()
+    """User columns of integral Spark type (pandas turns them into floats when nulls are present)."""
+    ts_column: str = TS
+    """The column holding event time in ms: the user's own when it already is one (no copy is shipped)."""
+    split_column: str | None = None
+    """The input column holding each record's split, any type (labelled ``str(value)``, null as ``""``);
+    ``None``: the whole input is split ``"0"``."""
+    corrupt_column: str | None = None
+    """Spark's corrupt-record column (``spark.sql.columnNameOfCorruptRecord``) when the input has it: a row
+    whose text could not be parsed carries that text there and goes to the dead letters with it."""
+    text_column: str | None = None
+    """:data:`TEXT` when the input has it (a string column): every row's original text, the ``record`` of its
+    dead letter whatever made it bad. Only the combiner reads it: records cross the shuffle without it."""
+    source: str | None = None
+    """The source a combiner reads when the graph has several: its split labels become ``"<source>/<split>"``
+    (``floodmark.driver.controller.Controller.split_label``)."""
+    split_stats: bool = True
+    """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """How a stage's state is laid out in the checkpoint: fixed when the checkpoint is created.
+
+    :ivar buckets: number of state buckets. :ivar state_format: the checkpoint's state format
+        (:func:`floodmark.spark.driver.query.check_state_format`): how the stage's buckets are stored
+        (:mod:`floodmark.spark.stateful.bucket_state`).
+    """
+
+    buckets: int = 1
+    bucket_labels: tuple[int, ...] = ()
+    """The ``fm_bucket`` value of bucket 0..buckets-1, fixed with the checkpoint so that the buckets spread
+    evenly over Spark's partitions (:mod:`floodmark.spark.stateful.bucket_layout`); empty: 0..buckets-1."""
+    state_format: int = 1
+    state_value_bytes: int = field(default_factory=lambda: STATE_VALUE_BYTES)
+    """The largest value a bucket's state is stored in (format 2 cuts larger parts into chunks of this size)."""
+
+    @property
+    def bucket_values(self) -> tuple[int, ...]:
+        """The ``fm_bucket`` value of bucket 0..buckets-1."""
+        return self.bucket_labels or tuple(range(self.buckets))
+
+
+@dataclass(frozen=True)
+class RuntimePlan:
+    """Everything the executors' map side and stateful processor agree on for one stage and one input: what
+    the stage computes (``stage``), how the input's rows feed it (``input``), and how its state is laid out
+    (``state``). The sink needs the first only."""
+
+    stage: StageSemantics
+    input: InputBinding
+    state: StateLayout = field(default_factory=StateLayout)
+
+    @classmethod
+    def for_input(
+        cls,
+        spec: WindowSpec,
+        schema: StructType,
+        key_columns: Sequence[str],
+        event_time: str | None,
+        split: str | None,
+        split_is_expression: bool,
+        max_future_skew_ms: int | None,
+        corrupt_column: str | None = None,
+        stage: str = "",
+        state: StateLayout | None = None,
+        source: str | None = None,
+        split_stats: bool = True,
+    ) -> RuntimePlan:
+        """The plan of ``spec`` keyed by ``key_columns`` over an input of ``schema``; a ``ValueError`` names what
+        the input cannot run (missing or nested columns, clashing names, columns named ``fm_...``).
+
+        :arg event_time: the event-time column's name (``None``: an expression, computed into ``fm_ts``).
+        :arg split: the split column's name (``None``: one split, or an expression when ``split_is_expression``).
+        :arg corrupt_column: the name Spark gives the corrupt-record column; used when the input has a string
+            column of that name (JSON and CSV readers with a schema that includes it, :func:`read_kafka`).
+        :arg stage: the stage's name. :arg state: the stage's state layout (default: one bucket, format 1).
+        :arg source, split_stats: see :class:`InputBinding` (a combiner's plan, one per source it reads).
+        """
+        columns = schema.names
+        types = {f.name: f.dataType for f in schema.fields}
+        check_columns(columns, key_columns, event_time, split)
+        grouped = {*key_columns, *([split] if split is not None else [])}
+        nested = [
+            f"{f.name} ({f.dataType.simpleString()})"
+            for f in schema.fields
+            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
+        ]
+        if nested:
+            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
+        if not isinstance(spec.aggregate, aggregates.Several):
+            raise ValueError("on Spark the aggregate must be named: aggregate={'column': aggregates.count(), ...}")
+        named = spec.aggregate.parts
+        for name, aggregate in named.items():
+            if aggregate.field is not None and aggregate.field not in columns:
+                raise ValueError(f"aggregation {name!r} reads {aggregate.field!r}, which the input does not have")
+        outputs = [*key_columns, *named]
+        taken = sorted({n for n in outputs if n in output.RESERVED or outputs.count(n) > 1})
+        if taken:
+            raise ValueError(
+                f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
+                f"{sorted(output.RESERVED)}"
+            )
+        text = TEXT if isinstance(types.get(TEXT), StringType) else None
+        clashes = [c for c in columns if c.startswith("fm_") and c != text]
+        if clashes:
+            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
+        integral = (LongType, IntegerType, ShortType)
+        corrupt = corrupt_column if isinstance(types.get(corrupt_column or ""), StringType) else None
+        semantics = StageSemantics(
+            name=stage,
+            spec=spec,
+            key_columns=tuple(key_columns),
+            key_types=tuple(types[c] for c in key_columns),
+            result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
+            numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
+        )
+        binding = InputBinding(
+            user_columns=tuple(c for c in columns if c not in (corrupt, text)),
+            max_future_skew_ms=max_future_skew_ms,
+            integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
+            ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
+            split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
+            corrupt_column=corrupt,
+            text_column=text,
+            source=source,
+            split_stats=split_stats,
+        )
+        return cls(semantics, binding, state or StateLayout())

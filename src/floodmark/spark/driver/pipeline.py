@@ -32,7 +32,7 @@ next control entry with every stage's watermark.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -211,16 +211,21 @@ class Pipeline:
             raise ValueError(f"the name {name!r} is taken: sources and stages need distinct names")
 
     # ----------------------------------------------------------------- plans
-    def plans(self, spark: SparkSession) -> dict[str, p.RuntimePlan]:
-        """Each stage's runtime plan, checked against its input schema (a ``ValueError`` says what cannot run)."""
+    def plans(self, spark: SparkSession, states: Mapping[str, p.StateLayout] | None = None) -> dict[str, p.RuntimePlan]:
+        """Each stage's runtime plan, checked against its input schema (a ``ValueError`` says what cannot run).
+
+        :arg states: each stage's state layout (default: :meth:`bucket_count` buckets, state format 1: the plans
+            of a definition not yet bound to a checkpoint).
+        """
         if not self.stages:
             raise ValueError("a query needs at least one stage")
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
-        buckets = self.buckets or max(8, shuffle_partitions(spark))
+        default = p.StateLayout(self.bucket_count(spark))
         corrupt = p.corrupt_record_column(spark)
         plans: dict[str, p.RuntimePlan] = {}
         for name in graph.order:
             stage = self.stages[name]
+            state = default if states is None else states[name]
             if stage.upstream[0] in self.sources:
                 sources = [self.sources[s] for s in stage.upstream]
                 first = sources[0]
@@ -230,31 +235,50 @@ class Pipeline:
                             f"stage {name!r} reads sources {stage.upstream} of different schemas or event times; "
                             "select the same columns from each"
                         )
-                schema, event_time, skew, split = (
-                    first.frame.schema,
-                    first.event_time,
-                    first.max_future_skew,
-                    first.time.split,
-                )
-            else:
-                schemas = {up: _input_schema(plans[up], stage) for up in stage.upstream}
-                schema = schemas[stage.upstream[0]]
-                if any(s != schema for s in schemas.values()):
-                    raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
-                event_time, skew, split = EVENT_TIME, None, None
+                plans[name] = self.source_plan(name, first, state, corrupt)
+                continue
+            schemas = {up: _input_schema(plans[up].stage, stage) for up in stage.upstream}
+            schema = schemas[stage.upstream[0]]
+            if any(s != schema for s in schemas.values()):
+                raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
             plans[name] = p.RuntimePlan.for_input(
-                stage.spec,
-                schema,
-                stage.key_by,
-                event_time=event_time if isinstance(event_time, str) else None,
-                split=split if isinstance(split, str) else None,
-                split_is_expression=isinstance(split, Column),
-                max_future_skew_ms=None if skew is None else non_negative_millis(skew, "max_future_skew"),
-                buckets=buckets,
-                corrupt_column=corrupt,
-                stage=name,
+                stage.spec, schema, stage.key_by, EVENT_TIME, None, False, None, corrupt, name, state
             )
         return plans
+
+    def source_plan(
+        self,
+        stage: str,
+        source: Source,
+        state: p.StateLayout,
+        corrupt_column: str | None,
+        label: str | None = None,
+        split_stats: bool = True,
+    ) -> p.RuntimePlan:
+        """The plan of ``stage`` reading ``source``: what its map side runs on that source's rows.
+
+        :arg label: the source's name in split labels (a graph of several sources). :arg split_stats: whether
+            this map side reports the source's split statistics (a source read by several stages reports once).
+        """
+        event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
+        return p.RuntimePlan.for_input(
+            self.stages[stage].spec,
+            source.frame.schema,
+            self.stages[stage].key_by,
+            event_time=event_time if isinstance(event_time, str) else None,
+            split=split if isinstance(split, str) else None,
+            split_is_expression=isinstance(split, Column),
+            max_future_skew_ms=None if skew is None else non_negative_millis(skew, "max_future_skew"),
+            corrupt_column=corrupt_column,
+            stage=stage,
+            state=state,
+            source=label,
+            split_stats=split_stats,
+        )
+
+    def bucket_count(self, spark: SparkSession) -> int:
+        """The state buckets per stage of a new checkpoint: as asked, else max(8, ``spark.sql.shuffle.partitions``)."""
+        return self.buckets or max(8, shuffle_partitions(spark))
 
     # ---------------------------------------------------------------- running
     def build(
@@ -263,17 +287,13 @@ class Pipeline:
         """The streaming DataFrame of carrier rows (before the sink), its controller (``earlier``: the controller
         of this query's previous run in this process, whose reports carry over), the stages' plans and Spark's
         checkpoint of the query."""
-        plans = self.plans(spark)
+        self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
-        layout = fixed_bucket_layout(
-            checkpoint, spark, log, self.buckets, next(iter(plans.values())).buckets, graph.order
-        )
+        layout = fixed_bucket_layout(checkpoint, spark, log, self.buckets, self.bucket_count(spark), graph.order)
         state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
-        plans = {
-            n: replace(plan, buckets=layout.count, bucket_labels=layout.of(n), state_format=state_format)
-            for n, plan in plans.items()
-        }
+        states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
+        plans = self.plans(spark, states)
         engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
@@ -289,21 +309,19 @@ class Pipeline:
         )
         inputs = [ticks]
         reporting: set[str] = set()  # a source read by several stages reports its statistics once
+        corrupt = p.corrupt_record_column(spark)
         for name in order:
             if graph.levels[name] != 1:
                 continue
             for source_name in self.stages[name].upstream:
                 source = self.sources[source_name]
-                split = source.time.split
-                combiner_plan = replace(
-                    plans[name],
-                    source=source_name if len(self.sources) > 1 else None,  # Controller.split_label
-                    split_stats=source_name not in reporting,
-                    split_column=split if isinstance(split, str) else p.SPLIT_VALUE if split is not None else None,
+                label = source_name if len(self.sources) > 1 else None  # Controller.split_label
+                source_plan = self.source_plan(
+                    name, source, states[name], corrupt, label, split_stats=source_name not in reporting
                 )
                 reporting.add(source_name)
                 combined = combined_input(
-                    source.frame, source.event_time, split, combiner_plan, self.map_side, source.time_zone
+                    source.frame, source.event_time, source.time.split, source_plan, self.map_side, source.time_zone
                 )
                 inputs.append(
                     combined.select(
@@ -430,7 +448,9 @@ class Pipeline:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
             frame, controller, plans, spark_checkpoint = self.build(checkpoint, spark, earlier)
             time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-            sink = BatchSink(plans, outputs, controller, use_jvm_unpack(spark), time_zone)
+            sink = BatchSink(
+                {n: plan.stage for n, plan in plans.items()}, outputs, controller, use_jvm_unpack(spark), time_zone
+            )
             null_splits.source_of = controller.source_of
             sink.listeners.extend([null_splits, *listeners, *([metrics] if metrics is not None else [])])
             query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
@@ -515,7 +535,7 @@ def _column(described: Mapping[str, str]) -> Any:
     return described["column"] if "column" in described else F.expr(described["expression"])
 
 
-def _input_schema(upstream: p.RuntimePlan, stage: WindowedStage) -> StructType:
+def _input_schema(upstream: p.StageSemantics, stage: WindowedStage) -> StructType:
     """The schema of ``stage``'s input rows read from ``upstream``'s panes: pane columns + derived columns."""
     pane_fields = {f.name: f for f in upstream.output_schema().fields}
     fields = [StructField(c, pane_fields[c].dataType) for c in upstream.pane_columns()]

@@ -7,7 +7,7 @@ rows are shuffled to their buckets. It
   timestamp, one outside the supported event-time range or more than
   ``max_future_skew`` ahead of the batch's processing time, an aggregate input
   that is not a finite number): BAD_INPUT rows with the reason and the record's
-  original text where the input kept it (``RuntimePlan.text_column``, Spark's
+  original text where the input kept it (``InputBinding.text_column``, Spark's
   corrupt-record column), else the record as JSON, so nothing is dropped silently. The timestamp
   range and the numeric rule are the core's (``core/time.py``,
   ``core.assign.validate_numbers``);
@@ -66,7 +66,7 @@ class MapSideCombiner:
 
     :arg plan: the runtime plan (the batch's watermark and processing time come with the job,
         :mod:`floodmark.spark.stateful.batch_entry`).
-    :arg schema: the rows' schema (the input's columns plus ``plan.combiner_fields()``); Spark gets them
+    :arg schema: the rows' schema (the input's columns plus ``plan.stage.combiner_fields()``); Spark gets them
         as one ``(fm_bucket, fm_block)`` row per bucket (:mod:`floodmark.spark.blocks`).
     """
 
@@ -74,8 +74,8 @@ class MapSideCombiner:
         self.plan = plan
         self.current_entry = CurrentBatchEntry()
         self.schema = schema
-        self.user_columns = [f.name for f in schema.fields if f.name in plan.user_columns]
-        self.reductions = accumulator_reductions(plan.spec) if plan.combines else []
+        self.user_columns = [f.name for f in schema.fields if f.name in plan.input.user_columns]
+        self.reductions = accumulator_reductions(plan.stage.spec) if plan.stage.combines else []
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         parts = [batch for batch in batches if batch.num_rows]
@@ -84,7 +84,7 @@ class MapSideCombiner:
         entry = self.current_entry()
         partition = _partition_id()
         out = self.process(
-            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage), entry.processing_time, partition
+            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage.name), entry.processing_time, partition
         )
         yield blocks.pack(out, partition)
 
@@ -94,7 +94,7 @@ class MapSideCombiner:
 
     def parts(self, data: pa.Table, watermark: int, processing_time: int, partition: int) -> list[dict[str, Any]]:
         """The rows to shuffle as :func:`~floodmark.spark.rows.arrow_table` parts (see :meth:`process`)."""
-        ts = data.column(self.plan.ts_column)
+        ts = data.column(self.plan.input.ts_column)
         timestamps = pc.fill_null(ts, 0).to_numpy()
         values, rejected, reasons = self._validate(data, timestamps, processing_time)
         bad = np.flatnonzero(rejected)
@@ -103,8 +103,8 @@ class MapSideCombiner:
         good_ts = timestamps if good is None else timestamps[good]
         out = [self._bad(data, bad, reasons[bad]), self._stats(rows, good_ts, partition)]
         raw = np.arange(rows.num_rows)
-        if self.plan.combines and rows.num_rows:
-            pairs, starts, ends, out_times, raw = open_window_pairs(self.plan.spec, watermark, good_ts)
+        if self.plan.stage.combines and rows.num_rows:
+            pairs, starts, ends, out_times, raw = open_window_pairs(self.plan.stage.spec, watermark, good_ts)
             good_values = {f: v if good is None else v[good] for f, v in values.items()}
             out.append(self._partials(rows, pairs, starts, ends, out_times, good_values))
         if len(raw):
@@ -125,21 +125,21 @@ class MapSideCombiner:
                 reasons[i] = reason(i)
             rejected[mask] = True
 
-        if self.plan.corrupt_column is not None:
-            corrupt = data.column(self.plan.corrupt_column).is_valid().to_numpy(zero_copy_only=False)
+        if self.plan.input.corrupt_column is not None:
+            corrupt = data.column(self.plan.input.corrupt_column).is_valid().to_numpy(zero_copy_only=False)
             reject(corrupt, lambda i: UNPARSABLE)
-        missing = data.column(self.plan.ts_column).is_null().to_numpy(zero_copy_only=False)
+        missing = data.column(self.plan.input.ts_column).is_null().to_numpy(zero_copy_only=False)
         if missing.any():
             raw = data.column(p.TS_RAW).to_pylist() if p.TS_RAW in data.column_names else [None] * n
             error = data.column(p.TS_ERROR).to_pylist() if p.TS_ERROR in data.column_names else [None] * n
             reject(missing, lambda i: missing_timestamp_reason(raw[i], error[i]))
-        if self.plan.max_future_skew_ms is not None:
-            ahead, why_ahead = validate_future_skew(timestamps, processing_time, self.plan.max_future_skew_ms)
+        if self.plan.input.max_future_skew_ms is not None:
+            ahead, why_ahead = validate_future_skew(timestamps, processing_time, self.plan.input.max_future_skew_ms)
             reject(~missing & ahead, why_ahead)
         outside = ~missing & ~event_time_in_range(timestamps)
         reject(outside, lambda i: out_of_range_reason(int(timestamps[i])))
         values: dict[str, np.ndarray] = {}
-        for name in self.plan.numeric_fields:
+        for name in self.plan.stage.numeric_fields:
             column = data.column(name)
             if _is_numeric(column.type):
                 # Arrow's cast: nulls become NaN ("missing"), decimals beyond float64 become inf ("not finite").
@@ -155,13 +155,15 @@ class MapSideCombiner:
         if not len(positions):
             return {}
         rows = data.take(positions)
-        columns = _columns(rows.select(list(dict.fromkeys([*self.plan.key_columns, wire.BUCKET, self.plan.ts_column]))))
+        columns = _columns(
+            rows.select(list(dict.fromkeys([*self.plan.stage.key_columns, wire.BUCKET, self.plan.input.ts_column])))
+        )
         frame = spark_like_pandas(rows.select(self.user_columns))
-        records = records_json(frame, self.user_columns, self.plan.integral_columns)
+        records = records_json(frame, self.user_columns, self.plan.input.integral_columns)
         # A record is its original text where the input kept it (the text column last: it has every row's),
         # else its parsed columns as JSON: for an unparsable line those are nulls or fragments, and for one
         # that parsed they lose its spacing, key order and number forms and add the fields it lacks as nulls.
-        for column in (self.plan.corrupt_column, self.plan.text_column):
+        for column in (self.plan.input.corrupt_column, self.plan.input.text_column):
             if column is not None:
                 texts = rows.column(column).to_pylist()
                 records = [record if text is None else text for record, text in zip(records, texts, strict=True)]
@@ -169,9 +171,9 @@ class MapSideCombiner:
 
     # ------------------------------------------------------------- statistics
     def _stats(self, rows: pa.Table, timestamps: np.ndarray, partition: int) -> dict[str, Any]:
-        if rows.num_rows == 0 or not self.plan.split_stats:
+        if rows.num_rows == 0 or not self.plan.input.split_stats:
             return {}
-        column = self.plan.split_column
+        column = self.plan.input.split_column
         if column is None:  # one split: its three numbers, no group-by
             low, high = int(timestamps.min()), int(timestamps.max())
             return self.split_stats(None, [rows.num_rows], [low], [high], partition)
@@ -186,8 +188,8 @@ class MapSideCombiner:
         stats = frame.group_by("split", use_threads=False).aggregate([("n", "sum"), ("lo", "min"), ("hi", "max")])
         # Labelled per distinct value, not per record; the driver merges equal labels.
         labels = ["0"] if splits is None else [_split_label(v) for v in stats.column("split").to_pylist()]
-        if self.plan.source is not None:
-            labels = [f"{self.plan.source}/{label}" for label in labels]
+        if self.plan.input.source is not None:
+            labels = [f"{self.plan.input.source}/{label}" for label in labels]
         return {
             wire.ROW: wire.SPLIT_STATS,
             wire.SPLIT: labels,
@@ -195,7 +197,7 @@ class MapSideCombiner:
             wire.MIN_TS: stats.column("lo_min"),
             wire.MAX_TS: stats.column("hi_max"),
             # Statistics of one partition go to one bucket (any will do: the driver merges them).
-            wire.BUCKET: self.plan.bucket_values[partition % max(self.plan.buckets, 1)],
+            wire.BUCKET: self.plan.state.bucket_values[partition % max(self.plan.state.buckets, 1)],
         }
 
     # --------------------------------------------------------------- partials
@@ -212,12 +214,12 @@ class MapSideCombiner:
         if not len(pairs):
             return {}
         identity = len(pairs) == rows.num_rows and bool((pairs == np.arange(len(pairs))).all())
-        group_columns = [*self.plan.key_columns, wire.BUCKET]
+        group_columns = [*self.plan.stage.key_columns, wire.BUCKET]
         columns = {c: rows.column(c) if identity else rows.column(c).take(pairs) for c in group_columns}
         columns.update({_START: starts, _END: ends, _HOLD: out_times})
         columns.update({f"fm_c_{f}": v[pairs] for f, v in values.items()})
         reduced = dict.fromkeys((f"fm_c_{f}", r) for _, r, f in self.reductions if f is not None)
-        aggregations = [(_HOLD, self.plan.spec.timestamp_combiner.reduction), ([], "count_all"), *reduced]
+        aggregations = [(_HOLD, self.plan.stage.spec.timestamp_combiner.reduction), ([], "count_all"), *reduced]
         grouped = pa.table(columns).group_by([*group_columns, _START, _END], use_threads=False).aggregate(aggregations)
         out = _columns(grouped.select(group_columns))
         counts = grouped.column("count_all")
@@ -230,7 +232,7 @@ class MapSideCombiner:
                 wire.HOLD: grouped.column(f"{_HOLD}_{aggregations[0][1]}"),
             }
         )
-        accumulators = zip(self.reductions, self.plan.accumulator_columns(), strict=True)
+        accumulators = zip(self.reductions, self.plan.stage.accumulator_columns(), strict=True)
         for (_, reduction, field), (_, column) in accumulators:
             out[column.name] = counts if field is None else grouped.column(f"fm_c_{field}_{reduction}")
         return out
@@ -266,7 +268,7 @@ class AggregatedInJvm:
         entry = self.combiner.current_entry()
         partition = _partition_id()
         out = self.process(
-            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage), entry.processing_time, partition
+            pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage.name), entry.processing_time, partition
         )
         yield blocks.pack(out, partition)
 
@@ -276,13 +278,13 @@ class AggregatedInJvm:
         aggregated = table.filter(pc.invert(records))
         out: list[dict[str, Any]] = []
         if aggregated.num_rows:
-            partial = _columns(aggregated.select([*self.plan.key_columns, wire.BUCKET]))
+            partial = _columns(aggregated.select([*self.plan.stage.key_columns, wire.BUCKET]))
             names = [wire.WINDOW_START, wire.WINDOW_END, wire.COUNT, wire.HOLD]
-            names += [column.name for _, column in self.plan.accumulator_columns()]
+            names += [column.name for _, column in self.plan.stage.accumulator_columns()]
             partial.update({name: aggregated.column(name) for name in names})
             out.append({**partial, wire.ROW: wire.PARTIAL})
-            if self.plan.split_stats:
-                column = self.plan.split_column
+            if self.plan.input.split_stats:
+                column = self.plan.input.split_column
                 stats = [aggregated.column(c) for c in (self.RECORDS, wire.MIN_TS, wire.MAX_TS)]
                 splits = None if column is None else aggregated.column(column)
                 out.append(self.combiner.split_stats(splits, *stats, partition))

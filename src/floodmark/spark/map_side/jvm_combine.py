@@ -85,18 +85,18 @@ _WINDOW_INDEX = "fm_window_index"
 
 def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
     """Why ``plan`` over input rows of ``schema`` needs the Arrow combiner (None: the JVM map side can run)."""
-    if not plan.combines:
+    if not plan.stage.combines:
         return "the spec ships records, not partials (sessions, count triggers or the general policy)"
-    window = plan.spec.window
+    window = plan.stage.spec.window
     if type(window) not in (Tumbling, Sliding, Global):
         return f"the window assigner {type(window).__name__} has no Spark expression"
     if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
         return "windows longer than the event-time range"
     types = {f.name: f.dataType for f in schema.fields}
-    for name in plan.numeric_fields:
+    for name in plan.stage.numeric_fields:
         if not isinstance(types[name], _NUMBERS):
             return f"the aggregate input {name!r} is {types[name].simpleString()}: the core parses it value by value"
-    floats = [c for c in plan.key_columns if isinstance(types[c], _FLOATS)]
+    floats = [c for c in plan.stage.key_columns if isinstance(types[c], _FLOATS)]
     if floats:
         return f"floating-point key columns {floats} (the JVM's grouping tells -0.0 from 0.0)"
     grouped_on = [f.name for f in schema.fields if _has_map(f.dataType)]
@@ -117,13 +117,13 @@ def _has_map(dtype: DataType) -> bool:
 
 def good_record(plan: p.RuntimePlan) -> Column:
     """True for a record the Arrow combiner would find good (see the module docstring); may be stricter."""
-    ts = F.col(plan.ts_column)
+    ts = F.col(plan.input.ts_column)
     good = ts.isNotNull() & (ts >= F.lit(EARLIEST_EVENT_TIME)) & (ts <= F.lit(LATEST_EVENT_TIME))
-    if plan.corrupt_column is not None:
-        good &= F.col(plan.corrupt_column).isNull()
-    if plan.max_future_skew_ms is not None:
-        good &= ts <= F.call_function(PROCESSING_TIME) + F.lit(plan.max_future_skew_ms)
-    for name in plan.numeric_fields:
+    if plan.input.corrupt_column is not None:
+        good &= F.col(plan.input.corrupt_column).isNull()
+    if plan.input.max_future_skew_ms is not None:
+        good &= ts <= F.call_function(PROCESSING_TIME) + F.lit(plan.input.max_future_skew_ms)
+    for name in plan.stage.numeric_fields:
         value = F.col(name).cast("double")
         good &= value.isNotNull() & ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
     return good
@@ -158,7 +158,7 @@ class WindowColumns:
 
 def window_columns(plan: p.RuntimePlan) -> WindowColumns:
     """The windows of each record of ``plan``'s input (its ``ts_column``)."""
-    window, ts = plan.spec.window, F.col(plan.ts_column)
+    window, ts = plan.stage.spec.window, F.col(plan.input.ts_column)
     if isinstance(window, Tumbling):
         start = ts - F.pmod(ts - F.lit(window.offset), F.lit(window.size))
         return WindowColumns(start + F.lit(window.size), None, start, window.size, None)
@@ -175,11 +175,11 @@ def window_columns(plan: p.RuntimePlan) -> WindowColumns:
 
 def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
     """True for a record the JVM aggregates: good, every window open, and (EARLIEST/LATEST) no held output time."""
-    watermark = F.call_function(WATERMARK, F.lit(plan.stage))
+    watermark = F.call_function(WATERMARK, F.lit(plan.stage.name))
     direct = good_record(plan) & (windows.earliest_end - F.lit(1) > watermark)
-    if plan.spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
+    if plan.stage.spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
         # The lowest output time over the record's windows: the earliest window's.
-        direct &= windows.output_time(F.col(plan.ts_column), windows.earliest_end) >= watermark
+        direct &= windows.output_time(F.col(plan.input.ts_column), windows.earliest_end) >= watermark
     return direct
 
 
@@ -188,19 +188,19 @@ def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCo
     as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
     windows = window_columns(plan)
     record_columns = data.columns
-    ts, on = F.col(plan.ts_column), F.col(_DIRECT)
+    ts, on = F.col(plan.input.ts_column), F.col(_DIRECT)
     flagged = data.select("*", direct_records(plan, windows).alias(_DIRECT))
     latest = on  # a record's latest window: it counts the record once in the split statistics
     if windows.count is not None:  # one row per (record, window); a record the JVM leaves alone stays one row
         each = F.when(on, F.sequence(F.lit(0), windows.count - F.lit(1))).otherwise(F.array(F.lit(0)))
         flagged = flagged.select("*", F.explode(each).alias(_WINDOW_INDEX))
         latest = on & (F.col(_WINDOW_INDEX) == F.lit(0))
-    group = [*plan.key_columns, wire.BUCKET]
-    if plan.split_column is not None and plan.split_stats:
-        group.append(plan.split_column)
+    group = [*plan.stage.key_columns, wire.BUCKET]
+    if plan.input.split_column is not None and plan.input.split_stats:
+        group.append(plan.input.split_column)
     out_time = windows.output_time(ts, windows.end)
-    reductions = accumulator_reductions(plan.spec)
-    accumulators = zip(reductions, plan.accumulator_columns(), strict=True)
+    reductions = accumulator_reductions(plan.stage.spec)
+    accumulators = zip(reductions, plan.stage.accumulator_columns(), strict=True)
     values = {field: f"fm_j_{i}" for i, field in enumerate(dict.fromkeys(f for _, _, f in reductions if f))}
     one = F.lit(1)
     inputs = flagged.select(
@@ -218,7 +218,7 @@ def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCo
     )
     aggregates = [
         f"{wire.COUNT}=count:{_ONE}",
-        f"{wire.HOLD}={plan.spec.timestamp_combiner.reduction}:{_HOLD}",
+        f"{wire.HOLD}={plan.stage.spec.timestamp_combiner.reduction}:{_HOLD}",
         f"{AggregatedInJvm.RECORDS}=count:{_LATEST}",
         f"{wire.MIN_TS}=min:{_TS}",
         f"{wire.MAX_TS}=max:{_TS}",

@@ -45,22 +45,22 @@ class StageRoute:
         so), else in Python. :arg time_zone: the session's time zone.
     """
 
-    def __init__(self, plan: p.RuntimePlan, outputs: Outputs, jvm_unpack: bool, time_zone: str = "UTC") -> None:
-        self.plan = plan
+    def __init__(self, stage: p.StageSemantics, outputs: Outputs, jvm_unpack: bool, time_zone: str = "UTC") -> None:
+        self.stage = stage
         self.outputs = outputs
         self.readers = {
-            kind: OutputReader(plan.stage, kind, self.schema(kind), jvm_unpack, time_zone) for kind in OUTPUT_KINDS
+            kind: OutputReader(stage.name, kind, self.schema(kind), jvm_unpack, time_zone) for kind in OUTPUT_KINDS
         }
 
     def schema(self, kind: str) -> StructType:
         """``kind``'s output columns: the emitted columns it shows, then the window bounds as timestamps."""
         if kind == wire.PANE:
-            selected = self.plan.pane_columns()
+            selected = self.stage.pane_columns()
         elif kind == wire.LATE:
-            selected = self.plan.record_columns()
+            selected = self.stage.record_columns()
         else:
-            selected = self.plan.dead_letter_columns()
-        emitted = self.plan.emitted_schema()
+            selected = self.stage.dead_letter_columns()
+        emitted = self.stage.emitted_schema()
         fields = [emitted[name] for name in selected]
         if output.WINDOW_START in selected:
             fields += [
@@ -71,9 +71,9 @@ class StageRoute:
 
     def batch(self, kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
         """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns."""
-        values = tuple(self.plan.result_names) if kind == wire.PANE else ()
+        values = tuple(self.stage.result_names) if kind == wire.PANE else ()
         rows = self.readers[kind].rows(frame)
-        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.plan.key_columns), values, self.plan.stage)
+        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.stage.key_columns), values, self.stage.name)
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
@@ -90,19 +90,19 @@ class BatchSink:
     that stage's panes on the way (what an empty write leaves is discarded). Every other output is then written
     from the cache, only when the gauges count some rows for it.
 
-    :arg plans: ``{stage: plan}``, upstream first. :arg outputs: ``{stage: Outputs}``.
+    :arg stages: ``{stage: what it emits}``, upstream first. :arg outputs: ``{stage: Outputs}``.
     :arg jvm_unpack, time_zone: see :class:`StageRoute`.
     """
 
     def __init__(
         self,
-        plans: dict[str, p.RuntimePlan],
+        stages: dict[str, p.StageSemantics],
         outputs: dict[str, Outputs],
         controller: Controller,
         jvm_unpack: bool,
         time_zone: str = "UTC",
     ) -> None:
-        self.routes = {name: StageRoute(plan, outputs[name], jvm_unpack, time_zone) for name, plan in plans.items()}
+        self.routes = {name: StageRoute(stage, outputs[name], jvm_unpack, time_zone) for name, stage in stages.items()}
         self.controller = controller
         self.listeners: list[Callable[[BatchReport], None]] = []
         self.doing = "computing the batch"

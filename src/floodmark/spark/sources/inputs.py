@@ -126,15 +126,16 @@ def combined_input(
     if isinstance(split, Column) and register_functions(source.sparkSession):
         split = guarded(split)
     split_value = [split.alias(p.SPLIT_VALUE)] if isinstance(split, Column) else []
-    ts = [] if plan.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
-    if error is not None and plan.ts_column == p.TS:
+    ts = [] if plan.input.ts_column != p.TS else [ms.alias(p.TS), F.when(ms.isNull(), raw).alias(p.TS_RAW)]
+    if error is not None and plan.input.ts_column == p.TS:
         ts.append(F.when(ms.isNull(), error).alias(p.TS_ERROR))
     bucket = (
         bucket_layout.label_column(
-            plan.bucket_values, F.pmod(F.hash(*[F.col(c) for c in plan.key_columns]), F.lit(plan.buckets))
+            plan.state.bucket_values,
+            F.pmod(F.hash(*[F.col(c) for c in plan.stage.key_columns]), F.lit(plan.state.buckets)),
         )
-        if plan.key_columns
-        else F.lit(plan.bucket_values[0])  # one global key
+        if plan.stage.key_columns
+        else F.lit(plan.state.bucket_values[0])  # one global key
     )
     data = source.select(
         "*",
@@ -144,11 +145,13 @@ def combined_input(
     )
     # The combiner's rows (inside the blocks): every column is nullable, PARTIAL and SPLIT_STATS rows carry
     # no record. The original text is for the combiner's dead letters: records cross the shuffle without it.
-    inputs = [StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.text_column]
-    combiner = MapSideCombiner(plan, StructType([*inputs, *plan.combiner_fields()]))
+    inputs = [
+        StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.input.text_column
+    ]
+    combiner = MapSideCombiner(plan, StructType([*inputs, *plan.stage.combiner_fields()]))
     if map_side == "arrow":
         return data.mapInArrow(combiner, blocks.SCHEMA)
-    stage = f"stage {plan.stage!r}" if plan.stage else "the aggregation"
+    stage = f"stage {plan.stage.name!r}" if plan.stage.name else "the aggregation"
     why_not = jvm_combine.why_not(plan, data.schema)
     if why_not is None and not register_functions(data.sparkSession):
         why_not = "this session cannot load floodmark's jar"

@@ -13,7 +13,7 @@ Between levels, and into the sink, travel *carrier* rows (:data:`CARRIER`, the S
 * IN: a block of a stage's input rows (the map-side combiner's rows, or an upstream stage's panes as rows);
 * TICK: one per stage, bucket and batch the driver asks for, so that every bucket runs without input;
 * OUTPUT: a block of one bucket's panes, late records and dead letters (Arrow IPC, in the stage's
-  :meth:`~floodmark.spark.plan.RuntimePlan.emitted_schema`), unpacked in the sink
+  :meth:`~floodmark.spark.plan.StageSemantics.emitted_schema`), unpacked in the sink
   (:mod:`floodmark.spark.outputs.unpack`);
 * STATS and GAUGE: what the driver needs (``floodmark.protocol.wire.REPORT_COLUMNS``), one row per split
   statistics or bucket.
@@ -84,8 +84,8 @@ class StageLevel:
         self.processors = {name: WindowBucketProcessor(plan) for name, plan in plans.items()}
         self.downstream = downstream
         self.order = order
-        self.emitted_schemas = {name: plan.emitted_schema() for name, plan in plans.items()}
-        self.state_value_bytes = next(iter(plans.values())).state_value_bytes
+        self.emitted_schemas = {name: plan.stage.emitted_schema() for name, plan in plans.items()}
+        self.state_value_bytes = next(iter(plans.values())).state.state_value_bytes
         self.arrow_schemas = {name: to_arrow_schema(schema) for name, schema in self.emitted_schemas.items()}
 
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -118,7 +118,7 @@ class StageLevel:
         """A bucket's output as carrier rows: its STATS and GAUGE rows, one OUTPUT block, and its panes as IN
         blocks of the stages that read ``stage``."""
         plan = self.processors[stage].plan
-        rows = conform(out.rows, plan.output_schema())
+        rows = conform(out.rows, plan.stage.output_schema())
         kinds = rows[wire.KIND].to_numpy()
         small = rows.loc[np.isin(kinds, wire.REPORT_KINDS), _SMALL]
         # STATS rows carry the bucket too: every carrier row belongs to a (stage, bucket) group downstream.
@@ -138,7 +138,7 @@ class StageLevel:
             targets = self.downstream.get(stage, [])
             if targets:
                 is_pane = pc.equal(table.column(wire.KIND), wire.PANE)
-                panes = spark_like_pandas(table.filter(is_pane).select(plan.pane_columns()))
+                panes = spark_like_pandas(table.filter(is_pane).select(plan.stage.pane_columns()))
                 if len(panes):
                     parts += [
                         self._forward(stage, bucket, panes, target_plan, target) for target_plan, target in targets
@@ -161,12 +161,14 @@ class StageLevel:
         rows = stage_input_rows(panes, target)
         if target.key_by:
             hashes = pd.util.hash_pandas_object(rows[list(target.key_by)], index=False).to_numpy()
-            buckets = np.asarray(plan.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(plan.buckets)]
+            buckets = np.asarray(plan.state.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(plan.state.buckets)]
         else:
-            buckets = np.full(len(rows), plan.bucket_values[0], dtype=_BUCKET_TYPE)
+            buckets = np.full(len(rows), plan.state.bucket_values[0], dtype=_BUCKET_TYPE)
         rows = rows.assign(**{wire.ROW: wire.RAW, wire.BUCKET: buckets})
         # The block's partition orders a target bucket's blocks the same way on every replay.
-        partition = self.order.index(stage) * plan.buckets + self.processors[stage].plan.bucket_values.index(bucket)
+        partition = self.order.index(stage) * plan.state.buckets + self.processors[
+            stage
+        ].plan.state.bucket_values.index(bucket)
         packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition)
         return pd.DataFrame(
             {

@@ -46,7 +46,7 @@ from floodmark.spark.stateful.bucket_state import BucketState
 
 
 class BucketOutput(NamedTuple):
-    """One bucket's output of one batch, in the row form's column names (:meth:`RuntimePlan.output_schema`),
+    """One bucket's output of one batch, in the row form's column names (:meth:`StageSemantics.output_schema`),
     not yet in one frame: the columnar policy's panes, most of a flush, go to Arrow column by column
     without a pandas frame (:meth:`floodmark.spark.stateful.levels.StageLevel.carry`)."""
 
@@ -81,9 +81,9 @@ class WindowBucketProcessor:
         bad = data[kinds == wire.BAD_INPUT]
         out = [self._bad(bad), self._stats(data[kinds == wire.SPLIT_STATS])]
         partials = self._partials(data[kinds == wire.PARTIAL])
-        batch = frame_records(raw, self.plan.key_columns, self.plan.ts_column, self.plan.spec)
-        watermark = entry.watermark_for(self.plan.stage)
-        operator = state.restore(self.plan.spec)
+        batch = frame_records(raw, self.plan.stage.key_columns, self.plan.input.ts_column, self.plan.stage.spec)
+        watermark = entry.watermark_for(self.plan.stage.name)
+        operator = state.restore(self.plan.stage.spec)
         emitted = advance(operator, batch, watermark, entry.processing_time, partials)
         state.save(operator)
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
@@ -108,20 +108,20 @@ class WindowBucketProcessor:
     def _due(self, entry: ControlEntry, bucket: int) -> bool:
         """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported
         (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
-        gauges, stage = BucketGauges(entry.buckets), self.plan.stage
+        gauges, stage = BucketGauges(entry.buckets), self.plan.stage.name
         if not gauges.reported(stage, bucket):
             return True
-        return gauges.due(stage, entry.watermark_for(self.plan.stage), entry.processing_time, bucket) is not None
+        return gauges.due(stage, entry.watermark_for(self.plan.stage.name), entry.processing_time, bucket) is not None
 
     # ------------------------------------------------------------------ input
     def _bad(self, rows: pd.DataFrame) -> pd.DataFrame:
         if not len(rows):
             return pd.DataFrame()
-        frame = rows[list(self.plan.key_columns)].reset_index(drop=True)
+        frame = rows[list(self.plan.stage.key_columns)].reset_index(drop=True)
         frame[wire.KIND] = wire.BAD
         frame[output.REASON] = rows[wire.REASON].to_numpy()
         frame[output.RECORD] = rows[wire.RECORD].to_numpy()
-        frame[output.EVENT_TIME] = rows[self.plan.ts_column].to_numpy()
+        frame[output.EVENT_TIME] = rows[self.plan.input.ts_column].to_numpy()
         return frame
 
     def _stats(self, rows: pd.DataFrame) -> pd.DataFrame:
@@ -134,11 +134,11 @@ class WindowBucketProcessor:
         if not len(rows):
             return None
         accumulators = {}
-        for name, column in self.plan.accumulator_columns():
+        for name, column in self.plan.stage.accumulator_columns():
             # Arrow gives long columns with nulls (other row kinds) as float64: cast back by the layout's type.
             accumulators[name] = rows[column.name].to_numpy(dtype=numpy_type(column.type))
         return Partials(
-            key_array(rows, self.plan.key_columns),
+            key_array(rows, self.plan.stage.key_columns),
             rows[wire.WINDOW_START].to_numpy(dtype=np.int64),
             rows[wire.WINDOW_END].to_numpy(dtype=np.int64),
             rows[wire.COUNT].to_numpy(dtype=np.int64),
@@ -148,11 +148,11 @@ class WindowBucketProcessor:
 
     # ----------------------------------------------------------------- output
     def _key_dict(self, key: Any) -> dict[str, Any]:
-        if not self.plan.key_columns:
+        if not self.plan.stage.key_columns:
             return {}
-        keys = (key,) if len(self.plan.key_columns) == 1 else key
-        integral = self.plan.integral_columns
-        return {c: plain(v, c in integral) for c, v in zip(self.plan.key_columns, keys, strict=True)}
+        keys = (key,) if len(self.plan.stage.key_columns) == 1 else key
+        integral = self.plan.input.integral_columns
+        return {c: plain(v, c in integral) for c, v in zip(self.plan.stage.key_columns, keys, strict=True)}
 
     def _emitted(self, emitted: Emitted, data: pd.DataFrame) -> list[dict]:
         rows = []
@@ -160,7 +160,7 @@ class WindowBucketProcessor:
             positions = np.array([int(r.value) for r in emitted.late], dtype=np.int64)
             for late, record in zip(
                 emitted.late,
-                records_json(data.iloc[positions], self.plan.user_columns, self.plan.integral_columns),
+                records_json(data.iloc[positions], self.plan.input.user_columns, self.plan.input.integral_columns),
                 strict=True,
             ):
                 row = {
@@ -180,7 +180,7 @@ class WindowBucketProcessor:
             # The combiner applies the core's record rules first, so this stays empty; if the two ever
             # disagreed, the record still reaches the dead letters rather than vanishing.
             positions = np.array([int(r.value) for r in emitted.bad], dtype=np.int64)
-            records = records_json(data.iloc[positions], self.plan.user_columns, self.plan.integral_columns)
+            records = records_json(data.iloc[positions], self.plan.input.user_columns, self.plan.input.integral_columns)
             for bad, record in zip(emitted.bad, records, strict=True):
                 row = {
                     wire.KIND: wire.BAD,
@@ -197,16 +197,16 @@ class WindowBucketProcessor:
         per pane; results that are not numbers (lists, a user aggregate's values) conformed to their Spark
         types one by one."""
         columns: dict[str, Any] = {wire.KIND: wire.PANE}
-        integral = self.plan.integral_columns
-        if len(self.plan.key_columns) == 1:
-            name = self.plan.key_columns[0]
+        integral = self.plan.input.integral_columns
+        if len(self.plan.stage.key_columns) == 1:
+            name = self.plan.stage.key_columns[0]
             keys = frame["key"].to_numpy(dtype=object)
             # Strings need no unwrapping (the common case, and one Python call per pane otherwise).
-            string_key = isinstance(self.plan.key_types[0], StringType)
+            string_key = isinstance(self.plan.stage.key_types[0], StringType)
             columns[name] = keys if string_key else [plain(v, name in integral) for v in keys.tolist()]
-        elif self.plan.key_columns:
+        elif self.plan.stage.key_columns:
             parts = list(zip(*frame["key"].tolist(), strict=True))
-            for name, values in zip(self.plan.key_columns, parts, strict=True):
+            for name, values in zip(self.plan.stage.key_columns, parts, strict=True):
                 columns[name] = [plain(v, name in integral) for v in values]
         # The core's pane frame columns, by their names there.
         columns[output.WINDOW_START] = frame["window_start"].to_numpy()
@@ -216,8 +216,8 @@ class WindowBucketProcessor:
         columns[output.PANE_INDEX] = frame["pane_index"].to_numpy()
         columns[output.NONSPECULATIVE_INDEX] = frame["nonspeculative_index"].to_numpy()
         columns[output.IS_LAST] = frame["is_last"].to_numpy(dtype=bool)
-        result_types = dict(self.plan.result_types)
-        for name in self.plan.result_names:
+        result_types = dict(self.plan.stage.result_types)
+        for name in self.plan.stage.result_names:
             values = frame[f"value.{name}"].to_numpy()
             if values.dtype == object:
                 values = object_array(result_value(v, result_types[name]) for v in values.tolist())
