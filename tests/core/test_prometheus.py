@@ -3,6 +3,7 @@ from 127.0.0.1 and parsed as Prometheus parses them (no Spark)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import urllib.error
@@ -243,3 +244,48 @@ def test_the_extremes_are_not_exported_as_numbers():
     assert watermark_seconds(1_500) == 1.5
     assert math.isnan(lag_seconds(10_000, -(2**63))) and lag_seconds(10_000, 2**63 - 1) == 0
     assert lag_seconds(10_000, 7_500) == 2.5
+
+
+def test_a_batch_replayed_after_a_restart_is_reported_as_such_and_counted_once(tmp_path):
+    """A driver that stopped after batch 0's report, before Spark committed it: the restarted driver (a new
+    controller over the same control log, a new listener) runs batch 0 again. Its report says so; the new
+    listener's counters and the metrics file count batch 0 once, the gauges show it; batch 1 counts."""
+    batch = (
+        [stats("0", 3, 10_000, 20_000)],
+        {AGGREGATION_STAGE: gauge_rows(0, T0 + 1_000, 2, 5)},
+        {AGGREGATION_STAGE: {"PANE": 1, "LATE": 0, "BAD": 1}},
+    )
+    metrics_file = tmp_path / "metrics.jsonl"
+
+    def driver() -> Controller:
+        clock = ManualClock(T0)
+        controller = Controller.of_aggregation(
+            ControlLog(tmp_path / "control"),
+            SourceSettings(STRATEGY, splits=("0",)),
+            clock=clock,
+            metrics_path=metrics_file,
+        )
+        controller.ensure_initial_entry()
+        clock.advance_to(T0 + 2_000)
+        return controller
+
+    first = driver().on_batch(0, *batch)
+    assert not first.replayed
+    restarted = driver()
+    again = restarted.on_batch(0, *batch)
+    assert again.replayed and (again.next_watermark, again.splits) == (first.next_watermark, first.splits)
+    with PrometheusMetrics(port=0, host="127.0.0.1") as metrics:
+        metrics(again)
+        s = scrape(metrics)
+        assert value(s, "floodmark_batches_total") == 0
+        assert value(s, "floodmark_stage_panes_total", stage=AGGREGATION_STAGE) == 0
+        assert value(s, "floodmark_last_batch_id") == 0
+        assert value(s, "floodmark_split_watermark_seconds", split="0") == 18.999
+        following = restarted.on_batch(1, [stats("0", 2, 30_000, 40_000)], *batch[1:])
+        assert not following.replayed
+        metrics(following)
+        s = scrape(metrics)
+        assert value(s, "floodmark_batches_total") == 1
+        assert value(s, "floodmark_split_records_total", split="0") == 2
+    assert [r.batch_id for r in restarted.reports] == [0, 1]
+    assert [json.loads(line)["batch_id"] for line in metrics_file.read_text().splitlines()] == [0, 1]

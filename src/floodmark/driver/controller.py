@@ -131,6 +131,12 @@ class BatchReport:
     """Dead letters among the rows read this batch (refused by the stages that read sources); ``bad`` also counts
     the dead letters of stages reading stages (panes they refused). None: all of ``bad``."""
 
+    replayed: bool = False
+    """An earlier attempt of this batch (before a crash, a failed sink or a restart) already completed it: it wrote
+    its outputs and the next control entry, then reported it, unless it stopped in between. Spark replays a batch
+    it has not committed; its outputs are replaced, and this report repeats that attempt's numbers. Whatever
+    counts batches (Prometheus' counters, :attr:`Controller.reports`, the metrics file) counts it once."""
+
     @property
     def rows_in(self) -> int:
         """Rows read this batch: good records (``records``) + the dead letters among them."""
@@ -455,7 +461,7 @@ class Controller:
         for stage, rows in gauges.items():
             buckets.update(stage, rows)
         next_inputs = graph.advance(watermarks, {stage: buckets.lowest(stage, wire.HOLD) for stage in graph.order})
-        written = self.write_next(
+        written, replayed = self.write_next(
             ControlEntry(
                 seq=batch_id + 1,
                 watermark=min(next_inputs.values()),
@@ -499,6 +505,7 @@ class Controller:
             paused_splits=tuple(
                 sorted(self.split_label(name, split) for name, held in paused.items() for split in held)
             ),
+            replayed=replayed,
         )
         return self.record(report, first_dead_letter)
 
@@ -540,13 +547,14 @@ class Controller:
             processing_time=entry.processing_time,
         )
 
-    def write_next(self, entry: ControlEntry) -> ControlEntry:
-        """Write entry N+1 (a replayed batch keeps the one its first attempt wrote); prune the oldest."""
-        self.log.write(entry)
+    def write_next(self, entry: ControlEntry) -> tuple[ControlEntry, bool]:
+        """Write entry N+1 and prune the oldest; returns the entry and whether it existed already (a replayed
+        batch keeps the one its first attempt wrote)."""
+        replayed = not self.log.write(entry)
         written = self.entry_for_batch(entry.seq)
         self.next_entry = written
         self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
-        return written
+        return written, replayed
 
     def plan_next_batch(
         self,
@@ -567,12 +575,16 @@ class Controller:
 
     def record(self, report: BatchReport, first_dead_letter: Callable[[], str | None] | None = None) -> BatchReport:
         """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters
-        (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason)."""
-        self.reports.append(report)
+        (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason). A replayed batch's report
+        replaces the one its earlier attempt made in this process, and is not appended to the file again."""
+        if report.replayed and self.reports and self.reports[-1].batch_id == report.batch_id:
+            self.reports[-1] = report
+        else:
+            self.reports.append(report)
         warning = dead_letter_warning(report, first_dead_letter)
         if warning is not None:
             _LOG.warning(warning)
-        if self.metrics_path is not None:
+        if self.metrics_path is not None and not report.replayed:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
             with self.metrics_path.open("a") as handle:
                 handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")

@@ -37,8 +37,9 @@ The extremes of a watermark are not numbers a dashboard can use, so they are exp
 ("no watermark yet") -> NaN, and NaN for the event-time lag measured from it; ``MAX_TIMESTAMP`` ("end of
 input") -> +Inf, and an event-time lag of 0 (nothing is left to wait for).
 
-Counters count each batch once: a batch reported again (a replay after a failure, with the same batch id) sets
-the gauges but adds nothing, and a report older than the latest one seen is ignored. A listener counts from zero
+Counters count each batch once: a batch reported again (a replay after a failure, with the same batch id, in this
+process or, ``BatchReport.replayed``, after a restart) sets the gauges but adds nothing, and a report older than
+the latest one seen is ignored. A listener counts from zero
 when it is created (Prometheus' ``rate()`` and ``increase()`` take counter resets in their stride): use one per
 run of a query.
 
@@ -264,7 +265,7 @@ class PrometheusMetrics:
         with self._lock:
             if self._closed or report.batch_id < self._shown:
                 return
-            new = report.batch_id > self._counted
+            new = report.batch_id > self._counted and not report.replayed
             for split, (watermark, idle) in report.splits.items():
                 f.split_watermark.labels(q, split).set(watermark_seconds(watermark))
                 f.split_idle.labels(q, split).set(1 if idle else 0)
