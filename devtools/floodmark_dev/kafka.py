@@ -3,10 +3,12 @@
 :class:`KafkaBroker` formats a fresh storage folder and starts ``kafka.Kafka`` (the broker's own main class,
 from the jars ``scripts/setup.sh`` fetches) in KRaft mode, broker and controller in one process, listening on
 127.0.0.1 on free ports. It is the real server, not a mock: topics, partitions, offsets, consumer positions
-and the wire protocol are Kafka's. It has two client listeners: PLAINTEXT (:attr:`KafkaBroker.bootstrap_servers`)
-and SASL_PLAINTEXT with SCRAM-SHA-512 (:attr:`KafkaBroker.sasl_bootstrap_servers`, the user :data:`SASL_USER`,
-whose settings for Spark's Kafka clients are :meth:`KafkaBroker.sasl_options`). Clients are ``confluent-kafka``'s
-(librdkafka)::
+and the wire protocol are Kafka's. It has four client listeners: PLAINTEXT (:attr:`KafkaBroker.bootstrap_servers`),
+SASL_PLAINTEXT with SCRAM-SHA-512 (:attr:`KafkaBroker.sasl_bootstrap_servers`, the user :data:`SASL_USER`, whose
+settings for Spark's Kafka clients are :meth:`KafkaBroker.sasl_options`), and the same two over TLS: SSL and
+SASL_SSL (:meth:`KafkaBroker.tls_bootstrap_servers`, :meth:`KafkaBroker.tls_options`), with a certificate for
+127.0.0.1 signed by an authority the broker makes at its first start (:mod:`floodmark_dev.tls`: keytool, nothing
+fetched). The helper's own clients are ``confluent-kafka``'s (librdkafka), on the PLAINTEXT listener::
 
     with KafkaBroker() as broker:
         broker.create_topic("events", partitions=3)
@@ -37,6 +39,7 @@ from typing import Any
 
 from floodmark.jvm import KAFKA_BROKER, java_executable, require_jars
 from floodmark_dev.processes import free_port, tail
+from floodmark_dev.tls import Certificates, make_certificates
 
 CLIENT_LOG = logging.getLogger("floodmark_dev.kafka.client")
 """Where the clients' (librdkafka's) own messages go: not the console (a broker still starting refuses
@@ -94,7 +97,11 @@ class KafkaBroker:
         self.heap = heap
         self.port = 0
         self.sasl_port = 0
+        self.ssl_port = 0
+        self.sasl_ssl_port = 0
         self._controller_port = 0
+        self.certificates: Certificates | None = None
+        """The TLS listeners' authority and certificate (made at the first start, kept across restarts)."""
         self.process: subprocess.Popen | None = None
         self._admin_client = None
         self._producer = None
@@ -126,6 +133,23 @@ class KafkaBroker:
             "kafka.sasl.jaas.config": login,
         }
 
+    def tls_bootstrap_servers(self, sasl: bool = False) -> str:
+        """``host:port`` of the SSL listener, or with ``sasl`` of the SASL_SSL one (SCRAM-SHA-512 over TLS)."""
+        port = self.sasl_ssl_port if sasl else self.ssl_port
+        if not port:
+            raise RuntimeError("the broker is not started")
+        return f"127.0.0.1:{port}"
+
+    def tls_options(self, sasl: bool = False, truststore: Certificates | None = None) -> dict[str, str]:
+        """The ``kafka.*`` options with which Spark's Kafka clients reach the SSL listener (``sasl``: the SASL_SSL
+        one, logged in as :data:`SASL_USER`), trusting the broker's authority, or ``truststore``'s instead."""
+        if self.certificates is None:
+            raise RuntimeError("the broker is not started")
+        options = (truststore or self.certificates).client_options()
+        if sasl:
+            return {**self.sasl_options(), **options, "kafka.security.protocol": "SASL_SSL"}
+        return {**options, "kafka.security.protocol": "SSL"}
+
     @property
     def log_path(self) -> Path:
         return self.work_dir / "broker.log"
@@ -138,8 +162,11 @@ class KafkaBroker:
         classpath = os.pathsep.join(str(jar) for jar in require_jars(KAFKA_BROKER))
         if not self.port:
             self.port, self.sasl_port, self._controller_port = free_port(), free_port(), free_port()
+            self.ssl_port, self.sasl_ssl_port = free_port(), free_port()
         controller_port = self._controller_port
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        if self.certificates is None:
+            self.certificates = make_certificates(self.work_dir / "tls")
         config = self.work_dir / "server.properties"
         config.write_text(self._server_properties(controller_port))
         log_config = self.work_dir / "log4j2.properties"
@@ -198,22 +225,30 @@ class KafkaBroker:
         self.stop()
 
     def _server_properties(self, controller_port: int) -> str:
+        assert self.certificates is not None
+        jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        clients = (
+            f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+            f"SSL://127.0.0.1:{self.ssl_port},SASL_SSL://127.0.0.1:{self.sasl_ssl_port}"
+        )
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
-                f"CONTROLLER://127.0.0.1:{controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
+            "listeners": f"{clients},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": clients,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "sasl.enabled.mechanisms": SASL_MECHANISM,
-            f"listener.name.sasl_plaintext.{SASL_MECHANISM.lower()}.sasl.jaas.config": (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"
             ),
+            "sasl.enabled.mechanisms": SASL_MECHANISM,
+            f"listener.name.sasl_plaintext.{SASL_MECHANISM.lower()}.sasl.jaas.config": jaas,
+            f"listener.name.sasl_ssl.{SASL_MECHANISM.lower()}.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.certificates.keystore),
+            "ssl.keystore.password": self.certificates.password,
+            "ssl.key.password": self.certificates.password,
             "log.dirs": str(self.work_dir / "data"),
             # One node: every internal topic has one replica, and nothing waits for a quorum of others.
             "offsets.topic.replication.factor": "1",

@@ -20,6 +20,7 @@ from floodmark.spark import (
 )
 from floodmark.spark.map_side.combiner import UNPARSABLE
 from floodmark.spark.outputs.sinks import BATCH_ID_HEADER, PANE_ID_HEADER, KafkaSink, OutputBatch
+from floodmark_dev.tls import make_certificates
 
 pytestmark = pytest.mark.spark
 
@@ -84,8 +85,8 @@ def test_kafka_in_kafka_out_accounts_for_every_produced_record(spark, kafka_brok
     produced += broker.produce("clicks", list(BAD_VALUES.values()), partition=1)
     no_timestamp = '{ "channel":"app" }'  # parses, but is no record: its dead letter keeps this text (issue 26)
     produced += broker.produce("clicks", [no_timestamp], partition=1)
-    # In and out through the SASL listener (SCRAM-SHA-512), the output exactly-once.
-    servers, login = broker.sasl_bootstrap_servers, broker.sasl_options()
+    # In and out through the SASL_SSL listener (SCRAM-SHA-512 over TLS), the output exactly-once.
+    servers, login = broker.tls_bootstrap_servers(sasl=True), broker.tls_options(sasl=True)
     source = read_kafka(spark, servers, "clicks", schema=SCHEMA, options={**login, "maxOffsetsPerTrigger": "200"})
     aggregation = minute_counts(spark, source, known_splits=topic_partitions(spark, servers, "clicks", login))
     outputs = Outputs.kafka(
@@ -122,9 +123,9 @@ def test_kafka_sink_messages_keys_and_headers_batch_after_batch(spark, kafka_bro
     late = spark.createDataFrame([("app", 5, None)], "channel STRING, event_time LONG, note STRING")
     for topic in ("sink-text", "sink-json"):
         kafka_broker.create_topic(topic)
-    text, json_sink = (
-        KafkaSink(kafka_broker.bootstrap_servers, "sink-text", "text"),
-        KafkaSink(kafka_broker.bootstrap_servers, "sink-json"),
+    text, json_sink = (  # over TLS, at least once (the exactly-once sink is tested over SASL_SSL above)
+        KafkaSink(kafka_broker.tls_bootstrap_servers(), "sink-text", "text", kafka_broker.tls_options()),
+        KafkaSink(kafka_broker.tls_bootstrap_servers(), "sink-json", options=kafka_broker.tls_options()),
     )
     for batch_id in (4, 5):  # the same sink twice: its columns are built once, the batch id header is not
         text.write(OutputBatch("panes", panes, batch_id, ("channel",), ("total", "mean")))
@@ -371,6 +372,24 @@ def test_wrong_credentials_stop_with_kafkas_own_reason(spark, kafka_broker, tmp_
     assert topic_partitions(spark, servers, "guarded", kafka_broker.sasl_options()) == ["0", "1"]
     source = read_kafka(spark, servers, "guarded", schema=SCHEMA, options=wrong)
     with pytest.raises(Exception, match=r"SaslAuthenticationException.*invalid credentials"):
+        minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=120)
+
+
+def test_a_certificate_the_client_does_not_trust_stops_with_kafkas_own_reason(spark, kafka_broker, tmp_path):
+    """The SSL listener's certificate is signed by the broker's authority: a client that trusts another one
+    (``stranger``) is refused by its own TLS check, and floodmark says so in one line with Kafka's reason."""
+    kafka_broker.create_topic("sealed", partitions=2)
+    servers = kafka_broker.tls_bootstrap_servers()
+    assert topic_partitions(spark, servers, "sealed", kafka_broker.tls_options()) == ["0", "1"]
+    stranger = make_certificates(tmp_path / "stranger", "another authority")
+    wrong = kafka_broker.tls_options(truststore=stranger)
+    refused = r"SslAuthenticationException: SSL handshake failed"
+    untrusted = r"; caused by .*unable to find valid certification path"
+    with pytest.raises(ConnectionError, match=rf"'sealed' at 127\.0\.0\.1.*{refused}{untrusted}") as raised:
+        topic_partitions(spark, servers, "sealed", wrong)
+    assert "\n" not in str(raised.value)
+    source = read_kafka(spark, servers, "sealed", schema=SCHEMA, options=wrong)
+    with pytest.raises(Exception, match=rf"^the floodmark query failed: [\w.]*{refused} \(query\.exception\(\)"):
         minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=120)
 
 

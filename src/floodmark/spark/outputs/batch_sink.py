@@ -248,21 +248,30 @@ class QuietBatchFailures(logging.Filter):
 QUIET_FAILURES = QuietBatchFailures()
 
 
+KAFKA_ERRORS = "org.apache.kafka.common.errors."
+"""The package of Kafka's client errors: a wrapper worth naming beside its cause (an SSL handshake that failed)."""
+
+
 def root_cause(error: Exception) -> str:
-    """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``);
-    for a Python exception, its type and the first line of its text (``ValueError: the sink is down``)."""
+    """The innermost Java exception of ``error`` in one line (e.g. ``java.io.IOException: Mkdirs failed ...``),
+    after the Kafka client's error that wraps it, if one does (``...SslAuthenticationException: SSL handshake
+    failed; caused by ...: unable to find valid certification path ...``); for a Python exception, its type and
+    the first line of its text (``ValueError: the sink is down``)."""
     if not isinstance(error, Py4JJavaError):
         first_line = (str(error).strip().splitlines() or [""])[0]
         return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
     try:
-        cause = error.java_exception
-        while cause.getCause() is not None and cause.getCause() != cause:
-            cause = cause.getCause()
-        lines = str(cause.toString()).strip().splitlines()
+        chain = [error.java_exception]
+        while chain[-1].getCause() is not None and chain[-1].getCause() != chain[-1] and len(chain) < 50:
+            chain.append(chain[-1].getCause())
+        lines = [(str(cause.toString()).strip().splitlines() or [""])[0] for cause in chain]
     except Exception:  # the gateway may be going away: the error's own text still names the exception
         lines = [line.removeprefix(": ") for line in str(error).splitlines() if line.startswith(": ")]
-        lines = lines or str(error).strip().splitlines()
-    return lines[0] if lines else "unknown error"
+        lines = (lines or str(error).strip().splitlines())[:1]
+    if not lines:
+        return "unknown error"
+    kafka = next((line for line in lines[:-1] if line.startswith(KAFKA_ERRORS)), None)
+    return lines[-1] if kafka is None else f"{kafka}; caused by {lines[-1]}"
 
 
 def _interruption(error: Exception) -> str | None:
