@@ -211,12 +211,9 @@ class Pipeline:
             raise ValueError(f"the name {name!r} is taken: sources and stages need distinct names")
 
     # ----------------------------------------------------------------- plans
-    def plans(self, spark: SparkSession, states: Mapping[str, p.StateLayout] | None = None) -> dict[str, p.RuntimePlan]:
-        """Each stage's runtime plan, checked against its input schema (a ``ValueError`` says what cannot run).
-
-        :arg states: each stage's state layout (default: :meth:`bucket_count` buckets, state format 1: the plans
-            of a definition not yet bound to a checkpoint).
-        """
+    def plans(self, spark: SparkSession) -> dict[str, p.RuntimePlan]:
+        """Each stage's runtime plan, checked against its input schema (a ``ValueError`` says what cannot run), with
+        the state layout of a new checkpoint (:meth:`bucket_count` buckets; :meth:`build` binds the checkpoint's)."""
         if not self.stages:
             raise ValueError("a query needs at least one stage")
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
@@ -225,7 +222,6 @@ class Pipeline:
         plans: dict[str, p.RuntimePlan] = {}
         for name in graph.order:
             stage = self.stages[name]
-            state = default if states is None else states[name]
             if stage.upstream[0] in self.sources:
                 sources = [self.sources[s] for s in stage.upstream]
                 first = sources[0]
@@ -235,14 +231,14 @@ class Pipeline:
                             f"stage {name!r} reads sources {stage.upstream} of different schemas or event times; "
                             "select the same columns from each"
                         )
-                plans[name] = self.source_plan(name, first, state, corrupt)
+                plans[name] = self.source_plan(name, first, default, corrupt)
                 continue
             schemas = {up: _input_schema(plans[up].stage, stage) for up in stage.upstream}
             schema = schemas[stage.upstream[0]]
             if any(s != schema for s in schemas.values()):
                 raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
             plans[name] = p.RuntimePlan.for_input(
-                stage.spec, schema, stage.key_by, EVENT_TIME, None, False, None, corrupt, name, state
+                stage.spec, schema, stage.key_by, EVENT_TIME, None, False, None, corrupt, name, default
             )
         return plans
 
@@ -287,13 +283,13 @@ class Pipeline:
         """The streaming DataFrame of carrier rows (before the sink), its controller (``earlier``: the controller
         of this query's previous run in this process, whose reports carry over), the stages' plans and Spark's
         checkpoint of the query."""
-        self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
+        unbound = self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
         layout = fixed_bucket_layout(checkpoint, spark, log, self.buckets, self.bucket_count(spark), graph.order)
         state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
         states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
-        plans = self.plans(spark, states)
+        plans = {n: p.RuntimePlan(plan.stage, plan.input, states[n]) for n, plan in unbound.items()}
         engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
