@@ -2,11 +2,14 @@
 
 Usage: restart_driver.py INPUT CHECKPOINT OUTPUT
        restart_driver.py --kafka BOOTSTRAP TOPIC CHECKPOINT OUTPUT_PREFIX [--exactly-once [--kill-after-commit N]]
+                         [--timeouts-ms MS]
 Runs the bounded input (Parquet files, or everything a Kafka topic holds) to completion from the checkpoint
 (starting or resuming); Kafka runs write panes, late records and dead letters to the topics
 OUTPUT_PREFIX-panes, -late and -dead, exactly-once (transactional id prefix OUTPUT_PREFIX) with
 ``--exactly-once``. ``--kill-after-commit N``: kill -9 this driver (and its JVM) right after the Kafka transaction
 of the first pane batch >= N has committed, before Spark commits the batch.
+``--timeouts-ms MS``: the Kafka clients' request, API, blocking and delivery timeouts (source and sinks) at MS
+instead of Kafka's defaults (30 s to 2 min), so that an outage outlasts them sooner.
 """
 
 from __future__ import annotations
@@ -20,6 +23,17 @@ from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_ses
 from floodmark.spark.outputs.sinks import PANES, KafkaSink, OutputBatch
 
 SCHEMA = "ts LONG, k STRING, p INT, v DOUBLE"
+
+
+def client_timeouts(ms: int) -> dict[str, str]:
+    """``kafka.*`` settings that give up after ``ms``: the consumer's and admin's requests and API calls, the
+    producer's blocking calls and deliveries (at least a request's time), Spark's executor-side poll."""
+    return {
+        "kafka.request.timeout.ms": str(ms),
+        "kafka.default.api.timeout.ms": str(ms),
+        "kafka.max.block.ms": str(ms),
+        "kafka.delivery.timeout.ms": str(2 * ms),
+    }
 
 
 def run(source, checkpoint: str, output, split: str, known_splits) -> None:
@@ -53,10 +67,17 @@ def main(args: list[str]) -> None:
     spark = local_session("floodmark-restart", cores=2, shuffle_partitions=2)
     if args[0] == "--kafka":
         bootstrap, topic, checkpoint, prefix = args[1:5]
-        source = read_kafka(spark, bootstrap, topic, SCHEMA, options={"maxOffsetsPerTrigger": "10"})
+        timeouts = client_timeouts(int(args[args.index("--timeouts-ms") + 1])) if "--timeouts-ms" in args else {}
+        poll = {"kafkaConsumer.pollTimeoutMs": timeouts["kafka.request.timeout.ms"]} if timeouts else {}
+        source = read_kafka(spark, bootstrap, topic, SCHEMA, options={"maxOffsetsPerTrigger": "10", **timeouts, **poll})
         exactly_once = prefix if "--exactly-once" in args else None
         outputs = Outputs.kafka(
-            bootstrap, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead", transactional_id_prefix=exactly_once
+            bootstrap,
+            f"{prefix}-panes",
+            f"{prefix}-late",
+            f"{prefix}-dead",
+            transactional_id_prefix=exactly_once,
+            options=timeouts,
         )
         if "--kill-after-commit" in args:
             panes = KillAfterCommit(bootstrap, f"{prefix}-panes", transactional_id_prefix=exactly_once)

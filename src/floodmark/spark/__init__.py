@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from floodmark.spark.driver.aggregation import EventTimeAggregation
     from floodmark.spark.driver.pipeline import Pipeline, SourceTime
     from floodmark.spark.driver.query import FloodmarkQuery
+    from floodmark.spark.driver.restarts import Restarts
     from floodmark.spark.driver.session import (
         cluster_session,
         configure_spark_with_floodmark,
@@ -50,6 +51,7 @@ __all__ = [
     "KafkaSink",
     "Outputs",
     "Pipeline",
+    "Restarts",
     "SourceTime",
     "TableSink",
     "cluster_session",
@@ -80,6 +82,7 @@ __getattr__, __dir__ = lazy_exports(
         "topic_partitions": "floodmark.spark.sources.kafka",
         "EventTimeAggregation": "floodmark.spark.driver.aggregation",
         "FloodmarkQuery": "floodmark.spark.driver.query",
+        "Restarts": "floodmark.spark.driver.restarts",
         "SourceTime": "floodmark.spark.driver.pipeline",
         "cluster_session": "floodmark.spark.driver.session",
         "configure_spark_with_floodmark": "floodmark.spark.driver.session",

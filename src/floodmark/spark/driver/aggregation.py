@@ -47,6 +47,7 @@ from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
 from floodmark.spark.driver.pipeline import Pipeline, SourceTime
 from floodmark.spark.driver.query import FloodmarkQuery
+from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.inputs import MapSide
 
@@ -104,15 +105,19 @@ class EventTimeAggregation:
         query_name: str | None = None,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
         metrics_port: int | None = None,
+        restarts: Restarts | None = None,
     ) -> FloodmarkQuery:
         """Start the streaming query.
 
         :arg output: where panes, late records and dead letters go: a root path (Parquet under
             ``panes/``, ``late/``, ``dead_letter/``, exactly-once) or :class:`~floodmark.spark.outputs.sinks.Outputs`
             (files in any format, tables, Kafka topics, your function; each sink states its guarantee).
-        :arg listeners, metrics_port: as for :meth:`Pipeline.start <floodmark.spark.driver.pipeline.Pipeline.start>`.
+        :arg listeners, metrics_port, restarts: as for :meth:`Pipeline.start
+            <floodmark.spark.driver.pipeline.Pipeline.start>`.
         """
-        return self.pipeline.start(checkpoint, {STAGE: output}, trigger_interval, query_name, listeners, metrics_port)
+        return self.pipeline.start(
+            checkpoint, {STAGE: output}, trigger_interval, query_name, listeners, metrics_port, restarts
+        )
 
     def explain(self, checkpoint: str, key: Any, window: Window, batch: int | None = None) -> Explanation:
         """Why ``key``'s ``window`` had (not) fired at the end of ``batch`` (default: the last) of the query at
@@ -128,6 +133,7 @@ class EventTimeAggregation:
         timeout_s: float = 3600.0,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
         metrics_port: int | None = None,
+        restarts: Restarts | None = None,
     ) -> FloodmarkQuery:
         """Run a bounded input (files already in place) to the end, then fire everything.
 
@@ -135,5 +141,5 @@ class EventTimeAggregation:
         in Flink); the query stops after that batch. Returns the stopped query (reports, outputs).
         """
         return self.pipeline.run_to_completion(
-            checkpoint, {STAGE: output}, trigger_interval, timeout_s, listeners, metrics_port
+            checkpoint, {STAGE: output}, trigger_interval, timeout_s, listeners, metrics_port, restarts
         )

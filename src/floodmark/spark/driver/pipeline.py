@@ -69,6 +69,7 @@ from floodmark.spark.driver.query import (
     shuffle_partitions,
     start_query,
 )
+from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
@@ -414,6 +415,7 @@ class Pipeline:
         query_name: str | None = None,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
         metrics_port: int | None = None,
+        restarts: Restarts | None = None,
     ) -> FloodmarkQuery:
         """Start the streaming query.
 
@@ -423,6 +425,8 @@ class Pipeline:
         :arg metrics_port: serve the query's metrics for Prometheus on this port of the loopback address
             (:class:`~floodmark.driver.prometheus.PrometheusMetrics`, labelled with ``query_name``; 0 picks a
             free port: ``query.metrics_url``); stopped with the query. ``None``: no endpoint.
+        :arg restarts: how the handle rides through a Kafka broker out of reach (default
+            :class:`~floodmark.spark.driver.restarts.Restarts`: about 12 minutes at Kafka's default timeouts).
         """
         spark = next(iter(self.sources.values())).frame.sparkSession
         if isinstance(output, str):
@@ -458,7 +462,7 @@ class Pipeline:
             if metrics is not None:
                 metrics.close()
             raise
-        return FloodmarkQuery(launched, outputs, dict(self.stages), spark, metrics, relaunch=launch)
+        return FloodmarkQuery(launched, outputs, dict(self.stages), spark, metrics, launch, restarts)
 
     def definition(self, outputs: Mapping[str, Outputs] | None = None) -> JobDefinition:
         """This pipeline as data (:mod:`floodmark.driver.definition`), with the paths of its file outputs: what
@@ -517,10 +521,13 @@ class Pipeline:
         timeout_s: float = 3600.0,
         listeners: Sequence[Callable[[BatchReport], None]] = (),
         metrics_port: int | None = None,
+        restarts: Restarts | None = None,
     ) -> FloodmarkQuery:
         """Run bounded sources to the end: after the end of input every stage, upstream first, gets watermark
         MAX (one batch per level), and the query stops once the last level has had it."""
-        handle = self.start(checkpoint, output, trigger_interval, listeners=listeners, metrics_port=metrics_port)
+        handle = self.start(
+            checkpoint, output, trigger_interval, listeners=listeners, metrics_port=metrics_port, restarts=restarts
+        )
         handle.finish_when_input_exhausted(timeout_s)
         return handle
 

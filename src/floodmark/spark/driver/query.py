@@ -28,7 +28,9 @@ from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.spark import hadoop_files
+from floodmark.spark.driver.restarts import Restart, Restarts
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.outputs.batch_sink import NOT_COMMITTED
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.ticks import TickSchedule, schedule_path
 from floodmark.spark.stateful import batch_entry, bucket_layout, state_codec
@@ -163,23 +165,25 @@ class Launched:
     spark_checkpoint: SparkCheckpoint
 
 
-RESTARTABLE = (
-    "Python worker failed to connect back",
-    "Timed out while waiting for the Python worker to connect back",
-)
-"""Errors that say the machine was too busy, not that the query is wrong: a Python worker Spark started did not
-connect back within Spark's fixed 10 s (``PythonWorkerFactory``; at a query's start, the driver-side worker of
-``transformWithStateInPandas``). No setting reaches that wait, so the handle starts the query again."""
-
-MAX_RESTARTS = 3
-"""How many times in a row a handle starts its query again after a :data:`RESTARTABLE` error."""
-
 _LOG = logging.getLogger("floodmark")
 
 
 def first_line(error: object) -> str:
     """The first line of ``error``'s text (Spark's errors go on with the query's plan)."""
     return (str(error).strip().splitlines() or [""])[0]
+
+
+def cause_line(error: object) -> str:
+    """What stopped a query, in one line: floodmark's line when a batch failed (BatchFailed), else the first line of
+    Spark's error. Spark's text around floodmark's line is the Python traceback and the query's plan."""
+    failed = FAILED_BATCH.search(str(error))
+    return failed.group(1) if failed else first_line(error)
+
+
+def failure_line(error: object) -> str:
+    """:func:`cause_line`, saying where the whole error is when it is Spark's."""
+    failed = FAILED_BATCH.search(str(error))
+    return cause_line(error) if failed else f"{first_line(error)} (query.exception() has Spark's whole error)"
 
 
 class FloodmarkQuery:
@@ -190,10 +194,11 @@ class FloodmarkQuery:
     failed while ...``) from :meth:`awaitTermination`, :meth:`processAllAvailable` and the waits; Spark's whole
     error is :meth:`exception`.
 
-    A busy machine delays a query, it does not stop it: when Spark gives up on a Python worker that did not start
-    in time (:data:`RESTARTABLE`), the handle starts the query again from its checkpoint (exactly-once: the batch
-    that failed runs again), up to :data:`MAX_RESTARTS` times in a row, and logs one line each time
-    (:attr:`restarts` counts them). :attr:`query` is then the new Spark query.
+    A busy machine or a Kafka broker out of reach delays a query, it does not stop it: the handle starts the
+    query again from its checkpoint (exactly-once: the batch that failed runs again), at once after a Python
+    worker that did not start in time, after a growing delay while Kafka does not answer, as its
+    :class:`~floodmark.spark.driver.restarts.Restarts` says, and logs one line each time (:attr:`restarts` counts
+    them). :attr:`query` is then the new Spark query.
 
     :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
     """
@@ -206,6 +211,7 @@ class FloodmarkQuery:
         spark: SparkSession,
         metrics: PrometheusMetrics | None = None,
         relaunch: Callable[[Controller], Launched] | None = None,
+        restart_policy: Restarts | None = None,
     ) -> None:
         self._launched = launched
         self.stage_outputs = stage_outputs
@@ -215,8 +221,13 @@ class FloodmarkQuery:
         """The query's Prometheus endpoint (``start(metrics_port=...)``), closed when the query stops."""
         self.restarts = 0
         """How many times the handle started the query again (see the class docstring)."""
+        self.restart_policy = restart_policy or Restarts()
         self._relaunch = relaunch
         self._stopping = False
+        self._stopped = threading.Event()
+        self._restarting = False
+        self._in_a_row = 0
+        self._reports_at_restart = 0
         self._watcher: threading.Thread | None = None
         if relaunch is not None:
             self._watcher = threading.Thread(target=self._watch, name="floodmark-query-watcher", daemon=True)
@@ -236,36 +247,49 @@ class FloodmarkQuery:
         """Spark's checkpoint of the query (its offset log says what each batch planned)."""
         return self._launched.spark_checkpoint
 
-    def _restartable(self, error: object) -> bool:
-        return (
-            self._relaunch is not None
-            and not self._stopping
-            and self.restarts < MAX_RESTARTS
-            and any(text in str(error) for text in RESTARTABLE)
-        )
+    def _restarts_in_a_row(self) -> int:
+        """Restarts since the last batch that completed."""
+        return self._in_a_row if len(self.controller.reports) <= self._reports_at_restart else 0
+
+    def _restart(self, error: object) -> Restart | None:
+        """When the watcher starts the query again after ``error``; None: it does not."""
+        if self._relaunch is None or self._stopping:
+            return None
+        return self.restart_policy.decide(error, self._restarts_in_a_row())
 
     def _watch(self) -> None:
-        """Wait for the query to end; start it again after a :data:`RESTARTABLE` failure (see the class)."""
+        """Wait for the query to end; start it again when :attr:`restart_policy` says so (see the class)."""
         while True:
             launched = self._launched
             with contextlib.suppress(Exception):
                 launched.query.awaitTermination()
             error = None if self._stopping else launched.query.exception()
-            if error is None or not self._restartable(error) or self._relaunch is None:
-                return
-            self.restarts += 1
-            _LOG.warning(
-                "floodmark: %s (a busy machine?): starting the query again from its checkpoint (%d of %d)",
-                first_line(error).rstrip("."),
-                self.restarts,
-                MAX_RESTARTS,
-            )
+            self._restarting = True
             try:
-                again = self._relaunch(launched.controller)  # its reports and end condition carry over
-            except Exception as failure:  # the handle's waits raise the first error; say why this one came
-                _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
-                return
-            self._launched = again
+                restart = None if error is None else self._restart(error)
+                if restart is None or self._relaunch is None:
+                    return
+                self._in_a_row = self._restarts_in_a_row() + 1
+                self._reports_at_restart = len(launched.controller.reports)
+                self.restarts += 1
+                _LOG.warning(
+                    "floodmark: %s (%s): starting the query again from its checkpoint%s (%d of %d)",
+                    cause_line(error).removesuffix(NOT_COMMITTED).rstrip("."),
+                    restart.why,
+                    f" in {restart.delay_s:.1f} s" if restart.delay_s else "",
+                    self._in_a_row,
+                    restart.limit,
+                )
+                if self._stopped.wait(restart.delay_s):
+                    return
+                try:
+                    again = self._relaunch(launched.controller)  # its reports and end condition carry over
+                except Exception as failure:  # the handle's waits raise the first error; say why this one came
+                    _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
+                    return
+                self._launched = again
+            finally:
+                self._restarting = False
 
     def _settle_restart(self) -> None:
         """While a failed query is being started again by the watcher, wait until it has been (or has not)."""
@@ -273,10 +297,10 @@ class FloodmarkQuery:
         error = launched.query.exception()
         while (
             error is not None
-            and self._restartable(error)
             and self._launched is launched
             and self._watcher is not None
             and self._watcher.is_alive()
+            and (self._restarting or self._restart(error) is not None)
         ):
             time.sleep(0.05)
 
@@ -411,6 +435,7 @@ class FloodmarkQuery:
     def stop(self) -> None:
         """Stop the query (and its Prometheus endpoint); it is not started again."""
         self._stopping = True
+        self._stopped.set()
         self.query.stop()
         if self.metrics is not None:
             self.metrics.close()
@@ -483,8 +508,4 @@ class FloodmarkQuery:
         self._settle_restart()
         error = self.query.exception()
         if error is not None:
-            # A batch that failed says so in one line (BatchFailed); Spark's text around it is the Python
-            # traceback and the query's plan, kept in the query's exception().
-            failed = FAILED_BATCH.search(str(error))
-            line = failed.group(1) if failed else f"{first_line(error)} (query.exception() has Spark's whole error)"
-            raise RuntimeError(f"the floodmark query failed: {line}") from None
+            raise RuntimeError(f"the floodmark query failed: {failure_line(error)}") from None

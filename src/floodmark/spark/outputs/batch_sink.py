@@ -153,10 +153,9 @@ class BatchSink:
             ) from None
 
     def _failed(self, batch_id: int, cause: str) -> BatchFailed:
+        """The batch's one line: which batch, doing what, why (:data:`NOT_COMMITTED` after it)."""
         return BatchFailed(
-            f"floodmark batch {batch_id} failed while {self.doing}: {cause}. The batch was not committed: once the "
-            "cause is fixed, start the query again from its checkpoint; it resumes with this batch and replaces "
-            "what this attempt wrote."
+            f"floodmark batch {batch_id} failed while {self.doing}: {cause}.{NOT_COMMITTED}"
         )
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
@@ -225,6 +224,13 @@ INTERRUPTIONS = (
 
 class BatchInterrupted(RuntimeError):
     """The batch was interrupted by ``query.stop()`` (not a failure)."""
+
+
+NOT_COMMITTED = (
+    " The batch was not committed: once the cause is fixed, start the query again from its checkpoint; it resumes "
+    "with this batch and replaces what this attempt wrote."
+)
+"""What ends a failed batch's line: what to do about it (not said when the query handle starts it again itself)."""
 
 
 class BatchFailed(RuntimeError):
