@@ -222,7 +222,8 @@ class KafkaSink(Sink):
     bootstrap_servers: str
     topic: str
     value_format: str = "json"
-    options: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Not in the sink's text (error lines, logs): it holds credentials (``kafka.sasl.jaas.config``, passwords)."""
     transactional_id_prefix: str | None = None
     _columns: dict[tuple, tuple[Column, Column]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """(SparkContext, kind, key columns, value columns, their types) -> the message's key and value columns."""
