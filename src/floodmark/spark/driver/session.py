@@ -65,7 +65,21 @@ PATIENT_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
 process it started (a worker's daemon, a Python data source's planner, a Connect server's ``foreachBatch``) to
 authenticate on its socket; at a load of 14 to 30 on 2 cores that was not enough here. The wait Spark 4.3 gives
 a new Python worker to connect back is a fixed 10 s that no setting reaches: the query handle starts a query
-that failed so again (:data:`floodmark.spark.driver.query.RESTARTABLE`)."""
+that failed so again (:data:`floodmark.spark.driver.restarts.BUSY_MACHINE`)."""
+
+
+STATUS_RETENTION = {
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.ui.retainedTasks": "10000",
+    "spark.sql.ui.retainedExecutions": "100",
+}
+"""How much of finished jobs, stages, tasks and SQL executions the driver keeps in memory for Spark's UI and
+status API, in floodmark's sessions (which have no UI): Spark keeps 1,000 jobs, 1,000 stages, 100,000 tasks and
+1,000 executions by default. A micro-batch is an execution of one to three jobs, and an execution keeps the
+metrics of every node of its plan, so a long-running query fills the driver's heap with them until those
+limits: ``bench/soak.py --spark-retention`` grew ~150 MB per hour for its first 12 minutes (Spark's limits not
+reached yet), ``bench/soak.py`` stays flat. Give other values in ``conf`` to keep more."""
 
 
 def kafka_connector_jars() -> str:
@@ -121,16 +135,24 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
     return builder.config("spark.jars", on_classpath) if on_classpath else builder
 
 
-def local_session(app_name: str = "floodmark", cores: int = 2, shuffle_partitions: int | None = None) -> SparkSession:
+def local_session(
+    app_name: str = "floodmark",
+    cores: int = 2,
+    shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
     """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default).
 
     Spark's Kafka connector is on its classpath when ``scripts/setup.sh`` has fetched it
     (:func:`kafka_connector_jars`). The driver listens on loopback only (``SPARK_LOCAL_IP``, default
     ``127.0.0.1``).
+
+    :arg conf: more Spark settings, applied last (they win over floodmark's); read when the session's
+        SparkContext starts, so they apply only when no SparkContext runs in this process yet.
     """
     # The embedded default serves nothing to the network: the driver and its block manager listen on loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return _session(f"local[{cores}]", app_name, shuffle_partitions or cores, {})
+    return _session(f"local[{cores}]", app_name, shuffle_partitions or cores, dict(conf or {}))
 
 
 def cluster_session(
@@ -197,6 +219,7 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **required_conf(),
         **PATIENT_CONF,
+        **STATUS_RETENTION,
     }
     if not master.startswith("local"):
         # PySpark hands $PYSPARK_PYTHON to the executors when the SparkContext starts: one value for both.
