@@ -25,10 +25,11 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cluster_driver import CONFIG, aggregation, event_log_conf
+from cluster_driver import CONFIG, aggregation, event_log_conf, kafka_aggregation, kafka_outputs
 
 from floodmark.apps.demo import check_counts
 from floodmark.apps.outputs import read_output
@@ -159,6 +160,62 @@ def launch(command: list[str], run: Path, env: dict[str, str]) -> subprocess.Pop
         )
 
 
+@dataclass
+class WorkerKill:
+    """What was running when worker 0 was killed."""
+
+    batches_before: int
+    tasks_in_flight: set[int]
+    processes_before: list[int]
+    lost_node: list[int]
+
+
+def kill_worker_mid_stream(cluster: StandaloneCluster, run: Path, driver: subprocess.Popen) -> WorkerKill:
+    """Once :data:`KILL_AFTER_BATCHES` batches have completed, kill -9 worker 0 and its executor while that
+    executor runs a task (batches follow each other at once), so that a task dies with it; after a few seconds
+    without one, kill anyway."""
+    deadline = time.monotonic() + 300
+    while len(reports(run / "ckpt")) < KILL_AFTER_BATCHES:
+        assert driver.poll() is None, f"the driver ended early; see {run / 'driver.log'}"
+        assert time.monotonic() < deadline, "the first batches did not complete in time"
+        time.sleep(0.05)
+    wait_for_task = time.monotonic() + 10
+    while not running_tasks(cluster.work_dir / "worker-0") and time.monotonic() < wait_for_task:
+        time.sleep(0.02)
+    kill = WorkerKill(
+        len(reports(run / "ckpt")),
+        running_tasks(cluster.work_dir / "worker-0"),
+        cluster.processes(),
+        cluster.processes(worker=0),
+    )
+    cluster.kill_worker(0)
+    print(
+        f"kill -9 of worker 0 and its executor after {kill.batches_before} batches, tasks running there: "
+        f"{kill.tasks_in_flight}"
+    )
+    return kill
+
+
+def the_query_went_on(cluster: StandaloneCluster, run: Path, driver: subprocess.Popen, kill: WorkerKill) -> None:
+    """The driver ends well, the lost node's processes are gone, more batches completed after the kill."""
+    try:
+        assert driver.wait(timeout=300) == 0, f"the query failed; see {run / 'driver.log'}"
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert not [pid for pid in kill.lost_node if alive(pid)], "the lost node's processes are gone"
+    assert cluster.alive_workers() == 1, "the master noticed the dead worker"
+    assert len(kill.processes_before) >= 5, "master, 2 workers and 2 executors were running before the kill"
+    assert len(kill.lost_node) >= 2, "worker 0 ran an executor"
+    done = reports(run / "ckpt")
+    print(f"batches after the kill: {len(done) - kill.batches_before} more, {len(done)} in all")
+    print(f"Spark's event log: {failures(run / 'events')}")
+    assert len(done) > kill.batches_before + 1, "more batches completed after the kill"
+    assert done[-1]["watermark"] == MAX_TIMESTAMP, "the run ended with its final flush"
+    assert [r["batch_id"] for r in done] == list(range(len(done)))
+
+
 @pytest.mark.parametrize("launcher", ["cluster_session", "spark-submit"])
 def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, launcher):
     started = time.monotonic()
@@ -178,46 +235,18 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, lau
                 aggregation(spark).run_to_completion, str(local / "ckpt"), str(local / "out"), timeout_s=300
             )
             try:
-                deadline = time.monotonic() + 300
-                while len(reports(run / "ckpt")) < KILL_AFTER_BATCHES:
-                    assert driver.poll() is None, f"the driver ended early; see {run / 'driver.log'}"
-                    assert time.monotonic() < deadline, "the first batches did not complete in time"
-                    time.sleep(0.05)
-                # Kill while worker 0's executor runs a task (batches follow each other at once), so that a
-                # task dies with it; after a few seconds without one, kill anyway.
-                wait_for_task = time.monotonic() + 10
-                while not running_tasks(cluster.work_dir / "worker-0") and time.monotonic() < wait_for_task:
-                    time.sleep(0.02)
-                in_flight = running_tasks(cluster.work_dir / "worker-0")
-                before = len(reports(run / "ckpt"))
-                processes_before = cluster.processes()
-                lost_node = cluster.processes(worker=0)
-                cluster.kill_worker(0)
-                print(f"kill -9 of worker 0 and its executor after {before} batches, tasks running there: {in_flight}")
-                assert driver.wait(timeout=300) == 0, f"the query failed; see {run / 'driver.log'}"
-                assert not [pid for pid in lost_node if alive(pid)], "the lost node's processes are gone"
-            finally:
-                if driver.poll() is None:
-                    os.killpg(driver.pid, signal.SIGKILL)
-                    driver.wait()
+                kill = kill_worker_mid_stream(cluster, run, driver)
+            except BaseException:
+                os.killpg(driver.pid, signal.SIGKILL)
+                raise
+            the_query_went_on(cluster, run, driver, kill)
             reference.result()
         print(f"local[2] reference: {len(reports(local / 'ckpt'))} batches")
-        assert cluster.alive_workers() == 1, "the master noticed the dead worker"
-    leftovers = [pid for pid in processes_before if alive(pid)]
+    leftovers = [pid for pid in kill.processes_before if alive(pid)]
     assert not leftovers, f"processes of the cluster left behind: {leftovers}"
 
-    done = reports(run / "ckpt")
     summary = json.loads((run / "out" / "run.json").read_text())
-    print(
-        f"batches after the kill: {len(done) - before} more, {len(done)} in all; the cluster run took "
-        f"{summary['seconds']:.1f} s (driver) and the test {time.monotonic() - started:.1f} s"
-    )
-    print(f"Spark's event log: {failures(run / 'events')}")
-    assert len(done) > before + 1, "more batches completed after the kill"
-    assert done[-1]["watermark"] == MAX_TIMESTAMP, "the run ended with its final flush"
-    assert [r["batch_id"] for r in done] == list(range(len(done)))
-    assert len(processes_before) >= 5, "master, 2 workers and 2 executors were running before the kill"
-    assert len(lost_node) >= 2, "worker 0 ran an executor"
+    print(f"the cluster run took {summary['seconds']:.1f} s (driver) and the test {time.monotonic() - started:.1f} s")
 
     # The same panes as the local run, whatever Spark re-ran on the way.
     expected, got = panes(local / "out"), panes(run / "out")
@@ -236,6 +265,65 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, lau
                 f"an executor imported floodmark from {path}, not from the shipped archive"
             )
         assert summary["jvm_ticks"], "spark-submit --jars gave the driver the wheel's jar"
+
+
+def test_kafka_to_kafka_exactly_once_goes_on_when_a_worker_is_killed(spark, kafka_broker, tmp_path):
+    """Seed 001's job from a Kafka topic (a partition per split) to Kafka topics, exactly-once, on the cluster:
+    Spark's Kafka reads run on the executors (one dies with worker 0), the transactional writer on the driver.
+    A read_committed consumer sees the panes, late records and dead letters of a local run, once each."""
+    from floodmark.apps.kafka_demo import PacedProducer
+    from floodmark.spark.outputs.sinks import PANE_ID_HEADER
+
+    broker = kafka_broker
+    broker.create_topic("cluster-clicks", partitions=CONFIG.splits)
+    for prefix in ("cluster-ref", "cluster-run"):
+        for kind in ("panes", "late", "dead"):
+            broker.create_topic(f"{prefix}-{kind}")
+    producer = PacedProducer(broker, "cluster-clicks", CONFIG, ticks_per_second=float("inf"))
+    producer.run()  # here, all at once: every record is in the topic before either query starts
+    assert producer.error is None and producer.produced > 10_000
+    run = tmp_path / "cluster-run"
+    with StandaloneCluster(workers=2, cores=1, memory="1g", work_dir=tmp_path / "cluster") as cluster:
+        (run / "events").mkdir(parents=True)
+        command = [
+            sys.executable,
+            str(DRIVER),
+            cluster.master_url,
+            *(str(run / name) for name in ("ckpt", "out", "events")),
+            "--kafka",
+            broker.bootstrap_servers,
+            "cluster-clicks",
+            "cluster-run",
+        ]
+        driver = launch(command, run, dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+        with ThreadPoolExecutor(1) as pool:
+            reference = pool.submit(
+                kafka_aggregation(spark, broker.bootstrap_servers, "cluster-clicks").run_to_completion,
+                str(tmp_path / "local" / "ckpt"),
+                kafka_outputs(broker.bootstrap_servers, "cluster-ref"),
+                timeout_s=300,
+            )
+            try:
+                kill = kill_worker_mid_stream(cluster, run, driver)
+            except BaseException:
+                os.killpg(driver.pid, signal.SIGKILL)
+                raise
+            the_query_went_on(cluster, run, driver, kill)
+            reference.result()
+
+    def pane_values(prefix: str) -> dict[bytes, tuple]:
+        messages = broker.consume(f"{prefix}-panes")
+        values = {dict(m.headers)[PANE_ID_HEADER]: tuple(m.json()[f] for f in (*PANE_KEY, "count")) for m in messages}
+        assert len(values) == len(messages), f"{prefix}: no pane twice (read_committed)"
+        return values
+
+    expected, got = pane_values("cluster-ref"), pane_values("cluster-run")
+    assert len(expected) > 100
+    assert got == expected
+    for kind in ("late", "dead"):
+        reference_texts = sorted(m.text() for m in broker.consume(f"cluster-ref-{kind}"))
+        assert reference_texts, f"the local run has {kind} records"
+        assert sorted(m.text() for m in broker.consume(f"cluster-run-{kind}")) == reference_texts
 
 
 def test_cluster_session_refuses_a_process_that_runs_another_master(spark):
