@@ -116,7 +116,7 @@ def run_replay(
         late=read_output(last, "late"),
         dead_letter=read_output(last, "dead_letter"),
         records=total,
-        batches=len(handle.reports),
+        batches=handle.batches_completed,
         seconds=time.monotonic() - started,
         reconciliation=handle.reconciliation,
     )

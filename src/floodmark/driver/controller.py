@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.next_batch import NextBatch, next_batch
+from floodmark.driver.reconciliation import RunTotals
 from floodmark.protocol import wire
 from floodmark.protocol.control import BucketGauges, ControlEntry
 
@@ -43,6 +45,11 @@ AGGREGATION_STAGE = "aggregation"
 
 KEPT_ENTRIES = 100
 """Control entries kept behind the newest (for replays, ``explain --batch`` and inspection)."""
+
+REPORTS_KEPT = 1_000
+"""Batch reports a controller keeps in memory, the latest (Spark keeps 100 progress reports): a query that runs for
+months must not grow with its batches (a report is ~2 KB). The checkpoint's metrics file has every batch's report,
+and the run's reconciliation is kept as totals (:class:`~floodmark.driver.reconciliation.RunTotals`)."""
 
 
 def _not_known(batch_id: int) -> int | None:
@@ -239,7 +246,12 @@ class Controller:
         self.clock = clock or SystemClock()
         self.metrics_path = metrics_path
         self.engine = engine
-        self.reports: list[BatchReport] = list(earlier.reports) if earlier is not None else []
+        self.reports: deque[BatchReport] = deque(earlier.reports if earlier is not None else (), maxlen=REPORTS_KEPT)
+        """The latest :data:`REPORTS_KEPT` batches' reports, oldest first (the metrics file has every batch's)."""
+        self.batches_reported = earlier.batches_reported if earlier is not None else 0
+        """How many batches this controller (and the ones before it, ``earlier``) reported; a replay counts once."""
+        self.totals = earlier.totals if earlier is not None else RunTotals(upstreams)
+        """The run's reconciliation, kept up to date by :meth:`record`."""
         self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
         self._end_of_input_requested = False
         self.next_entry: ControlEntry | None = None
@@ -577,10 +589,14 @@ class Controller:
         """Keep ``report`` (and append it to the metrics file); warn when most of its rows were dead letters
         (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason). A replayed batch's report
         replaces the one its earlier attempt made in this process, and is not appended to the file again."""
+        replaced = None
         if report.replayed and self.reports and self.reports[-1].batch_id == report.batch_id:
+            replaced = self.reports[-1]
             self.reports[-1] = report
         else:
             self.reports.append(report)
+            self.batches_reported += 1
+        self.totals.add(report, lambda label: self.source_of(label)[0], replaced)
         warning = dead_letter_warning(report, first_dead_letter)
         if warning is not None:
             _LOG.warning(warning)

@@ -14,10 +14,12 @@ windows, so ``window_pairs`` is ``records`` times that.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, TypeVar
 
-from floodmark.driver.controller import BatchReport
+if TYPE_CHECKING:
+    from floodmark.driver.controller import BatchReport
 
 
 def committed(reports: Iterable[BatchReport]) -> list[BatchReport]:
@@ -125,3 +127,39 @@ class StageReconciliation:
             f"dead letters; (record, window) pairs {self.window_pairs:,} = {self.in_windows:,} in windows + "
             f"{self.late:,} late; {self.panes:,} panes"
         )
+
+
+Totals = TypeVar("Totals", Reconciliation, StageReconciliation)
+
+
+def _plus(totals: Totals, more: Totals, sign: int) -> Totals:
+    """``totals`` with each count of ``more`` added (``sign`` 1) or taken away (-1)."""
+    names = [f.name for f in fields(totals) if f.name != "stage"]
+    return replace(totals, **{name: getattr(totals, name) + sign * getattr(more, name) for name in names})
+
+
+class RunTotals:
+    """A run's reconciliation kept batch by batch, so that it needs no list of every batch's report: a report adds
+    its counts; a replayed batch's report replaces the one its earlier attempt made (takes those away first).
+
+    :arg upstreams: each stage's sources or upstream stages.
+    """
+
+    def __init__(self, upstreams: Mapping[str, Sequence[str]]) -> None:
+        self.upstreams = {stage: list(upstream) for stage, upstream in upstreams.items()}
+        self.run = Reconciliation.of(())
+        """Every stage's totals together (:meth:`Reconciliation.of` over the run's reports)."""
+        self.stages = {stage: StageReconciliation.of((), stage, [], str) for stage in self.upstreams}
+        """Each stage's totals (:meth:`StageReconciliation.of` over the run's reports)."""
+
+    def add(self, report: BatchReport, source_of: Callable[[str], str], replaced: BatchReport | None = None) -> None:
+        """Count ``report`` (instead of ``replaced``, an earlier attempt's report of the same batch).
+
+        :arg source_of: a split label of the reports -> its source (``Controller.source_of``)."""
+        for sign, counted in ((1, report), (-1, replaced)):
+            if counted is None:
+                continue
+            self.run = _plus(self.run, Reconciliation.of([counted]), sign)
+            for stage, upstream in self.upstreams.items():
+                mine = StageReconciliation.of([counted], stage, upstream, source_of)
+                self.stages[stage] = _plus(self.stages[stage], mine, sign)

@@ -249,7 +249,7 @@ class FloodmarkQuery:
 
     def _restarts_in_a_row(self) -> int:
         """Restarts since the last batch that completed."""
-        return self._in_a_row if len(self.controller.reports) <= self._reports_at_restart else 0
+        return self._in_a_row if self.controller.batches_reported <= self._reports_at_restart else 0
 
     def _restart(self, error: object) -> Restart | None:
         """When the watcher starts the query again after ``error``; None: it does not."""
@@ -270,7 +270,7 @@ class FloodmarkQuery:
                 if restart is None or self._relaunch is None:
                     return
                 self._in_a_row = self._restarts_in_a_row() + 1
-                self._reports_at_restart = len(launched.controller.reports)
+                self._reports_at_restart = launched.controller.batches_reported
                 self.restarts += 1
                 _LOG.warning(
                     "floodmark: %s (%s): starting the query again from its checkpoint%s (%d of %d)",
@@ -417,20 +417,27 @@ class FloodmarkQuery:
 
     @property
     def reports(self) -> list[BatchReport]:
-        return self.controller.reports
+        """The reports of the latest batches, oldest first: every batch's up to
+        :data:`~floodmark.driver.controller.REPORTS_KEPT` (1,000), then the latest 1,000 (the checkpoint's
+        ``floodmark/metrics.jsonl`` has every batch's; :attr:`batches_completed` counts them). A batch that Spark
+        replays after a failure is reported once, by its last attempt."""
+        return list(self.controller.reports)
+
+    @property
+    def batches_completed(self) -> int:
+        """How many batches this handle has seen complete (restarts included; a replayed batch counts once)."""
+        return self.controller.batches_reported
 
     @property
     def reconciliation(self) -> Reconciliation:
         """Where this run's input rows went (rows in = records + dead letters; pairs = in windows + late), over
-        every stage; :meth:`stage_reconciliation` for one stage."""
-        return Reconciliation.of(self.reports)
+        every stage and every batch of this handle; :meth:`stage_reconciliation` for one stage."""
+        return self.controller.totals.run
 
     def stage_reconciliation(self, stage: str | None = None) -> StageReconciliation:
         """Where ``stage``'s (default: the only stage's) input rows went: its sources' rows or its upstream
         stages' panes = records + dead letters; (record, window) pairs = in windows + late."""
-        name = self._stage(stage)
-        source_of = lambda label: self.controller.source_of(label)[0]  # noqa: E731
-        return StageReconciliation.of(self.reports, name, self.stages[name].upstream, source_of)
+        return self.controller.totals.stages[self._stage(stage)]
 
     def stop(self) -> None:
         """Stop the query (and its Prometheus endpoint); it is not started again."""
@@ -442,12 +449,12 @@ class FloodmarkQuery:
 
     def await_batches(self, count: int, timeout_s: float = 120.0) -> None:
         """Wait until ``count`` more batches have completed."""
-        target = len(self.reports) + count
+        target = self.batches_completed + count
         deadline = time.monotonic() + timeout_s
-        while len(self.reports) < target:
+        while self.batches_completed < target:
             self._check()
             if time.monotonic() > deadline:
-                raise TimeoutError(f"only {len(self.reports)} of {target} batches completed in {timeout_s} s")
+                raise TimeoutError(f"only {self.batches_completed} of {target} batches completed in {timeout_s} s")
             time.sleep(0.05)
 
     @property
@@ -487,7 +494,7 @@ class FloodmarkQuery:
         """
         self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
         deadline = time.monotonic() + timeout_s
-        while not any(report.watermark == MAX_TIMESTAMP for report in self.reports[-1:]):
+        while (last := self._last_report()) is None or last.watermark != MAX_TIMESTAMP:
             self._check()
             if time.monotonic() > deadline:
                 self.stop()
@@ -502,7 +509,11 @@ class FloodmarkQuery:
         # A trigger that started anyway before the stop (a source's own batch) had nothing to emit, and what its
         # interrupted write left behind would never be replaced by a replay.
         for outputs in self.stage_outputs.values():
-            outputs.discard_after(self.spark, self.reports[-1].batch_id)
+            outputs.discard_after(self.spark, last.batch_id)
+
+    def _last_report(self) -> BatchReport | None:
+        reports = self.controller.reports  # the controller of the latest start (a restart makes a new one)
+        return reports[-1] if reports else None
 
     def _check(self) -> None:
         self._settle_restart()

@@ -1,0 +1,75 @@
+"""A run's reconciliation kept batch by batch equals the one over every report, and the reports kept in memory
+are bounded (issue 44: a query that runs for months must not grow with its batches)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from floodmark import WatermarkStrategy
+from floodmark.core.clock import ManualClock
+from floodmark.driver import controller as controller_module
+from floodmark.driver.control_log import ControlLog
+from floodmark.driver.controller import BatchReport, Controller, SourceSettings, StageReport
+from floodmark.driver.reconciliation import Reconciliation, RunTotals, StageReconciliation, committed
+
+UPSTREAMS = {"a": ["src"], "b": ["a"]}
+
+
+def report(batch_id: int, counts: tuple[int, ...], replayed: bool = False) -> BatchReport:
+    n0, n1, bad, accepted, late, panes, b_bad, b_accepted = counts
+    stages = {
+        "a": StageReport(0, 0, 0, panes=panes, late=late, bad=bad, accepted=accepted),
+        "b": StageReport(0, 0, 0, panes=panes // 2, late=0, bad=b_bad, accepted=b_accepted),
+    }
+    return BatchReport(
+        batch_id=batch_id,
+        watermark=0,
+        next_watermark=0,
+        processing_time=0,
+        splits={},
+        records=n0 + n1,
+        panes=panes + panes // 2,
+        late=late,
+        bad=bad + b_bad,
+        accepted=accepted + b_accepted,
+        split_records={"0": n0, "1": n1},
+        stages=stages,
+        input_dead_letters=bad,
+        replayed=replayed,
+    )
+
+
+COUNTS = st.tuples(*[st.integers(0, 50)] * 8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(COUNTS, st.booleans(), COUNTS), max_size=30))
+def test_totals_kept_batch_by_batch_equal_the_totals_over_every_report(batches):
+    totals, reports = RunTotals(UPSTREAMS), []
+    for batch_id, (counts, replayed, again) in enumerate(batches):
+        first = report(batch_id, counts)
+        totals.add(first, lambda label: "src")
+        reports.append(first)
+        if replayed:  # Spark ran the batch again after a failure: its last attempt's report counts
+            second = report(batch_id, again, replayed=True)
+            totals.add(second, lambda label: "src", replaced=first)
+            reports.append(second)
+    assert len(committed(reports)) == len(batches)
+    assert totals.run == Reconciliation.of(reports)
+    for stage, upstream in UPSTREAMS.items():
+        assert totals.stages[stage] == StageReconciliation.of(reports, stage, upstream, lambda label: "src")
+
+
+def test_a_controller_keeps_the_latest_reports_and_counts_every_batch(tmp_path, monkeypatch):
+    monkeypatch.setattr(controller_module, "REPORTS_KEPT", 5)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    ctl = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, UPSTREAMS, clock=ManualClock(0))
+    for batch_id in range(12):
+        ctl.record(report(batch_id, (1, 2, 1, 3, 0, 1, 0, 1)))
+    ctl.record(report(11, (1, 2, 1, 3, 0, 1, 0, 1), replayed=True))
+    assert [r.batch_id for r in ctl.reports] == [7, 8, 9, 10, 11]
+    assert ctl.batches_reported == 12
+    assert ctl.totals.run.rows_in == 12 * 4 and ctl.totals.stages["a"].input_rows == 12 * 4
+    again = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, UPSTREAMS, earlier=ctl)
+    assert list(again.reports) == list(ctl.reports) and again.batches_reported == 12 and again.totals is ctl.totals
