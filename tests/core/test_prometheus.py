@@ -209,6 +209,10 @@ def test_two_queries_in_one_process(tmp_path):
         one(report)
         assert value(scrape(one), "floodmark_batches_total") == 1
         assert value(scrape(two), "floodmark_batches_total") == 0
+        assert value(scrape(one), "floodmark_restarts_total") == 0
+        one.restarted()
+        assert value(scrape(one), "floodmark_restarts_total") == 1
+        assert value(scrape(two), "floodmark_restarts_total") == 0
 
     registry = CollectorRegistry()
     served = PrometheusMetrics(port=0, query="q1", registry=registry)

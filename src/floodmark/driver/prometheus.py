@@ -151,6 +151,12 @@ class _Families:
             registry=registry,
         )
         self.batches = counter("floodmark_batches", "Batches the query ran", query)
+        self.restarts = counter(
+            "floodmark_restarts",
+            "Times the query handle started the failed query again from its checkpoint (a busy machine, Kafka out "
+            "of reach)",
+            query,
+        )
         self.rows_in = counter("floodmark_input_rows", "Rows read: good records and dead letters", query)
         self.dead_letters = counter("floodmark_dead_letters", "Dead letters of every stage", query)
         self.last_batch_id = gauge("floodmark_last_batch_id", "Id of the query's latest batch", query)
@@ -161,7 +167,7 @@ class _Families:
         """The ``query`` labels of the open listeners on the registry."""
 
     def per_query(self) -> list[Gauge | Counter]:
-        return [self.batches, self.rows_in, self.dead_letters, self.last_batch_id, self.last_batch_time]
+        return [self.batches, self.restarts, self.rows_in, self.dead_letters, self.last_batch_id, self.last_batch_time]
 
     def per_split(self) -> list[Gauge | Counter]:
         return [self.split_watermark, self.split_idle, self.split_records]
@@ -242,7 +248,7 @@ class PrometheusMetrics:
                 raise
             self.port = self._server.server_port
         # Counters exist (at 0) before the first batch: rate() sees the first increase.
-        for metric in (families.batches, families.rows_in, families.dead_letters):
+        for metric in (families.batches, families.restarts, families.rows_in, families.dead_letters):
             metric.labels(query)
 
     @property
@@ -297,6 +303,12 @@ class PrometheusMetrics:
                 f.dead_letters.labels(q).inc(report.bad)
                 self._counted = report.batch_id
             self._shown = report.batch_id
+
+    def restarted(self) -> None:
+        """Count one restart of the query by its handle (``floodmark.spark.driver.restarts``)."""
+        with self._lock:
+            if not self._closed:
+                self._families.restarts.labels(self.query).inc()
 
     def close(self) -> None:
         """Stop the HTTP server (its port is free again) and remove this query's series from the registry;

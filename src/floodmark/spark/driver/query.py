@@ -272,6 +272,8 @@ class FloodmarkQuery:
                 self._in_a_row = self._restarts_in_a_row() + 1
                 self._reports_at_restart = launched.controller.batches_reported
                 self.restarts += 1
+                if self.metrics is not None:
+                    self.metrics.restarted()
                 _LOG.warning(
                     "floodmark: %s (%s): starting the query again from its checkpoint%s (%d of %d)",
                     cause_line(error).removesuffix(NOT_COMMITTED).rstrip("."),
