@@ -3,6 +3,8 @@ are bounded (issue 44: a query that runs for months must not grow with its batch
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,13 +65,20 @@ def test_totals_kept_batch_by_batch_equal_the_totals_over_every_report(batches):
 
 def test_a_controller_keeps_the_latest_reports_and_counts_every_batch(tmp_path, monkeypatch):
     monkeypatch.setattr(controller_module, "REPORTS_KEPT", 5)
+    monkeypatch.setattr(controller_module, "METRICS_FILE_BYTES", 2_000)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
-    ctl = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, UPSTREAMS, clock=ManualClock(0))
+    metrics = tmp_path / "floodmark" / "metrics.jsonl"
+    sources = {"src": SourceSettings(strategy)}
+    ctl = Controller(ControlLog(tmp_path), sources, UPSTREAMS, clock=ManualClock(0), metrics_path=metrics)
     for batch_id in range(12):
         ctl.record(report(batch_id, (1, 2, 1, 3, 0, 1, 0, 1)))
     ctl.record(report(11, (1, 2, 1, 3, 0, 1, 0, 1), replayed=True))
     assert [r.batch_id for r in ctl.reports] == [7, 8, 9, 10, 11]
+    older = metrics.with_name("metrics.jsonl.1")
+    on_disk = [json.loads(line)["batch_id"] for path in (older, metrics) for line in path.read_text().splitlines()]
+    assert on_disk == list(range(on_disk[0], 12)) and on_disk[0] > 0, "the latest batches, each once, in order"
+    assert older.stat().st_size >= 2_000 and metrics.stat().st_size < 2 * 2_000, "a file passes the size by a line"
     assert ctl.batches_reported == 12
     assert ctl.totals.run.rows_in == 12 * 4 and ctl.totals.stages["a"].input_rows == 12 * 4
-    again = Controller(ControlLog(tmp_path), {"src": SourceSettings(strategy)}, UPSTREAMS, earlier=ctl)
+    again = Controller(ControlLog(tmp_path), sources, UPSTREAMS, earlier=ctl)
     assert list(again.reports) == list(ctl.reports) and again.batches_reported == 12 and again.totals is ctl.totals

@@ -48,8 +48,13 @@ KEPT_ENTRIES = 100
 
 REPORTS_KEPT = 1_000
 """Batch reports a controller keeps in memory, the latest (Spark keeps 100 progress reports): a query that runs for
-months must not grow with its batches (a report is ~2 KB). The checkpoint's metrics file has every batch's report,
-and the run's reconciliation is kept as totals (:class:`~floodmark.driver.reconciliation.RunTotals`)."""
+months must not grow with its batches (a report is ~2 KB). The run's reconciliation is kept as totals
+(:class:`~floodmark.driver.reconciliation.RunTotals`)."""
+
+METRICS_FILE_BYTES = 64 * 1024 * 1024
+"""When the metrics file (``<checkpoint>/floodmark/metrics.jsonl``, a JSON line per batch) reaches this size, it
+becomes ``metrics.jsonl.1`` (replacing an older one) and a new file starts: the latest 64 to 128 MiB of reports
+(some 30,000 to 60,000 batches) stay on disk, not every batch's of a query that runs for months."""
 
 
 def _not_known(batch_id: int) -> int | None:
@@ -602,6 +607,8 @@ class Controller:
             _LOG.warning(warning)
         if self.metrics_path is not None and not report.replayed:
             self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+            if self.metrics_path.exists() and self.metrics_path.stat().st_size >= METRICS_FILE_BYTES:
+                self.metrics_path.replace(self.metrics_path.with_name(self.metrics_path.name + ".1"))
             with self.metrics_path.open("a") as handle:
                 handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")
         return report

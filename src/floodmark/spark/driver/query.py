@@ -420,9 +420,9 @@ class FloodmarkQuery:
     @property
     def reports(self) -> list[BatchReport]:
         """The reports of the latest batches, oldest first: every batch's up to
-        :data:`~floodmark.driver.controller.REPORTS_KEPT` (1,000), then the latest 1,000 (the checkpoint's
-        ``floodmark/metrics.jsonl`` has every batch's; :attr:`batches_completed` counts them). A batch that Spark
-        replays after a failure is reported once, by its last attempt."""
+        :data:`~floodmark.driver.controller.REPORTS_KEPT` (1,000), then the latest 1,000 (a local checkpoint's
+        ``floodmark/metrics.jsonl`` keeps tens of thousands; :attr:`batches_completed` counts every batch). A batch
+        that Spark replays after a failure is reported once, by its last attempt."""
         return list(self.controller.reports)
 
     @property
