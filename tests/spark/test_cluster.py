@@ -24,8 +24,10 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -216,6 +218,24 @@ def the_query_went_on(cluster: StandaloneCluster, run: Path, driver: subprocess.
     assert [r["batch_id"] for r in done] == list(range(len(done)))
 
 
+def kill_a_worker_beside_a_local_run(
+    cluster: StandaloneCluster, run: Path, driver: subprocess.Popen, reference: Callable[[], object]
+) -> WorkerKill:
+    """Run ``reference`` (the local-mode run, in this process's session) while the cluster's driver starts (it
+    spends its first tens of seconds starting executors and their Python workers), kill worker 0 mid-stream, and
+    check that the query went on."""
+    with ThreadPoolExecutor(1) as pool:
+        local_run = pool.submit(reference)
+        try:
+            kill = kill_worker_mid_stream(cluster, run, driver)
+        except BaseException:
+            os.killpg(driver.pid, signal.SIGKILL)
+            raise
+        the_query_went_on(cluster, run, driver, kill)
+        local_run.result()
+    return kill
+
+
 @pytest.mark.parametrize("launcher", ["cluster_session", "spark-submit"])
 def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, launcher):
     started = time.monotonic()
@@ -228,19 +248,10 @@ def test_the_query_goes_on_when_a_worker_is_killed(spark, tmp_path, request, lau
             driver = submit_driver(cluster.master_url, run, venv, archive)
         else:
             driver = start_driver(cluster.master_url, run)
-        # The local-mode reference runs in this process's session meanwhile (the cluster driver spends its
-        # first tens of seconds starting executors and their Python workers).
-        with ThreadPoolExecutor(1) as pool:
-            reference = pool.submit(
-                aggregation(spark).run_to_completion, str(local / "ckpt"), str(local / "out"), timeout_s=300
-            )
-            try:
-                kill = kill_worker_mid_stream(cluster, run, driver)
-            except BaseException:
-                os.killpg(driver.pid, signal.SIGKILL)
-                raise
-            the_query_went_on(cluster, run, driver, kill)
-            reference.result()
+        reference = partial(
+            aggregation(spark).run_to_completion, str(local / "ckpt"), str(local / "out"), timeout_s=300
+        )
+        kill = kill_a_worker_beside_a_local_run(cluster, run, driver, reference)
         print(f"local[2] reference: {len(reports(local / 'ckpt'))} batches")
     leftovers = [pid for pid in kill.processes_before if alive(pid)]
     assert not leftovers, f"processes of the cluster left behind: {leftovers}"
@@ -296,20 +307,13 @@ def test_kafka_to_kafka_exactly_once_goes_on_when_a_worker_is_killed(spark, kafk
             "cluster-run",
         ]
         driver = launch(command, run, dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
-        with ThreadPoolExecutor(1) as pool:
-            reference = pool.submit(
-                kafka_aggregation(spark, broker.bootstrap_servers, "cluster-clicks").run_to_completion,
-                str(tmp_path / "local" / "ckpt"),
-                kafka_outputs(broker.bootstrap_servers, "cluster-ref"),
-                timeout_s=300,
-            )
-            try:
-                kill = kill_worker_mid_stream(cluster, run, driver)
-            except BaseException:
-                os.killpg(driver.pid, signal.SIGKILL)
-                raise
-            the_query_went_on(cluster, run, driver, kill)
-            reference.result()
+        reference = partial(
+            kafka_aggregation(spark, broker.bootstrap_servers, "cluster-clicks").run_to_completion,
+            str(tmp_path / "local" / "ckpt"),
+            kafka_outputs(broker.bootstrap_servers, "cluster-ref"),
+            timeout_s=300,
+        )
+        kill_a_worker_beside_a_local_run(cluster, run, driver, reference)
 
     def pane_values(prefix: str) -> dict[bytes, tuple]:
         messages = broker.consume(f"{prefix}-panes")
