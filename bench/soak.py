@@ -11,7 +11,7 @@ JVM (``System.gc()`` through py4j), the JVM's heap in use; the resident memory o
 driver's: floodmark's controller, reports, listeners); and the resident memory of the Python processes under the
 JVM (Spark's Python workers: the executors' side in local mode); the heap is the least of three readings 2 s apart
 (a batch running at a reading holds rows that do not stay). At the end it prints the samples, the growth
-per hour of each over the second half of the run (a least-squares slope: the first half holds the warm-up), and
+per hour of each over the second half of the run (a Theil-Sen slope: the first half holds the warm-up), and
 the classes whose instance bytes grew most between the first sample and the last (``jcmd GC.class_histogram``).
 
 Memory is what this measures, not speed: other work on the machine slows the batches, not the figures.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -97,15 +98,10 @@ def class_histogram(pid: int) -> dict[str, int]:
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> float:
-    """Least-squares slope of (seconds, MB) points, in MB per hour."""
-    n = len(points)
-    if n < 2:
-        return 0.0
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    var = sum((x - mean_x) ** 2 for x, _ in points)
-    cov = sum((x - mean_x) * (y - mean_y) for x, y in points)
-    return cov / var * 3600 if var else 0.0
+    """Theil-Sen slope of (seconds, MB) points (the median of the slopes between every two points: a reading
+    taken while a batch held memory does not tilt it), in MB per hour."""
+    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points) for x2, y2 in points[i + 1 :] if x2 != x1]
+    return statistics.median(slopes) * 3600 if slopes else 0.0
 
 
 def main() -> None:
