@@ -151,7 +151,9 @@ def main() -> None:
         first_histogram = class_histogram(pid)
         while True:
             elapsed = time.monotonic() - started
-            samples.append(Sample(elapsed, len(handle.reports), heap_after_gc_mb(spark), rss_mb(me), workers_mb(me)))
+            samples.append(
+                Sample(elapsed, handle.batches_completed, heap_after_gc_mb(spark), rss_mb(me), workers_mb(me))
+            )
             s = samples[-1]
             console.print(
                 f"{elapsed / 60:5.1f} min  {s.batches:6d} batches  heap {s.heap_mb:7.1f} MB  "
