@@ -34,6 +34,8 @@ WINDOWS = [
     windows.Tumbling(MAX_DURATION),
     windows.Sliding(120_000, 60_000),
     windows.Sliding(10, 3, offset=1),
+    windows.Cumulate(60_000, 180_000),
+    windows.Cumulate(MAX_DURATION // 4, MAX_DURATION // 4 * 4),
     windows.Sessions(60_000),
     windows.Global(),
 ]
@@ -147,7 +149,9 @@ def test_any_int64_timestamp_and_any_value_is_accounted_for(window, operator_nam
             assert pane.value["lo"] <= pane.value["hi"]
 
 
-@pytest.mark.parametrize("window", [windows.Tumbling(60_000), windows.Sliding(120_000, 60_000)], ids=repr)
+@pytest.mark.parametrize(
+    "window", [windows.Tumbling(60_000), windows.Sliding(120_000, 60_000), windows.Cumulate(60_000, 120_000)], ids=repr
+)
 @pytest.mark.parametrize("operator", ["general", "columnar"])
 @pytest.mark.parametrize("ts", [MIN_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_EVENT_TIME - 1, LATEST_EVENT_TIME + 1])
 def test_the_issues_records_at_the_int64_edges_are_bad_records_not_wrapped_windows(window, operator, ts):
@@ -244,6 +248,7 @@ def test_sums_are_doubles_that_overflow_to_infinity_not_wrapped_integers(operato
         lambda: windows.Tumbling(MAX_DURATION + 1),
         lambda: windows.Sessions(MAX_DURATION + 1),
         lambda: windows.Sliding(MAX_DURATION + 1, 1000),
+        lambda: windows.Cumulate(1000, MAX_DURATION + 1000),
         lambda: WindowSpec(windows.Tumbling(10), aggregates.count(), allowed_lateness=MAX_TIMESTAMP),
         lambda: triggers.AfterProcessingTime(2**62),
     ],

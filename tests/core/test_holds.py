@@ -18,7 +18,13 @@ from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.window import WindowOperator
 from floodmark.testing import WindowHarness
 
-WINDOWS = [windows.Tumbling(10), windows.Sliding(10, 5), windows.Sliding(9, 4, offset=2), windows.Sessions(5)]
+WINDOWS = [
+    windows.Tumbling(10),
+    windows.Sliding(10, 5),
+    windows.Sliding(9, 4, offset=2),
+    windows.Cumulate(4, 12, offset=2),
+    windows.Sessions(5),
+]
 TRIGGERS = [
     triggers.Default(),
     triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),

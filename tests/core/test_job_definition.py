@@ -51,6 +51,7 @@ def test_every_built_in_trigger_round_trips(trigger):
     [
         windows.Tumbling("1 minute", offset=5),
         windows.Sliding(600_000, 60_000),
+        windows.Cumulate("1 hour", "1 day", offset="19 hours"),
         windows.Sessions("30s"),
         windows.Global(),
     ],

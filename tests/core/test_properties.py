@@ -18,6 +18,7 @@ WINDOWS = [
     windows.Tumbling(7, offset=3),
     windows.Sliding(10, 5),
     windows.Sliding(9, 4),
+    windows.Cumulate(4, 12, offset=1),
     windows.Sessions(5),
 ]
 TRIGGERS = [
@@ -281,7 +282,13 @@ def with_numeric_values(records):
     return batch
 
 
-COLUMNAR_WINDOWS = [windows.Tumbling(10), windows.Sliding(10, 5), windows.Sliding(9, 4), windows.Global()]
+COLUMNAR_WINDOWS = [
+    windows.Tumbling(10),
+    windows.Sliding(10, 5),
+    windows.Sliding(9, 4),
+    windows.Cumulate(5, 15),
+    windows.Global(),
+]
 COLUMNAR_TRIGGERS = [
     triggers.Default(),
     triggers.AfterWatermark(),

@@ -74,6 +74,11 @@ rows = st.lists(
 window_assigners = st.one_of(
     st.builds(windows.Tumbling, st.sampled_from([7, 10, 60]), st.sampled_from([0, 3])),
     st.builds(windows.Sliding, st.just(20), st.sampled_from([5, 7, 20]), st.sampled_from([0, 2])),
+    st.builds(
+        lambda steps, offset: windows.Cumulate(*steps, offset),
+        st.sampled_from([(5, 20), (7, 21), (10, 10)]),
+        st.sampled_from([0, 3]),
+    ),
     st.just(windows.Global()),
 )
 

@@ -214,7 +214,7 @@ def test_on_time_records_are_combined_before_the_shuffle_and_late_ones_stay_reco
 
 
 # ------------------------------------------------------------------ combiner + processor == core
-COMBINABLE = [windows.Tumbling(10), windows.Tumbling(7, offset=3), windows.Sliding(10, 5)]
+COMBINABLE = [windows.Tumbling(10), windows.Tumbling(7, offset=3), windows.Sliding(10, 5), windows.Cumulate(5, 15)]
 record = st.tuples(
     st.integers(-6, 60).map(lambda ts: None if ts == -6 else ts),  # None: a bad record (now and then)
     st.sampled_from(["a", "b", None]),  # key (null keys are keys too)

@@ -279,15 +279,19 @@ def explain(
     ] = None,
     stage: Annotated[str | None, typer.Option(help="The stage (default: the only one), e.g. means.")] = None,
     batch: Annotated[int | None, typer.Option(min=0, help="Explain as of this batch (default: the last).")] = None,
+    window_end: Annotated[
+        str | None, typer.Option(help="Window end, for cumulate windows (they share starts), e.g. 2026-01-01T10:00.")
+    ] = None,
 ) -> None:
     """Say why a key's window has not fired: which split or upstream stage holds the watermark back, idleness,
     when it fires."""
     from floodmark.apps.inspection import explain_run
 
     start = _parsed(parse_instant, window_start, "--window-start")
+    end = None if window_end is None else _parsed(parse_instant, window_end, "--window-end")
     parts = () if key is None else tuple(part.strip() for part in key.split(","))
     try:
-        result = explain_run(run, parts, start, batch, stage)
+        result = explain_run(run, parts, start, batch, stage, end)
     except (FileNotFoundError, LookupError, ValueError) as error:
         raise _fail(str(error), 2) from None
     console.print(result.text(), highlight=False, markup=False, soft_wrap=True)  # the terminal wraps, not rich at 80

@@ -56,17 +56,28 @@ _AGGREGATES = ("count", "sum", "min", "max", "mean", "collect_list")
 
 
 class WindowConfig(BaseModel):
-    """``kind`` tumbling (``size``), sliding (``size``, ``slide``) or sessions (``gap``)."""
+    """``kind`` tumbling (``size``), sliding (``size``, ``slide``), cumulate (``step``, ``max_size``: windows
+    growing by ``step`` from each ``max_size`` epoch's start), sessions (``gap``) or global; ``offset`` shifts the
+    grid of the first three."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["tumbling", "sliding", "sessions", "global"] = "tumbling"
+    kind: Literal["tumbling", "sliding", "cumulate", "sessions", "global"] = "tumbling"
     size: Millis | None = None
     slide: Millis | None = None
+    step: Millis | None = None
+    max_size: Millis | None = None
     gap: Millis | None = None
+    offset: Millis = 0
 
     @model_validator(mode="after")
     def _complete(self) -> WindowConfig:
-        needs = {"tumbling": ["size"], "sliding": ["size", "slide"], "sessions": ["gap"], "global": []}[self.kind]
+        needs = {
+            "tumbling": ["size"],
+            "sliding": ["size", "slide"],
+            "cumulate": ["step", "max_size"],
+            "sessions": ["gap"],
+            "global": [],
+        }[self.kind]
         missing = [name for name in needs if not getattr(self, name)]
         if missing:
             raise ValueError(f"a {self.kind} window needs {' and '.join(missing)} (> 0)")
@@ -74,9 +85,11 @@ class WindowConfig(BaseModel):
 
     def assigner(self) -> windows.WindowAssigner:
         if self.kind == "tumbling":
-            return windows.Tumbling(self.size)
+            return windows.Tumbling(self.size, self.offset)
         if self.kind == "sliding":
-            return windows.Sliding(self.size, self.slide)
+            return windows.Sliding(self.size, self.slide, self.offset)
+        if self.kind == "cumulate":
+            return windows.Cumulate(self.step, self.max_size, self.offset)
         if self.kind == "global":
             return windows.Global()
         return windows.Sessions(self.gap)

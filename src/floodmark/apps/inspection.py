@@ -24,7 +24,7 @@ from floodmark.apps.outputs import read_folder
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.windows import Sessions, Sliding, Tumbling, Window
+from floodmark.core.windows import Cumulate, Sessions, Sliding, Tumbling, Window
 from floodmark.driver.checkpoint_files import LocalFiles, has_scheme
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
@@ -111,16 +111,31 @@ def _local(path: str | None) -> Path | None:
     return None if has_scheme(path) else Path(path)
 
 
-def window_at(spec: WindowSpec, start: int) -> Window:
-    """The window of ``spec`` starting at ``start`` (ms); for sessions, the shortest: one record's gap."""
+def window_at(spec: WindowSpec, start: int, end: int | None = None) -> Window:
+    """The window of ``spec`` starting at ``start`` (ms) and, for cumulate windows (which share starts), ending at
+    ``end`` (exclusive); for sessions, the shortest: one record's gap. Other windows need no ``end``; one given
+    must be theirs."""
     assigner = spec.window
     if isinstance(assigner, Tumbling) and (start - assigner.offset) % assigner.size:
         raise ValueError(f"{start} is not the start of a {assigner.size} ms tumbling window")
+    if isinstance(assigner, Cumulate):
+        if (start - assigner.offset) % assigner.max_size:
+            raise ValueError(f"{start} is not the start of a {assigner.max_size} ms cumulate window")
+        if end is None or not 0 < end - start <= assigner.max_size or (end - start) % assigner.step:
+            raise ValueError(
+                f"cumulate windows share their start: give the window's end too, {start} + k * {assigner.step} ms "
+                f"for k = 1..{assigner.max_size // assigner.step}"
+            )
+        return Window(start, end)
     if isinstance(assigner, Tumbling | Sliding):
-        return Window(start, start + assigner.size)
-    if isinstance(assigner, Sessions):
-        return Window(start, start + assigner.gap)
-    raise ValueError(f"explain needs windows with a start; {type(assigner).__name__} windows have none")
+        window = Window(start, start + assigner.size)
+    elif isinstance(assigner, Sessions):
+        window = Window(start, start + assigner.gap)
+    else:
+        raise ValueError(f"explain needs windows with a start; {type(assigner).__name__} windows have none")
+    if end is not None and end != window.end:
+        raise ValueError(f"the {type(assigner).__name__.lower()} window starting at {start} ends at {window.end}")
+    return window
 
 
 def explain_run(
@@ -129,10 +144,12 @@ def explain_run(
     window_start: int,
     batch: int | None = None,
     stage: str | None = None,
+    window_end: int | None = None,
 ) -> RunExplanation:
-    """Explain ``key``'s window of ``stage`` (default: the only stage) starting at ``window_start`` as the run
-    stood at the end of ``batch`` (default: the last): :func:`floodmark.explain.stage.explain_stage`, with the
-    stage's panes of batches up to ``batch`` for that key and window.
+    """Explain ``key``'s window of ``stage`` (default: the only stage) starting at ``window_start`` (and ending at
+    ``window_end``: needed for cumulate windows, which share starts; see :func:`window_at`) as the run stood at the
+    end of ``batch`` (default: the last): :func:`floodmark.explain.stage.explain_stage`, with the stage's panes of
+    batches up to ``batch`` for that key and window.
 
     :arg key: one value per key column of the stage (a tuple, or the value itself for one column); ``()`` or
         None for a stage without key columns.
@@ -156,7 +173,7 @@ def explain_run(
             f"{len(chosen.key_by)} column(s), {', '.join(chosen.key_by)}: give one value per column, "
             f"comma-separated in that order{example}"
         )
-    window = window_at(chosen.spec, window_start)
+    window = window_at(chosen.spec, window_start, window_end)
     controller = Controller(
         ControlLog(definition.checkpoint / "floodmark" / "control"),
         definition.sources,
@@ -167,7 +184,9 @@ def explain_run(
     explanation = explain_stage(controller, chosen, key_value, window, batch)
     emitted: list[dict[str, Any]] = []
     if not panes.empty:
-        mask = (panes["window_start"] == window_start) & (panes["batch_id"] <= batch)
+        mask = (panes["window_start"] == window.start) & (panes["batch_id"] <= batch)
+        if not chosen.spec.window.is_merging:
+            mask &= panes["window_end"] == window.end
         for column, value in zip(chosen.key_by, keys, strict=True):
             mask &= panes[column].astype(str) == str(value)
         for row in panes[mask].sort_values("batch_id").to_dict("records"):

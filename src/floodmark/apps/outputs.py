@@ -46,7 +46,7 @@ def text_lines(panes: pd.DataFrame, key_columns: Sequence[str], value_columns: S
     """One line per pane, ``start end key... value...``, ordered by window, then key, then pane index."""
     if panes.empty:
         return []
-    ordered = panes.sort_values(["window_start", *key_columns, "pane_index"], kind="stable")
+    ordered = panes.sort_values(["window_start", "window_end", *key_columns, "pane_index"], kind="stable")
     lines = []
     for row in ordered.to_dict("records"):
         values = [_text(row[c]) for c in value_columns]

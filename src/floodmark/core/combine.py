@@ -58,13 +58,16 @@ class Partials:
         return len(self.keys)
 
 
-def group_order(keys: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sort order grouping rows by (key, start) with arrival order kept inside groups; group heads; group ids."""
+def group_order(keys: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort order grouping rows by (key, window) with arrival order kept inside groups; group heads; group ids.
+
+    ``names`` tells a key's windows apart (``WindowAssigner.window_ids``: their starts, or ends).
+    """
     codes, _ = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=False)
-    order = np.lexsort((np.arange(len(keys)), starts, codes))
-    codes, starts = codes[order], starts[order]
+    order = np.lexsort((np.arange(len(keys)), names, codes))
+    codes, names = codes[order], names[order]
     first = np.ones(len(order), dtype=bool)
-    first[1:] = (codes[1:] != codes[:-1]) | (starts[1:] != starts[:-1])
+    first[1:] = (codes[1:] != codes[:-1]) | (names[1:] != names[:-1])
     return order, first, np.cumsum(first) - 1
 
 
@@ -86,7 +89,7 @@ def reduce_records(
     """Aggregate (record, window) pairs into one partial per (key, window); arrays are per pair."""
     layout = spec.columnar_layout
     assert layout is not None, "the spec has no columnar layout"
-    order, first, group = group_order(keys, starts)
+    order, first, group = group_order(keys, spec.window.window_ids(starts, ends))
     heads = order[first]
     bounds = np.flatnonzero(first)
     accumulators = {}
@@ -112,7 +115,9 @@ def reduce_partials(
 
     :arg grouping: ``(order, first)`` of :func:`group_order` over ``partials``, when the caller has it.
     """
-    order, first = grouping if grouping is not None else group_order(partials.keys, partials.starts)[:2]
+    if grouping is None:
+        grouping = group_order(partials.keys, spec.window.window_ids(partials.starts, partials.ends))[:2]
+    order, first = grouping
     if first.all():
         return partials
     bounds = np.flatnonzero(first)

@@ -249,7 +249,7 @@ class PartialSegments:
             {n: np.concatenate([p.accumulators[n] for p in parts]) for n in names},
         )
         arrivals = np.concatenate([s.arrivals for s in segments])
-        order, first, _ = group_order(joined.keys, joined.starts)
+        order, first, _ = group_order(joined.keys, self.spec.window.window_ids(joined.starts, joined.ends))
         if first.all():
             return Segment(joined, arrivals)
         reduced = reduce_partials(self.spec, joined, (order, first))

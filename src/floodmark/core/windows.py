@@ -1,4 +1,4 @@
-"""Windows and window assigners: tumbling, sliding, sessions, global.
+"""Windows and window assigners: tumbling, sliding, cumulate, sessions, global.
 
 A window is the half-open interval ``[start, end)`` of event time in ms. Its
 boundaries against the watermark W are stated once, here, and used by every
@@ -103,7 +103,7 @@ class Assignment:
     """Vectorised result of assigning windows to a batch of timestamps.
 
     Row ``i`` says: record ``record_index[i]`` belongs to ``[start[i], end[i])``.
-    Rows of one record are consecutive and ordered by window start.
+    Rows of one record are consecutive and ordered by window start, then end.
     """
 
     record_index: np.ndarray
@@ -116,6 +116,13 @@ class WindowAssigner:
 
     is_merging: bool = False
     """Windows of one key merge (sessions): :meth:`merge` says how."""
+
+    named_by_end: bool = False
+    """A key's windows are told apart by their end, not their start: they share starts (:class:`Cumulate`)."""
+
+    def window_ids(self, starts: Time, ends: Time) -> Time:
+        """What tells a key's windows apart, per window: the start, or the end when :attr:`named_by_end`."""
+        return ends if self.named_by_end else starts
 
     def assign(self, timestamps: np.ndarray) -> Assignment:
         raise NotImplementedError
@@ -216,6 +223,61 @@ class Sliding(WindowAssigner):
 
     def output_times(self, timestamps: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         return np.maximum(timestamps, end - self.slide)
+
+
+@dataclass(frozen=True)
+class Cumulate(WindowAssigner):
+    """Windows that grow by ``step`` from a fixed start up to ``max_size``: Flink's ``CUMULATE``.
+
+    The time axis is cut into epochs ``[e, e + max_size)`` with ``e = k*max_size + offset``; each epoch has
+    ``max_size / step`` windows ``[e, e + j*step)`` for ``j = 1 .. max_size/step``, so with a day's epoch and an
+    hour's step, the window ending at 10:00 holds the day's records from midnight to 10:00. A record at ``ts``
+    belongs to every window of its epoch that ends after it: ``[e, end)`` for ``end`` from the first step boundary
+    above ``ts`` up to ``e + max_size`` (``max_size/step`` windows for a record in the epoch's first step, one for a
+    record in its last). Each window fires (and is late, and expires) by its own end, as any window does: the
+    window ending at 10:00 fires when the watermark reaches 09:59:59.999, whether records arrived after 09:00 or
+    not (a sparse key still gets a pane per step once it has a record in the epoch).
+
+    Pane timestamps follow the overlapping-window rule :class:`Sliding` states: a record's output time in a window
+    is at least the end of the epoch's previous window (``max(ts, end - step)``), so the window ending at 10:00
+    does not hold a downstream stage back to 00:00.
+
+    :arg step: how much each window is longer than the previous one (ms or timedelta, > 0).
+    :arg max_size: the epoch, the longest window (> 0, a whole multiple of ``step``, as Flink requires).
+    :arg offset: shift of the epochs (and steps), e.g. a time zone's offset for days in local time.
+    """
+
+    step: int
+    max_size: int
+    offset: int = 0
+    named_by_end = True
+
+    def __init__(self, step: Duration, max_size: Duration, offset: Duration = 0) -> None:
+        step_ms = positive_millis(step, "the cumulate step")
+        size_ms = positive_millis(max_size, "the cumulate max size")
+        if size_ms % step_ms:
+            raise ValueError(f"the max size ({size_ms} ms) must be a whole multiple of the step ({step_ms} ms)")
+        if size_ms // step_ms > MAX_WINDOWS_PER_RECORD:
+            raise ValueError(
+                f"max size / step = {size_ms} / {step_ms} puts a record in up to {size_ms // step_ms:,} windows "
+                f"(at most {MAX_WINDOWS_PER_RECORD:,}); use a longer step"
+            )
+        object.__setattr__(self, "step", step_ms)
+        object.__setattr__(self, "max_size", size_ms)
+        object.__setattr__(self, "offset", to_millis(offset) % size_ms)
+
+    def assign(self, timestamps: np.ndarray) -> Assignment:
+        timestamps = np.asarray(timestamps, dtype=np.int64)
+        epoch = _window_start(timestamps, self.offset, self.max_size)
+        # Candidate ends: the epoch's end, then one step earlier each; keep those above ts, in ascending order.
+        steps = np.arange(self.max_size // self.step - 1, -1, -1, dtype=np.int64) * self.step
+        ends = (epoch + self.max_size)[:, None] - steps[None, :]
+        keep = ends > timestamps[:, None]
+        record_index = np.broadcast_to(np.arange(len(timestamps), dtype=np.int64)[:, None], ends.shape)
+        return Assignment(record_index[keep], np.broadcast_to(epoch[:, None], ends.shape)[keep], ends[keep])
+
+    def output_times(self, timestamps: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        return np.maximum(timestamps, end - self.step)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ class NotDescribable(ValueError):
 _WINDOWS: dict[str, type[windows.WindowAssigner]] = {
     "tumbling": windows.Tumbling,
     "sliding": windows.Sliding,
+    "cumulate": windows.Cumulate,
     "sessions": windows.Sessions,
     "global": windows.Global,
 }

@@ -101,7 +101,13 @@ class ColumnarPolicy:
         self.time = time
         extra = {c.name: (c.reduction.dtype, c.reduction.empty) for c in self.layout.columns}
         extra["fired"] = (bool, False)  # the watermark fired the window (its on-time or first late pane)
-        self.table = WindowTable(spec.timestamp_combiner, spec.allowed_lateness, spec.accumulation, extra)
+        self.table = WindowTable(
+            spec.timestamp_combiner,
+            spec.allowed_lateness,
+            spec.accumulation,
+            extra,
+            named_by_end=spec.window.named_by_end,
+        )
         self.accumulators = ColumnarAccumulators(self.layout, self.table)
         self.table.accumulators = self.accumulators
         self.segments = PartialSegments(spec, load_segment) if deferred and spec.defers_partials else None
@@ -192,10 +198,10 @@ class ColumnarPolicy:
         else:
             self._merge(reduced)
 
-    def _groups(self, keys, pos, starts, mask):
-        """Group the selected rows by (key, window start), keeping arrival order inside groups."""
+    def _groups(self, keys, pos, starts, ends, mask):
+        """Group the selected rows by (key, window), keeping arrival order inside groups."""
         sel = np.flatnonzero(mask)
-        order, first, group = group_order(keys[pos[sel]], starts[sel])
+        order, first, group = group_order(keys[pos[sel]], self.spec.window.window_ids(starts[sel], ends[sel]))
         sel = sel[order]
         heads = sel[first]
         return sel, group, heads, group_keys(keys[pos[sel]], first)
@@ -246,7 +252,7 @@ class ColumnarPolicy:
         first (the window now holds), then the complete segments fire, then what
         is left after the last pane stays pending.
         """
-        sel, group, heads, group_keys_ = self._groups(keys, pos, starts, mask)
+        sel, group, heads, group_keys_ = self._groups(keys, pos, starts, ends, mask)
         c, table, combiner = self.table.cols, self.table, self.spec.timestamp_combiner
         rows, _ = table.rows_for(group_keys_, starts[heads], ends[heads])
         n = self.trigger.early_count
@@ -474,7 +480,7 @@ class ColumnarPolicy:
 
     def _late_records(self, out, keys, pos, starts, ends, ts, values, mask, payload):
         """Records whose window the watermark has already reached (within allowed lateness)."""
-        sel, group, heads, group_keys_ = self._groups(keys, pos, starts, mask)
+        sel, group, heads, group_keys_ = self._groups(keys, pos, starts, ends, mask)
         rows, _ = self.table.rows_for(group_keys_, starts[heads], ends[heads])
         c = self.table.cols
         per_record_row = rows[group]

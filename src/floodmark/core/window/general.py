@@ -74,6 +74,7 @@ class GeneralPolicy:
             spec.accumulation,
             {"acc": (object, None), "trigger": (object, None)},
             track_keys=spec.window.is_merging,
+            named_by_end=spec.window.named_by_end,
         )
         self.accumulators = ObjectAccumulators(spec.aggregate, self.table)
         self.table.accumulators = self.accumulators
@@ -142,11 +143,12 @@ class GeneralPolicy:
     def _add_grouped(self, assigned: Assigned, key_codes, unique_keys, columns, out: Emitted) -> None:
         rows, starts, ends = assigned.rows, assigned.starts, assigned.ends
         row_ts, out_times = assigned.timestamps, assigned.out_times
-        # Sort by (key, window start), stably so that records keep arrival order inside a group.
-        order = np.lexsort((np.arange(len(rows)), starts, key_codes))
-        key_codes, starts, ends = key_codes[order], starts[order], ends[order]
+        names = self.spec.window.window_ids(starts, ends)
+        # Sort by (key, window), stably so that records keep arrival order inside a group.
+        order = np.lexsort((np.arange(len(rows)), names, key_codes))
+        key_codes, starts, ends, names = key_codes[order], starts[order], ends[order], names[order]
         rows, row_ts, out_times = rows[order], row_ts[order], out_times[order]
-        boundary = np.flatnonzero((np.diff(key_codes) != 0) | (np.diff(starts) != 0)) + 1
+        boundary = np.flatnonzero((np.diff(key_codes) != 0) | (np.diff(names) != 0)) + 1
         bounds = np.concatenate(([0], boundary, [len(rows)]))
         for g in range(len(bounds) - 1):
             lo, hi = int(bounds[g]), int(bounds[g + 1])
@@ -180,7 +182,7 @@ class GeneralPolicy:
         ctx = TriggerContext(merged, self.time.watermark, self.time.processing_time)
         states = [c["trigger"][r] for r in members] + [self.spec.trigger.new_state()]
         for member in members:
-            self._scheduled.pop((self.table.keys[member], int(c["start"][member])), None)
+            self._scheduled.pop((self.table.keys[member], int(c[self.table.name_column][member])), None)
         c["trigger"][row] = self.spec.trigger.on_merge(states, ctx)
 
     def _feed(self, key, row: int, rows, row_ts, out_times, columns, payload, out: Emitted) -> None:
@@ -243,7 +245,7 @@ class GeneralPolicy:
 
     def _row(self, key: Hashable, window: Window) -> int:
         """The row of ``key``'s ``window``, opened with a fresh accumulator and trigger state if new."""
-        row = self.table.row_of(key, window.start)
+        row = self.table.row_of(key, self.table.name(window))
         if row is None:
             row = self.table.open(key, window)
             self._start(row)
@@ -255,7 +257,7 @@ class GeneralPolicy:
         self.table.cols["trigger"][row] = self.spec.trigger.new_state()
 
     def _release(self, row: int) -> None:
-        self._scheduled.pop((self.table.keys[row], int(self.table.cols["start"][row])), None)
+        self._scheduled.pop((self.table.keys[row], int(self.table.cols[self.table.name_column][row])), None)
         self.table.release(np.array([row]))
 
     def _schedule(self, row: int) -> None:
@@ -274,26 +276,26 @@ class GeneralPolicy:
             pt_deadline = self.spec.trigger.processing_deadline(state)
             if pt_deadline is not None and pt_deadline <= self.time.processing_time:
                 pt_deadline = None
-        ident = (key, window.start)
+        ident = (key, self.table.name(window))
         previous = self._scheduled.get(ident, (None, None))
         if previous == (wm_deadline, pt_deadline):
             return
         self._scheduled[ident] = (wm_deadline, pt_deadline)
         if wm_deadline != previous[0]:
-            heapq.heappush(self._watermark_timers, (wm_deadline, next(self._seq), key, window.start))
+            heapq.heappush(self._watermark_timers, (wm_deadline, next(self._seq), *ident))
         if pt_deadline is not None and pt_deadline != previous[1]:
-            heapq.heappush(self._processing_timers, (pt_deadline, next(self._seq), key, window.start))
+            heapq.heappush(self._processing_timers, (pt_deadline, next(self._seq), *ident))
 
     def _due(self, heap: list, now: int, slot: int) -> Iterator[int]:
         """Pop timers with deadline <= now, skipping entries superseded by a later schedule; yields rows."""
         while heap and heap[0][0] <= now:
-            deadline, _, key, start = heapq.heappop(heap)
-            scheduled = self._scheduled.get((key, start))
+            deadline, _, key, name = heapq.heappop(heap)
+            scheduled = self._scheduled.get((key, name))
             if scheduled is None or scheduled[slot] != deadline:
                 continue
             # Mark consumed so that _schedule re-arms it even if the deadline is unchanged.
-            self._scheduled[(key, start)] = (None, scheduled[1]) if slot == 0 else (scheduled[0], None)
-            row = self.table.row_of(key, start)
+            self._scheduled[(key, name)] = (None, scheduled[1]) if slot == 0 else (scheduled[0], None)
+            row = self.table.row_of(key, name)
             if row is not None:
                 yield row
 
@@ -308,8 +310,8 @@ class GeneralPolicy:
         """The earliest live deadline of a timer heap; superseded entries on top are dropped (``_due`` would
         skip them)."""
         while heap:
-            deadline, _, key, start = heap[0]
-            scheduled = self._scheduled.get((key, start))
+            deadline, _, key, name = heap[0]
+            scheduled = self._scheduled.get((key, name))
             if scheduled is not None and scheduled[slot] == deadline:
                 return deadline
             heapq.heappop(heap)

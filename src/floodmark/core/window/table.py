@@ -150,6 +150,8 @@ class WindowTable:
     :arg accumulation: the spec's accumulation mode (what :meth:`emit` does to accumulators).
     :arg extra_columns: the operator's own columns, ``{name: (dtype, value of a new row)}``.
     :arg track_keys: also index rows by key (merging windows look up a key's windows).
+    :arg named_by_end: a key's windows share starts and are told apart by their end
+        (:attr:`~floodmark.core.windows.WindowAssigner.named_by_end`).
     """
 
     def __init__(
@@ -159,10 +161,13 @@ class WindowTable:
         accumulation: AccumulationMode,
         extra_columns: dict[str, tuple[Any, Any]] | None = None,
         track_keys: bool = False,
+        named_by_end: bool = False,
     ) -> None:
         self.combiner = combiner
         self.allowed_lateness = allowed_lateness
         self.accumulation = accumulation
+        self.name_column = "end" if named_by_end else "start"
+        """The column that tells a key's open windows apart (the index's second part)."""
         self.accumulators: Accumulators | None = None
         self.empty: dict[str, Any] = {
             "start": 0,
@@ -189,23 +194,32 @@ class WindowTable:
     # ------------------------------------------------------------------ rows
     @property
     def index(self) -> dict[tuple[Any, int], int]:
-        """``{(key, window start): row}`` of the open rows; after :meth:`restore` it is built on first use
-        (merging windows find their rows without it, so a restored session table never pays for it)."""
+        """``{(key, window name): row}`` of the open rows (the name: :attr:`name_column`'s value, the window's start
+        unless windows are named by their end); after :meth:`restore` it is built on first use (merging windows
+        find their rows without it, so a restored session table never pays for it)."""
         if self._index is None:
             live = self.live_rows()
             keys = [self.keys[r] for r in live.tolist()]
-            self._index = dict(
-                zip(zip(keys, self.cols["start"][live].tolist(), strict=True), live.tolist(), strict=True)
-            )
+            names = self.cols[self.name_column][live].tolist()
+            self._index = dict(zip(zip(keys, names, strict=True), live.tolist(), strict=True))
         return self._index
 
-    def row_of(self, key: Hashable, start: int) -> int | None:
-        """The row of ``key``'s window starting at ``start``, if open."""
-        return self.index.get((key, start))
+    def name(self, window: Window) -> int:
+        """What the index knows ``window`` by (its start, or its end when windows are named by their end)."""
+        return window.end if self.name_column == "end" else window.start
+
+    def names(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """:meth:`name` of many windows ``[starts[i], ends[i])``."""
+        return ends if self.name_column == "end" else starts
+
+    def row_of(self, key: Hashable, name: int) -> int | None:
+        """The row of ``key``'s window named ``name`` (:meth:`name`), if open."""
+        return self.index.get((key, name))
 
     def rows_for(self, keys: Sequence[Any], starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The row of each (key, window), opening missing ones; also whether each existed before."""
-        found = [self.index.get((k, s), -1) for k, s in zip(keys, starts.tolist(), strict=True)]
+        names = self.names(starts, ends)
+        found = [self.index.get((k, s), -1) for k, s in zip(keys, names.tolist(), strict=True)]
         rows = np.array(found, dtype=np.int64)
         existed = rows >= 0
         missing = np.flatnonzero(~existed)
@@ -214,7 +228,7 @@ class WindowTable:
             rows[missing] = new_rows
             self.cols["start"][new_rows] = starts[missing]
             self.cols["end"][new_rows] = ends[missing]
-            self._register_many(new_rows.tolist(), [keys[i] for i in missing.tolist()], starts[missing].tolist())
+            self._register_many(new_rows.tolist(), [keys[i] for i in missing.tolist()], names[missing].tolist())
         return rows, existed
 
     def open_many(self, keys: Sequence[Any], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -222,14 +236,14 @@ class WindowTable:
         rows = self._allocate(len(keys))
         self.cols["start"][rows] = starts
         self.cols["end"][rows] = ends
-        self._register_many(rows.tolist(), list(keys), np.asarray(starts).tolist())
+        self._register_many(rows.tolist(), list(keys), np.asarray(self.names(starts, ends)).tolist())
         return rows
 
     def open(self, key: Hashable, window: Window) -> int:
         """Open one new row for ``key``'s ``window`` (which must not be open) and return it."""
         row = int(self._allocate(1)[0])
         self.cols["start"][row], self.cols["end"][row] = window.start, window.end
-        self._register(row, key, window.start)
+        self._register(row, key, self.name(window))
         return row
 
     def reassign(self, row: int, window: Window) -> None:
@@ -237,28 +251,29 @@ class WindowTable:
         key, old = self.keys[row], self.window(row)
         self.cols["start"][row], self.cols["end"][row] = window.start, window.end
         if self._index is not None:
-            del self._index[(key, old.start)]
-            self._index[(key, window.start)] = row
+            del self._index[(key, self.name(old))]
+            self._index[(key, self.name(window))] = row
         if self.key_windows is not None:
             del self.key_windows[key][old]
             self.key_windows[key][window] = row
 
     def reassign_many(self, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
-        """:meth:`reassign` for many rows (distinct keys' windows or disjoint ones): only rows whose start
-        changes touch the index (a session growing to the right keeps its start)."""
-        c = self.cols
-        moved = np.flatnonzero(c["start"][rows] != starts)
+        """:meth:`reassign` for many rows (distinct keys' windows or disjoint ones): only rows whose name changes
+        touch the index (a session growing to the right keeps its start)."""
+        c, name = self.cols, self.name_column
+        names = self.names(starts, ends)
+        moved = np.flatnonzero(c[name][rows] != names)
         if self.key_windows is not None:
             moved = np.arange(len(rows))
         index = self._index if self._index is not None else {}
         for i in moved.tolist():
-            index.pop((self.keys[rows[i]], int(c["start"][rows[i]])), None)
+            index.pop((self.keys[rows[i]], int(c[name][rows[i]])), None)
         old = [self.window(int(r)) for r in rows[moved].tolist()] if self.key_windows is not None else []
         c["start"][rows], c["end"][rows] = starts, ends
         if self._index is not None:
             for i in moved.tolist():
                 row = int(rows[i])
-                self._index[(self.keys[row], int(starts[i]))] = row
+                self._index[(self.keys[row], int(names[i]))] = row
         if self.key_windows is not None:
             for row, window in zip(rows[moved].tolist(), old, strict=True):
                 del self.key_windows[self.keys[row]][window]
@@ -326,8 +341,8 @@ class WindowTable:
         else:
             if self._index is not None:
                 index = self._index
-                for row, start in zip(row_list, self.cols["start"][rows].tolist(), strict=True):
-                    del index[(keys[row], start)]
+                for row, name in zip(row_list, self.cols[self.name_column][rows].tolist(), strict=True):
+                    del index[(keys[row], name)]
             if self.key_windows is not None:
                 for row in row_list:
                     windows = self.key_windows[keys[row]]
@@ -356,7 +371,7 @@ class WindowTable:
     def lookup(self, key: Hashable, window: Window, merging: bool) -> tuple[int | None, str | None]:
         """The row of ``key``'s ``window`` for ``explain``, and a note when another window stands in for it:
         with merging windows, the one open session of the key that overlaps ``window``."""
-        row = self.row_of(key, window.start)
+        row = self.row_of(key, self.name(window))
         if row is not None and self.window(row) == window:
             return row, None
         if not merging:
@@ -369,7 +384,7 @@ class WindowTable:
             f"the session [{format_instant(session.start)}, {format_instant(session.end)}) of this key "
             f"overlaps the window asked about: explained"
         )
-        return self.row_of(key, session.start), note
+        return self.row_of(key, self.name(session)), note
 
     def live_rows(self) -> np.ndarray:
         return np.flatnonzero(self.cols["live"])
@@ -380,19 +395,19 @@ class WindowTable:
     def window_count(self) -> int:
         return int(self.cols["live"].sum())
 
-    def _register(self, row: int, key: Any, start: int) -> None:
+    def _register(self, row: int, key: Any, name: int) -> None:
         self.keys[row] = key
         if self._index is not None:
-            self._index[(key, start)] = row
+            self._index[(key, name)] = row
         if self.key_windows is not None:
             self.key_windows.setdefault(key, {})[self.window(row)] = row
 
-    def _register_many(self, rows: list[int], keys: list[Any], starts: list[int]) -> None:
+    def _register_many(self, rows: list[int], keys: list[Any], names: list[int]) -> None:
         """:meth:`_register` for many rows (the hot path: one dict update, no call per row)."""
         for row, key in zip(rows, keys, strict=True):
             self.keys[row] = key
         if self._index is not None:
-            self._index.update(zip(zip(keys, starts, strict=True), rows, strict=True))
+            self._index.update(zip(zip(keys, names, strict=True), rows, strict=True))
         if self.key_windows is not None:
             for row, key in zip(rows, keys, strict=True):
                 self.key_windows.setdefault(key, {})[self.window(row)] = row

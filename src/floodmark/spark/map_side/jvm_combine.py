@@ -8,9 +8,9 @@ core's concepts:
 * **good** (:func:`good_record`): the combiner's record rules, as a test that may be stricter, never looser: no
   corrupt text, an event time in ``[EARLIEST_EVENT_TIME, LATEST_EVENT_TIME]``, at most ``max_future_skew``
   ahead of the batch's processing time, every numeric aggregate input a finite number;
-* **windows** (:class:`WindowColumns`): a record's windows (tumbling, sliding, global) from the assigner's own
-  ``size`` / ``slide`` / ``offset``, with ``core/windows.py``'s arithmetic (``start = ts - floor_mod(ts -
-  offset, slide)``); sliding windows become one row per (record, window) (``explode``);
+* **windows** (:class:`WindowColumns`): a record's windows (tumbling, sliding, cumulate, global) from the
+  assigner's own ``size`` / ``slide`` / ``step`` / ``offset``, with ``core/windows.py``'s arithmetic (``start = ts -
+  floor_mod(ts - offset, slide)``); sliding and cumulate windows become one row per (record, window) (``explode``);
 * **on time** (:func:`direct_records`): the watermark has not reached the record's earliest window
   (:func:`~floodmark.core.windows.window_reached`: ``watermark >= end - 1`` is late), and, for EARLIEST/LATEST
   output times, no output time is behind it (:func:`~floodmark.core.combine.open_window_pairs`'s rule);
@@ -68,7 +68,7 @@ from pyspark.sql.types import (
 from floodmark.core.combine import accumulator_reductions
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_DURATION
 from floodmark.core.timestamps import TimestampCombiner
-from floodmark.core.windows import GLOBAL_WINDOW, Global, Sliding, Tumbling
+from floodmark.core.windows import GLOBAL_WINDOW, Cumulate, Global, Sliding, Tumbling
 from floodmark.protocol import wire
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
@@ -88,9 +88,11 @@ def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
     if not plan.stage.combines:
         return "the spec ships records, not partials (sessions, count triggers or the general policy)"
     window = plan.stage.spec.window
-    if type(window) not in (Tumbling, Sliding, Global):
+    if type(window) not in (Tumbling, Sliding, Cumulate, Global):
         return f"the window assigner {type(window).__name__} has no Spark expression"
     if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
+        return "windows longer than the event-time range"
+    if isinstance(window, Cumulate) and window.max_size > MAX_DURATION:
         return "windows longer than the event-time range"
     types = {f.name: f.dataType for f in schema.fields}
     for name in plan.stage.numeric_fields:
@@ -137,23 +139,21 @@ class WindowColumns:
     :ivar earliest_end: the end (exclusive) of the earliest window holding the record.
     :ivar count: how many windows hold it (None: one).
     :ivar start: the start of window ``i`` (:data:`_WINDOW_INDEX`; 0 is the latest window), or of the one window.
-    :ivar size: the windows' length (None: the global window). :ivar slide: the sliding windows' slide.
+    :ivar end: its end (exclusive).
+    :ivar step: the distance from the end of the previous window of the record (sliding: the slide; cumulate: the
+        step; None: windows that do not overlap).
     """
 
     earliest_end: Column
     count: Column | None
     start: Column
-    size: int | None
-    slide: int | None
-
-    @property
-    def end(self) -> Column:
-        return self.start + F.lit(self.size) if self.size is not None else F.lit(GLOBAL_WINDOW.end)
+    end: Column
+    step: int | None
 
     def output_time(self, ts: Column, end: Column) -> Column:
         """A record's output time in the window ending at ``end`` (``WindowAssigner.output_times``: the event time,
-        or for sliding windows at least the previous window's end, ``max(ts, end - slide)``)."""
-        return ts if self.slide is None else F.greatest(ts, end - F.lit(self.slide))
+        or for overlapping windows at least the previous window's end, ``max(ts, end - step)``)."""
+        return ts if self.step is None else F.greatest(ts, end - F.lit(self.step))
 
 
 def window_columns(plan: p.RuntimePlan) -> WindowColumns:
@@ -161,7 +161,8 @@ def window_columns(plan: p.RuntimePlan) -> WindowColumns:
     window, ts = plan.stage.spec.window, F.col(plan.input.ts_column)
     if isinstance(window, Tumbling):
         start = ts - F.pmod(ts - F.lit(window.offset), F.lit(window.size))
-        return WindowColumns(start + F.lit(window.size), None, start, window.size, None)
+        end = start + F.lit(window.size)
+        return WindowColumns(end, None, start, end, None)
     if isinstance(window, Sliding):
         # Window ends lie on offset + size + k * slide: the earliest window holding ts ends at the first above ts.
         slide = F.lit(window.slide)
@@ -169,8 +170,17 @@ def window_columns(plan: p.RuntimePlan) -> WindowColumns:
         last_start = ts - F.pmod(ts - F.lit(window.offset), slide)
         count = ((last_start + F.lit(window.size) - earliest) / slide).cast("long") + F.lit(1)
         start = last_start - F.col(_WINDOW_INDEX) * slide
-        return WindowColumns(earliest, count, start, window.size, window.slide)
-    return WindowColumns(F.lit(GLOBAL_WINDOW.end), None, F.lit(GLOBAL_WINDOW.start), None, None)
+        return WindowColumns(earliest, count, start, start + F.lit(window.size), window.slide)
+    if isinstance(window, Cumulate):
+        # The epoch [start, start + max_size) holds ts; its windows end on the step grid, the earliest at the first
+        # step boundary above ts, the latest at the epoch's end.
+        step = F.lit(window.step)
+        start = ts - F.pmod(ts - F.lit(window.offset), F.lit(window.max_size))
+        earliest = ts - F.pmod(ts - F.lit(window.offset), step) + step
+        last_end = start + F.lit(window.max_size)
+        count = ((last_end - earliest) / step).cast("long") + F.lit(1)
+        return WindowColumns(earliest, count, start, last_end - F.col(_WINDOW_INDEX) * step, window.step)
+    return WindowColumns(F.lit(GLOBAL_WINDOW.end), None, F.lit(GLOBAL_WINDOW.start), F.lit(GLOBAL_WINDOW.end), None)
 
 
 def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
