@@ -1,6 +1,6 @@
 """A floodmark driver process for the kill -9 restart tests (run as a script).
 
-Usage: restart_driver.py INPUT CHECKPOINT OUTPUT
+Usage: restart_driver.py INPUT CHECKPOINT OUTPUT [--cumulate]
        restart_driver.py --kafka BOOTSTRAP TOPIC CHECKPOINT OUTPUT_PREFIX [--exactly-once [--kill-after-commit N]]
                          [--timeouts-ms MS]
 Runs the bounded input (Parquet files, or everything a Kafka topic holds) to completion from the checkpoint
@@ -8,6 +8,7 @@ Runs the bounded input (Parquet files, or everything a Kafka topic holds) to com
 OUTPUT_PREFIX-panes, -late and -dead, exactly-once (transactional id prefix OUTPUT_PREFIX) with
 ``--exactly-once``. ``--kill-after-commit N``: kill -9 this driver (and its JVM) right after the Kafka transaction
 of the first pane batch >= N has committed, before Spark commits the batch.
+``--cumulate``: cumulate windows (2 s steps, 6 s epochs) with the default trigger, and splits idle after 1.5 s.
 ``--timeouts-ms MS``: the Kafka clients' request, API, blocking and delivery timeouts (source and sinks) at MS
 instead of Kafka's defaults (30 s to 2 min), so that an outage outlasts them sooner.
 """
@@ -36,17 +37,23 @@ def client_timeouts(ms: int) -> dict[str, str]:
     }
 
 
-def run(source, checkpoint: str, output, split: str, known_splits) -> None:
+AGGREGATES = {"n": aggregates.count(), "total": aggregates.sum("v")}
+TUMBLING = WindowSpec(
+    windows.Tumbling(10_000), AGGREGATES, trigger=triggers.AfterWatermark(early=triggers.AfterCount(3))
+)
+CUMULATE = WindowSpec(windows.Cumulate(2_000, 6_000), AGGREGATES)
+
+
+def run(source, checkpoint: str, output, split: str, known_splits, cumulate: bool = False) -> None:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
     agg = EventTimeAggregation(
         source,
         event_time="ts",
         key_by=["k"],
-        spec=WindowSpec(
-            windows.Tumbling(10_000),
-            {"n": aggregates.count(), "total": aggregates.sum("v")},
-            trigger=triggers.AfterWatermark(early=triggers.AfterCount(3)),
+        spec=CUMULATE if cumulate else TUMBLING,
+        time=SourceTime(
+            strategy.with_idleness(1_500) if cumulate else strategy, split=split, known_splits=known_splits
         ),
-        time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split=split, known_splits=known_splits),
     )
     # A trigger interval long enough that the test can kill the driver in the middle of the stream.
     agg.run_to_completion(checkpoint, output, trigger_interval="500 milliseconds", timeout_s=600)
@@ -87,7 +94,7 @@ def main(args: list[str]) -> None:
     else:
         input_dir, checkpoint, output = args[:3]
         source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(input_dir)
-        run(source, checkpoint, output, "p", ["0", "1"])
+        run(source, checkpoint, output, "p", ["0", "1"], cumulate="--cumulate" in args)
     spark.stop()
 
 

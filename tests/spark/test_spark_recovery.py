@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,33 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
     assert got_late == expected_late
     total = sum(len(b) for b in ordered_batches(12, seed=7))
     assert sum(p[6] for p in got_panes) == total, "discarding panes count every record exactly once"
+
+
+def test_kill_minus_nine_with_cumulate_windows_and_an_idle_split_is_exactly_once(spark, tmp_path):
+    """Cumulate windows (2 s steps in 6 s epochs: a record in up to three windows sharing a start) across a kill -9,
+    split 1 silent after the first half of the stream (idle after 1.5 s, so the watermark goes on with split 0):
+    one ON_TIME pane per window, equal to the windows computed straight from the records."""
+    batches = [b if i < 6 else b[b["p"] == 0].reset_index(drop=True) for i, b in enumerate(ordered_batches(12, 5))]
+    write_batches(tmp_path / "in", batches)
+    checkpoint = tmp_path / "ckpt"
+    crash_and_restart(checkpoint, tmp_path / "in", checkpoint, tmp_path / "out", "--cumulate")
+
+    expected: dict = {}
+    for r in pd.concat(batches).itertuples():
+        for w in windows.Cumulate(2_000, 6_000).assign_one(int(r.ts)):
+            n, total = expected.get((r.k, w.start, w.end), (0, 0.0))
+            expected[(r.k, w.start, w.end)] = (n + 1, round(total + r.v, 9))
+    panes, late = outputs(spark, tmp_path / "out")
+    assert late == []
+    assert {p[3:6] for p in panes} == {("ON_TIME", 0, True)}
+    got = {p[:3]: (p[6], round(p[7], 9)) for p in panes}
+    assert len(got) == len(panes), "one pane per window"
+    assert got == expected
+    assert max(Counter(p[:2] for p in panes).values()) == 3, "windows sharing a start are kept apart"
+    last_of_split_1 = int(batches[5]["ts"][batches[5]["p"] == 1].max())
+    reports = [json.loads(line) for line in (checkpoint / "floodmark" / "metrics.jsonl").read_text().splitlines()]
+    idle = [r for r in reports if r["splits"]["1"][1] and last_of_split_1 < r["watermark"] < 2**63 - 1]
+    assert idle, "split 1 went idle and the watermark passed its last record before the end of the input"
 
 
 def flush_batch(checkpoint: Path) -> int | None:
@@ -360,11 +388,18 @@ COLUMNAR_SESSIONS_SPEC = dict(  # sessions on the columnar operator: raw records
     accumulation=AccumulationMode.ACCUMULATING,
 )
 
+COLUMNAR_CUMULATE_SPEC = dict(  # cumulate windows (sharing starts) with speculative panes: partials cross the shuffle
+    window=windows.Cumulate(2_000, 6_000),
+    trigger=triggers.AfterWatermark(early=triggers.AfterProcessingTime(400), late=triggers.AfterCount(1)),
+    allowed_lateness=6_000,
+    accumulation=AccumulationMode.ACCUMULATING,
+)
+
 
 @pytest.mark.parametrize(
     "spec_args",
-    [GENERAL_SPEC, COLUMNAR_COUNT_SPEC, COLUMNAR_EARLY_SPEC, COLUMNAR_SESSIONS_SPEC],
-    ids=["general", "columnar-count", "columnar-early", "columnar-sessions"],
+    [GENERAL_SPEC, COLUMNAR_COUNT_SPEC, COLUMNAR_EARLY_SPEC, COLUMNAR_SESSIONS_SPEC, COLUMNAR_CUMULATE_SPEC],
+    ids=["general", "columnar-count", "columnar-early", "columnar-sessions", "columnar-cumulate"],
 )
 def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec_args):
     rng = np.random.default_rng(11)
@@ -396,7 +431,7 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         spec=WindowSpec(aggregate=aggregations, **spec_args),
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000), split="p", known_splits=["0", "1", "2"]),
     )
-    assert agg.plan.stage.combines == (spec_args is COLUMNAR_EARLY_SPEC)
+    assert agg.plan.stage.combines == (spec_args in (COLUMNAR_EARLY_SPEC, COLUMNAR_CUMULATE_SPEC))
     assert agg.plan.stage.spec.is_columnar == (spec_args is not GENERAL_SPEC)
     # Batches 200 ms apart at least: processing time moves between them and early firings come due.
     handle = agg.run_to_completion(
@@ -424,6 +459,7 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
         (
             p.key,
             p.window.start,
+            p.window.end,
             p.timing.value,
             p.pane_index,
             p.is_last,
@@ -435,17 +471,20 @@ def test_spark_panes_equal_core_panes_for_the_same_batches(spark, tmp_path, spec
     )
     spark_panes = read_output(spark, tmp_path / "out" / "panes")
     got = sorted(
-        (r.k, r.window_start, r.timing, r.pane_index, r.is_last, r.n, round(r.total, 9), low(r.lo))
+        (r.k, r.window_start, r.window_end, r.timing, r.pane_index, r.is_last, r.n, round(r.total, 9), low(r.lo))
         for r in spark_panes.itertuples()
     )
     assert got == expected
     assert len(got) > 10
-    assert {"EARLY", "ON_TIME", "LATE"} <= {p[2] for p in got}, "speculative and late panes were compared too"
+    assert {"EARLY", "ON_TIME", "LATE"} <= {p[3] for p in got}, "speculative and late panes were compared too"
     if spec_args is COLUMNAR_SESSIONS_SPEC:
         lengths = spark_panes["window_end"] - spark_panes["window_start"]
         assert (lengths > 1_500).any(), "sessions merged"
         ends = sorted((p.key, p.window.start, p.window.end) for p in core_panes)
         assert sorted(zip(spark_panes.k, spark_panes.window_start, spark_panes.window_end, strict=True)) == ends
+    if spec_args is COLUMNAR_CUMULATE_SPEC:
+        ends = spark_panes.groupby(["k", "window_start"])["window_end"].nunique()
+        assert ends.max() == 3, "an epoch's three windows share its start and are kept apart"
     assert json.dumps([r.batch_id for r in handle.reports]) == json.dumps(list(range(len(handle.reports))))
 
 
