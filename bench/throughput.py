@@ -83,17 +83,19 @@ def native_counts(
     checkpoint: Path,
     window: Callable[[Column], Column] = lambda t: F.window(t, "1 minute"),
     sink: str = "noop",
+    ends: Callable[[Column], Column] | None = None,
 ):
     """Native Spark's count per (``window(t)``, k) under ``withWatermark(5 s)``, one file per batch, run to
     the end (``availableNow``); returns the finished query. ``sink`` "noop" discards the counts, "parquet" writes
-    them (as floodmark does)."""
+    them (as floodmark does). ``ends(ts)``: an array of window ends per record (ms), exploded and grouped on too,
+    for windows native Spark has no function for (cumulate: ``window`` is the epoch, ``ends`` its windows)."""
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
-    counts = (
-        stream.withColumn("t", F.timestamp_millis("ts"))
-        .withWatermark("t", "5 seconds")
-        .groupBy(window(F.col("t")), "k")
-        .count()
-    )
+    stream = stream.withColumn("t", F.timestamp_millis("ts"))
+    grouping = [window(F.col("t")), "k"]
+    if ends is not None:
+        stream = stream.withColumn("fm_end", F.explode(ends(F.col("ts"))))
+        grouping.append("fm_end")
+    counts = stream.withWatermark("t", "5 seconds").groupBy(*grouping).count()
     writer = counts.writeStream.outputMode("append").format(sink).option("checkpointLocation", str(checkpoint))
     if sink == "parquet":
         writer = writer.option("path", f"{checkpoint}-out")
