@@ -184,11 +184,11 @@ def test_live_view_of_a_pipeline_has_a_row_per_stage_with_its_running_totals(tmp
     text, rows = stage_rows(reports)
     assert list(rows) == ["stage", "a", "b"]  # the header, then upstream first
     assert rows["stage"][:4] == ["input watermark", "output watermark", "event-time lag", "processing-time lag"]
-    # The last batch ran at 102 s: a holds its output at the 60 s pane it still owes b (42 s behind), and its
-    # oldest pending record came at 101 s; b has a's 28.999 s and nothing pending.
+    # The last batch ran at 102 s: a holds its output one below the 60 s pane it still owes b (42 s behind), and
+    # its oldest pending record came at 101 s; b has a's 28.999 s and nothing pending.
     assert rows["a"] == [
         "1970-01-01T00:01:18.999Z",
-        "1970-01-01T00:01:00.000Z",
+        "1970-01-01T00:00:59.999Z",
         "42.0 s",
         "1.0 s",
         "1",

@@ -386,11 +386,11 @@ def test_a_stage_reading_a_stage_names_the_upstream_that_holds_it(tmp_path):
 
     waiting = explain_stage(ctl, b, None, Window(60_000, 120_000))
     assert waiting.status is WindowStatus.WAITING_FOR_WATERMARK, waiting.text()
-    assert (waiting.operator_watermark, waiting.combined_watermark) == (28_999, 60_000)
+    assert (waiting.operator_watermark, waiting.combined_watermark) == (28_999, 59_999)
     assert not waiting.splits and [u.name for u in waiting.upstreams] == ["a"]
     upstream = waiting.upstreams[0]
-    assert (upstream.watermark, upstream.input_watermark, upstream.hold) == (60_000, 78_999, 60_000)
-    assert upstream.held_by_panes and upstream.gap_ms == 59_999
+    assert (upstream.watermark, upstream.input_watermark, upstream.hold) == (59_999, 78_999, 60_000)
+    assert upstream.held_by_panes and upstream.gap_ms == 60_000
     assert "upstream stage 'a' holds the input watermark" in waiting.reason and "pending panes" in waiting.reason
     assert "stage 'a' needs to fire the panes it holds" in waiting.fires_when
     text = waiting.text()

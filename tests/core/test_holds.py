@@ -8,13 +8,16 @@ late because of an upstream record that was already behind.
 """
 
 import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark import TimestampCombiner, aggregates, triggers, windows
+from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.watermarks.stage import held_below
 from floodmark.core.window import WindowOperator
 from floodmark.testing import WindowHarness
 
@@ -45,8 +48,9 @@ ops = st.lists(
 
 
 def output_watermark(operator) -> int:
+    """The stage's rule (``StageWatermark.update_output``): one below the lowest hold."""
     hold = operator.output_hold()
-    return operator.watermark if hold is None else min(operator.watermark, hold)
+    return operator.watermark if hold is None else min(operator.watermark, held_below(hold))
 
 
 @settings(max_examples=400, deadline=None)
@@ -76,7 +80,7 @@ def test_no_hold_behind_the_output_watermark(window, trigger, combiner, lateness
             out = operator.advance_processing_time(now)
         for pane in out.all_panes():
             if pane.timing.value != "LATE":
-                assert pane.timestamp >= before, (pane, before)
+                assert pane.timestamp > before, (pane, before)  # a row at a watermark is late downstream
         current = output_watermark(operator)
         assert current >= previous, "the output watermark went back"
         previous = current
@@ -106,7 +110,30 @@ def test_a_record_at_or_after_its_keys_output_watermark_still_holds():
             window=windows.Tumbling(10), aggregate=aggregates.count(), timestamp_combiner="LATEST", policy=operator
         )
         h.add_elements([("first", 6)], key="a")  # holds [0, 10) at 6
-        h.advance_watermark_to(8)  # a's output watermark: MIN(8, 6) = 6
-        h.add_elements([("behind the input watermark", 7)], key="a")  # 7 >= 6: holds, LATEST -> 7
+        h.advance_watermark_to(8)  # a's output watermark: MIN(8, 6 - 1) = 5
+        h.add_elements([("behind the input watermark", 7)], key="a")  # 7 > 5: holds, LATEST -> 7
         h.advance_watermark_to(9)
         assert [(p.window.start, p.timestamp) for p in h.panes] == [(0, 7)], operator
+
+
+def test_an_earliest_pane_is_on_time_for_a_downstream_window_whose_max_timestamp_it_is():
+    """EARLIEST holds a window's output watermark at its record's time e; the stage's output watermark stays one
+    below (``e - 1``), so the pane at ``e`` reaches a downstream window ``[e, e + 1)`` before that window fires.
+    (With the output watermark at the hold itself, the pane went to the downstream late output.)"""
+    first = WindowSpec(windows.Tumbling(10), {"n": aggregates.count()}, timestamp_combiner=TimestampCombiner.EARLIEST)
+    pipeline = MicroBatchPipeline(
+        {"src": "ts"},
+        [
+            WindowedStage("first", ("src",), first, key_by=("k",)),
+            WindowedStage("second", ("first",), WindowSpec(windows.Tumbling(1), {"m": aggregates.count()})),
+        ],
+    )
+    late, panes = [], []
+    for batch, watermark in enumerate([1, 5, 9, 20, MAX_TIMESTAMP]):
+        rows = pd.DataFrame({"ts": [2], "k": ["a"]}) if batch == 0 else pd.DataFrame({"ts": [], "k": []})
+        for emitted in pipeline.run_batch({"src": rows.astype({"ts": "int64"})}, 0).values():
+            late += emitted.late
+            panes += emitted.all_panes()
+        pipeline.end_batch({"src": (watermark, False)})
+    assert late == []
+    assert [(p.window, p.timestamp) for p in panes] == [(windows.Window(0, 10), 2), (windows.Window(2, 3), 2)]

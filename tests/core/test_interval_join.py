@@ -17,6 +17,7 @@ from floodmark.core.join import (
     restore_interval_join,
 )
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from floodmark.core.watermarks.stage import StageWatermark
 
 
 def test_flinks_lost_pair_is_joined_while_on_time_and_late_once_the_watermark_reaches_it():
@@ -101,17 +102,19 @@ def run(spec: IntervalJoinSpec, script, restore_at: int | None = None):
     """The script's batches through the operator as a runtime drives it: the batch's watermark first (it only
     rises), then its rows in arrival order. Returns (joined, late, (output watermark before, joined) per batch)."""
     op, watermark, batches = IntervalJoinOperator(spec), MIN_TIMESTAMP, []
-    output_watermark = MIN_TIMESTAMP
+    marks, output_watermark = StageWatermark(["left", "right"]), MIN_TIMESTAMP
     for b, (batch, step) in enumerate([*script, ([], None)]):
         watermark = MAX_TIMESTAMP if step is None else max(watermark, 0) + step
         if restore_at == b:
             op = restore_interval_join(spec, op.snapshot())
         out = op.advance_watermark(watermark)
+        marks.update_upstream("left", watermark)
+        marks.update_upstream("right", watermark)
         for side, key, ts in batch:
             out.extend(op.add(side, [key], [ts], [(side, key, ts, len(batches))]))
         batches.append((output_watermark, watermark, out))
-        hold = op.output_hold()
-        output_watermark = max(output_watermark, watermark if hold is None else min(watermark, hold))
+        marks.update_output(op.output_hold())
+        output_watermark = marks.output_watermark
     return batches
 
 

@@ -167,9 +167,9 @@ def test_a_pipeline_of_two_stages_exports_each_stage(tmp_path):
         s = scrape(metrics)
     assert set(report.splits) == {"0"}, "one source: bare split labels"
     assert value(s, "floodmark_split_records_total", "sessions", split="0") == 7
-    # Stage a holds its output watermark at the 60 s it still owes b; b has had a's 28.999 s.
+    # Stage a holds its output watermark one below the 60 s it still owes b; b has had a's 28.999 s.
     expected = {
-        "a": {"input_watermark": 78.999, "output_watermark": 60.0, "event_time_lag": (T0 + 2_000 - 60_000) / 1000},
+        "a": {"input_watermark": 78.999, "output_watermark": 59.999, "event_time_lag": (T0 + 2_000 - 59_999) / 1000},
         "b": {"input_watermark": 28.999, "output_watermark": 28.999, "event_time_lag": (T0 + 2_000 - 28_999) / 1000},
     }
     for name, values in expected.items():

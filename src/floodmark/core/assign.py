@@ -243,8 +243,8 @@ def assign_batch(
     row_ts = timestamps[rows]
     out_times = spec.window.output_times(row_ts, starts, ends)
     if output_watermarks is not None and spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
-        # Only an output time behind the input watermark can be behind its key's output watermark (never above).
-        behind = np.flatnonzero(out_times < watermark)
+        # Only an output time at or behind the input watermark can be at or behind its key's output watermark.
+        behind = np.flatnonzero(out_times <= watermark)
         if len(behind):
             key_watermarks = output_watermarks(keys[rows[behind]])
             out_times[behind] = spec.timestamp_combiner.element_holds(out_times[behind], key_watermarks)

@@ -161,9 +161,9 @@ def open_window_pairs(
     out_times = spec.window.output_times(timestamps[rows], assigned.start, assigned.end)
     raw[rows[window_reached(assigned.end, watermark)]] = True
     if spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
-        # Whether an output time behind the watermark holds depends on the stage's output watermark, which
-        # only the operator knows (TimestampCombiner.element_holds): such records travel as records.
-        raw[rows[out_times < watermark]] = True
+        # Whether an output time at or behind the watermark holds depends on the stage's output watermark,
+        # which only the operator knows (TimestampCombiner.element_holds): such records travel as records.
+        raw[rows[out_times <= watermark]] = True
     keep = ~raw[rows]
     rows, starts, ends, out_times = rows[keep], assigned.start[keep], assigned.end[keep], out_times[keep]
     return rows, starts, ends, out_times, np.flatnonzero(raw)

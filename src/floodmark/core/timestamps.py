@@ -58,19 +58,21 @@ class TimestampCombiner(enum.StrEnum):
 
     def element_holds(self, output_times: np.ndarray, output_watermark: int) -> np.ndarray:
         """The hold each record adds to its window: its output time, or :attr:`empty_hold` (none) when that
-        time is behind the stage's output watermark at the record's arrival.
+        time is at or behind the stage's output watermark at the record's arrival.
 
         Java Beam's ``WatermarkHold.addElementHold``: a hold behind the output watermark could not hold it
         (it has passed), and a pane timestamped there would be late downstream because of a record that was
-        itself already behind. Such a record's pane falls back on the end-of-window hold (the window's max
-        timestamp) unless other records hold it. The other half of Beam's rule, no hold once the watermark
+        itself already behind. "At" counts as behind: a row at a watermark is late (Flink's boundary: the
+        window whose max timestamp it is has fired), so the stage's output watermark stays one below a hold.
+        Such a record's pane falls back on the end-of-window hold (the window's max timestamp) unless other
+        records hold it. The other half of Beam's rule, no hold once the watermark
         has reached the window's max timestamp, is applied when the records are added
         (``WindowTable.add_arrivals``). END_OF_WINDOW holds at the max timestamp, which an open window's
         output watermark never passes: unchanged.
         """
         if self is TimestampCombiner.END_OF_WINDOW:
             return output_times
-        return np.where(output_times < output_watermark, self.empty_hold, output_times)
+        return np.where(output_times <= output_watermark, self.empty_hold, output_times)
 
     def reduce(self, times: np.ndarray) -> int:
         """The one hold a slice of output times (or of holds) makes: min, max, or empty for END_OF_WINDOW."""

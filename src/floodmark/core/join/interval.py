@@ -6,8 +6,8 @@ event-time order; a row's cleanup time is its event time plus a constant per sid
 drops are at the front of their key's buffer, found through one heap per side.
 
 The output watermark hold (:meth:`IntervalJoinOperator.output_hold`): a buffered row holds the stage's output
-watermark one below its event time (an output at the downstream watermark would be late there: ``ts <= W``) while
-it can still be part of an output timed at its own event time:
+watermark at its event time (the stage keeps its output watermark one below a hold:
+``StageWatermark.update_output``) while it can still be part of an output timed at its own event time:
 
 * a row whose side gives the pair's time (``LEFT``, ``RIGHT``; both sides for ``EARLIEST``) while its last
   match time is ahead of the watermark (an on-time partner can still come); ``LATEST`` pairs are timed at the
@@ -154,10 +154,10 @@ class IntervalJoinOperator:
 
     # ------------------------------------------------------------------ gauges
     def output_hold(self) -> int | None:
-        """The highest output watermark that keeps every output still owed on time downstream: one below the
-        earliest event time such an output can carry (see the module docstring); None: nothing is owed."""
+        """The lowest event time an output still owed can carry (see the module docstring); None: nothing is owed.
+        The stage's output watermark stays one below it (``StageWatermark.update_output``)."""
         holds = [
-            row.ts - 1
+            row.ts
             for side, buffers in self._buffers.items()
             for rows in buffers.values()
             for row in rows

@@ -10,13 +10,14 @@ panes travel downstream within the batch. The rule that keeps those panes on
 time is to give each stage, for batch ``N+1``, what its upstreams were after
 batch ``N``::
 
-    OW_s(N)   = max(OW_s(N-1), min(IW_s(N), H_s(N)))
+    OW_s(N)   = max(OW_s(N-1), min(IW_s(N), H_s(N) - 1))
     IW_s(N+1) = max(IW_s(N),   MIN over non-idle upstreams u of W_u(N))
 
 where ``H_s(N)`` is the lowest hold among stage ``s``'s buckets after batch N
 (``None``: nothing held), and ``W_u(N)`` is source ``u``'s watermark for batch
 N+1 or upstream stage ``u``'s ``OW_u(N)``. Every pane an upstream stage emits
-in batch N+1 is timestamped at or after ``OW_u(N)`` (Beam's hold rule, see
+in batch N+1 is timestamped after ``OW_u(N)`` (Beam's hold rule one below the
+hold, see ``StageWatermark`` and
 :mod:`floodmark.core.assign`), so the downstream stage, which advances to
 ``IW_s(N+1) <= OW_u(N)`` before it adds them, takes them on time. The price is
 one batch (one trigger) of event-time latency per stage: a window fires in

@@ -2,10 +2,14 @@
 
 A stage's *input watermark* is the MIN over the output watermarks of its
 upstream stages and sources (idle upstreams excluded, like splits). Its *output
-watermark* is ``MIN(input watermark, hold)``, where the hold is the lowest
+watermark* is ``MIN(input watermark, hold - 1)``, where the hold is the lowest
 output timestamp the stage still owes downstream (buffered window state that
-will be emitted with that timestamp; see ``WindowOperator.output_hold``). Both
-never regress. ``input - output`` is the event-time delay the stage adds.
+will be emitted with that timestamp; see ``WindowOperator.output_hold``): one
+below it, because a row at or behind a watermark is late (a window whose max
+timestamp is the row's own has fired once the watermark reaches it; Flink's
+boundary, where Beam's "late = strictly behind" lets the hold be the timestamp
+itself). Both never regress. ``input - output`` is the event-time delay the
+stage adds.
 
 The *processing-time watermark* of a stage is the processing time of the oldest
 record it has taken in but not yet emitted (or "now" when nothing is pending).
@@ -53,6 +57,11 @@ class StageTimes:
         return self.input_watermark - self.output_watermark
 
 
+def held_below(hold: int) -> int:
+    """The highest output watermark that keeps an output timestamped ``hold`` on time downstream: ``hold - 1``."""
+    return max(MIN_TIMESTAMP, hold - 1)
+
+
 class StageWatermark:
     """Input and output watermark of one stage; neither ever regresses.
 
@@ -79,7 +88,7 @@ class StageWatermark:
 
     def update_output(self, hold: int | None) -> int:
         """Recompute the output watermark from the stage's current hold (``None``: nothing held)."""
-        candidate = self.input_watermark if hold is None else min(self.input_watermark, hold)
+        candidate = self.input_watermark if hold is None else min(self.input_watermark, held_below(hold))
         self.output_watermark = max(self.output_watermark, candidate)
         return self.output_watermark
 

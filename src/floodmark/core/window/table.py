@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from floodmark.core.panes import AccumulationMode, Timing
-from floodmark.core.time import format_instant
+from floodmark.core.time import MIN_TIMESTAMP, format_instant
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window, horizon, max_timestamp, window_expired, window_reached
 
@@ -582,8 +582,9 @@ class WindowTable:
         return int(self.combiner.pane_timestamps(c["hold"][rows], max_timestamp(c["end"][rows])).min())
 
     def key_output_watermarks(self, keys: np.ndarray, watermark: int) -> np.ndarray:
-        """For each of ``keys`` (one per record): MIN(``watermark``, the lowest output timestamp the key's
-        pending panes will carry): the output watermark as the record's key sees it.
+        """For each of ``keys`` (one per record): MIN(``watermark``, one below the lowest output timestamp the
+        key's pending panes will carry): the output watermark as the record's key sees it (the stage's rule,
+        ``StageWatermark.update_output``, over the key's own holds).
 
         The hold rule (``TimestampCombiner.element_holds``) compares with this per-key value rather than the
         whole operator's: it is never below the stage's output watermark (so the rule's guarantee holds) and it
@@ -600,7 +601,7 @@ class WindowTable:
         held_keys[:] = [self.keys[r] for r in rows.tolist()]
         codes, uniques = pd.factorize(pd.Series(np.concatenate([held_keys, keys]), dtype=object), use_na_sentinel=False)
         lowest = np.full(len(uniques), watermark, dtype=np.int64)
-        np.minimum.at(lowest, codes[: len(rows)], times)
+        np.minimum.at(lowest, codes[: len(rows)], np.maximum(times, MIN_TIMESTAMP + 1) - 1)
         return lowest[codes[len(rows) :]]
 
     def oldest_pending(self) -> int | None:

@@ -13,7 +13,7 @@ core's concepts:
   floor_mod(ts - offset, slide)``); sliding and cumulate windows become one row per (record, window) (``explode``);
 * **on time** (:func:`direct_records`): the watermark has not reached the record's earliest window
   (:func:`~floodmark.core.windows.window_reached`: ``watermark >= end - 1`` is late), and, for EARLIEST/LATEST
-  output times, no output time is behind it (:func:`~floodmark.core.combine.open_window_pairs`'s rule);
+  output times, no output time at or behind it (:func:`~floodmark.core.combine.open_window_pairs`'s rule);
 * **partials**: per partition and (key, bucket, split, window): (record, window) pairs, the output-time hold
   (the timestamp combiner's MIN or MAX), each accumulator's count / sum / min / max over doubles
   (:func:`~floodmark.core.combine.accumulator_reductions`), and the split statistics (records, lowest and
@@ -189,7 +189,7 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
     direct = good_record(plan) & (windows.earliest_end - F.lit(1) > watermark)
     if plan.stage.spec.timestamp_combiner is not TimestampCombiner.END_OF_WINDOW:
         # The lowest output time over the record's windows: the earliest window's.
-        direct &= windows.output_time(F.col(plan.input.ts_column), windows.earliest_end) >= watermark
+        direct &= windows.output_time(F.col(plan.input.ts_column), windows.earliest_end) > watermark
     return direct
 
 
