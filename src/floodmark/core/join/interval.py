@@ -25,12 +25,13 @@ import heapq
 import pickle
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from numbers import Integral
 from typing import Any
 
+from floodmark.core.assign import validate_timestamps
 from floodmark.core.join.spec import IntervalJoinSpec, Side
 from floodmark.core.records import BadRecord
-from floodmark.core.time import MIN_TIMESTAMP, event_time_in_range, out_of_range_reason
+from floodmark.core.time import MIN_TIMESTAMP
+from floodmark.core.values import object_array
 
 SNAPSHOT_FORMAT = 1
 """The layout of :meth:`IntervalJoinOperator.snapshot`; a restore refuses another."""
@@ -113,10 +114,11 @@ class IntervalJoinOperator:
         """Rows of ``side`` in arrival order: each is late, or joins every buffered partner of its key (then waits
         for the partners still to come, unless the watermark is past its cleanup already)."""
         out = JoinEmitted()
-        for key, raw, value in zip(keys, timestamps, values, strict=True):
-            ts = _event_time(raw)
-            if ts is None:
-                out.bad.append(BadRecord(key, value, raw, _bad_reason(raw)))
+        checked, bad, reasons = validate_timestamps(object_array(timestamps))
+        problems = iter(reasons)
+        for key, raw, value, ts, is_bad in zip(keys, timestamps, values, checked.tolist(), bad.tolist(), strict=True):
+            if is_bad:
+                out.bad.append(BadRecord(key, value, raw, next(problems)))
                 continue
             if self.spec.is_late(ts, self.watermark):
                 horizon = ts + self.spec.allowed_lateness
@@ -248,19 +250,3 @@ def restore_interval_join(spec: IntervalJoinSpec, snapshot: bytes) -> IntervalJo
 
 def _order(row: _Buffered) -> tuple[int, int]:
     return row.ts, row.seq
-
-
-def _event_time(raw: Any) -> int | None:
-    """``raw`` as an event time in ms if it is an integer in the supported range, else None (a bad row)."""
-    if isinstance(raw, bool) or not isinstance(raw, int | Integral):
-        return None
-    ts = int(raw)
-    return ts if event_time_in_range(ts) else None
-
-
-def _bad_reason(raw: Any) -> str:
-    if raw is None:
-        return "no event time"
-    if isinstance(raw, int | Integral) and not isinstance(raw, bool):
-        return out_of_range_reason(int(raw))
-    return f"the event time {raw!r} is not an integer number of ms"
