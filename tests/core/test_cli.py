@@ -120,6 +120,10 @@ def test_advise_reads_parquet_with_null_and_timestamp_event_times(tmp_path):
 
 @pytest.fixture
 def run_dir(tmp_path):
+    return finished_run(tmp_path, {"kind": "tumbling", "size": 60_000})
+
+
+def finished_run(tmp_path, window: dict):
     """A finished run: 1-minute counts per k, bound 0; batch 1 moves the source past window [0, 60 s), batch 2
     fires it, batch 3 is the end-of-input flush (watermark MAX) that fires [60 s, 120 s)."""
     import pandas as pd
@@ -133,7 +137,7 @@ def run_dir(tmp_path):
     pipeline = PipelineConfig(
         event_time="ts",
         key_by=["k"],
-        window=WindowConfig(kind="tumbling", size=60_000),
+        window=WindowConfig(**window),
         out_of_orderness=0,
         aggregations={"count": "count"},
     )
@@ -149,11 +153,17 @@ def run_dir(tmp_path):
         rows = [] if stats is None else [{**dict(zip(fields, stats, strict=True)), "fm_split": "0"}]
         clock.advance_by(1_000)
         controller.on_batch(batch, rows, {}, {})
+    windows = pipeline.window.assigner()
     for batch, start, count in [(2, 0, 2), (3, 60_000, 1)]:
         folder = run / "panes" / f"batch_id={batch}"
         folder.mkdir(parents=True)
-        pane = {"k": "a", "window_start": start, "window_end": start + 60_000, "timing": "ON_TIME"}
-        pd.DataFrame([{**pane, "pane_index": 0, "count": count}]).to_parquet(folder / "part-0.parquet")
+        ends = sorted({w.end for w in windows.assign_one(start) if w.start == start})  # cumulate: the epoch's
+        panes = [
+            {"k": "a", "window_start": start, "window_end": end, "timing": "ON_TIME", "pane_index": 0}
+            | {"count": count + i}
+            for i, end in enumerate(ends)
+        ]
+        pd.DataFrame(panes).to_parquet(folder / "part-0.parquet")
     return run
 
 
@@ -173,6 +183,16 @@ def test_explain_agrees_with_the_panes_emitted_up_to_the_batch(run_dir):
     assert flushed.exit_code == 0, flushed.output
     assert "as of the end of batch 3:" in flushed.output and "WAITING" not in flushed.output
     assert "the input ended" in flushed.output and "batch 3: ON_TIME pane #0" in flushed.output
+
+
+def test_explain_names_a_cumulate_window_by_its_start_and_end(tmp_path):
+    run = finished_run(tmp_path, {"kind": "cumulate", "step": "30s", "max_size": "1m"})
+    half = explain(run, "--key", "a", "--window-start", "0", "--window-end", "1970-01-01T00:00:30", "--batch", "2")
+    assert half.exit_code == 0, half.output
+    assert "batch 2: ON_TIME pane #0, values value:count=2" in half.output and "count=3" not in half.output
+    whole = explain(run, "--key", "a", "--window-start", "0", "--window-end", "60000", "--batch", "2")
+    assert "batch 2: ON_TIME pane #0, values value:count=3" in whole.output and "count=2" not in whole.output
+    one_line_error(explain(run, "--key", "a", "--window-start", "0"), "cumulate windows share their start")
 
 
 def test_explain_a_key_without_panes_explains_the_window_from_the_watermark(run_dir):
