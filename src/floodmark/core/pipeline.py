@@ -37,6 +37,8 @@ import pandas as pd
 
 from floodmark.core.aggregates import Several
 from floodmark.core.emitted import Emitted
+from floodmark.core.join import IntervalJoinOperator, JoinedRow, JoinEmitted, Side, restore_interval_join
+from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import Pane
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
@@ -159,6 +161,9 @@ metadata of :mod:`floodmark.protocol.output`, which Spark's pane rows have too."
 EVENT_TIME = output.PANE_TIMESTAMP
 """A downstream stage's event time: the upstream pane's output timestamp."""
 
+JOIN_TIME = "join_time"
+"""A join stage's rows' event time (its spec's output time), what a downstream stage reads as event time."""
+
 
 @dataclass(frozen=True)
 class WindowedStage:
@@ -197,6 +202,52 @@ class WindowedStage:
     def pane_columns(self) -> list[str]:
         """The columns of this stage's pane rows (what a downstream stage reads)."""
         return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
+
+
+@dataclass(frozen=True)
+class JoinStage:
+    """An interval join of two upstreams in a graph of stages (:mod:`floodmark.core.join` over named columns).
+
+    :arg name: unique among the pipeline's sources and stages.
+    :arg left, right: the source or stage whose rows are the join's left and right input (two different ones).
+    :arg on: key columns both sides have (``()``: every row has the one key).
+    :arg spec: the join: bounds, kind, output time, allowed lateness.
+
+    Output rows: the ``on`` columns, then every other column of the left row as ``left_<name>`` and of the right
+    row as ``right_<name>`` (the side's columns are null in a row the join kept without a partner), then
+    :data:`JOIN_TIME`, the row's event time (ms).
+    """
+
+    name: str
+    left: str
+    right: str
+    on: tuple[str, ...]
+    spec: IntervalJoinSpec
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "on", (self.on,) if isinstance(self.on, str) else tuple(self.on))
+        if self.left == self.right:
+            raise ValueError(f"join stage {self.name!r}: left and right are both {self.left!r}")
+
+    @property
+    def upstream(self) -> tuple[str, ...]:
+        return (self.left, self.right)
+
+    def side_of(self, upstream: str) -> Side:
+        return Side.LEFT if upstream == self.left else Side.RIGHT
+
+    def rows(self, joined: Sequence[JoinedRow]) -> pd.DataFrame:
+        """The output rows of ``joined`` (see the class docstring)."""
+        records = []
+        for row in joined:
+            key = row.key if len(self.on) != 1 else (row.key,)
+            record = dict(zip(self.on, key if self.on else (), strict=True))
+            for prefix, values in (("left_", row.left), ("right_", row.right)):
+                if values is not None:
+                    record.update({f"{prefix}{c}": v for c, v in values.items() if c not in self.on})
+            record[JOIN_TIME] = row.timestamp
+            records.append(record)
+        return pd.DataFrame(records) if records else pd.DataFrame({c: [] for c in [*self.on, JOIN_TIME]})
 
 
 def stage_named(stages: Sequence[str], name: str | None, owner: str, how: str = "(stage=...)") -> str:
@@ -302,7 +353,7 @@ class MicroBatchPipeline:
     :arg stages: the stages, in any order.
     """
 
-    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage]) -> None:
+    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage | JoinStage]) -> None:
         self.sources = dict(sources)
         self.stages = {stage.name: stage for stage in stages}
         self.graph = StageGraph(list(sources), {s.name: s.upstream for s in stages})
@@ -310,37 +361,64 @@ class MicroBatchPipeline:
         self.holds: dict[str, int | None] = {}
         self.oldest_pending: dict[str, int | None] = {}
         self.results = {name: StageResult() for name in self.stages}
+        self.joined: dict[str, JoinEmitted] = {s.name: JoinEmitted() for s in stages if isinstance(s, JoinStage)}
+        """Everything each join stage emitted."""
 
-    def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted]:
+    def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted | JoinEmitted]:
         """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
         watermarks = self.graph.input_watermarks()
-        rows: dict[str, list[tuple[pd.DataFrame, str]]] = {name: [] for name in self.stages}
+        rows: dict[str, list[tuple[str, pd.DataFrame, str]]] = {name: [] for name in self.stages}
         for source, frame in inputs.items():
             for stage in self.graph.downstream(source):
-                rows[stage].append((frame, self.sources[source]))
-        out = {}
+                rows[stage].append((source, frame, self.sources[source]))
+        out: dict[str, Emitted | JoinEmitted] = {}
         for name in self.graph.order:
             stage = self.stages[name]
-            parts = [(f, ts) for f, ts in rows[name] if len(f)]
-            batch = None
-            if parts:
-                times = np.concatenate([f[ts].to_numpy(dtype=np.int64) for f, ts in parts])
-                batch = frame_records(
-                    pd.concat([f for f, _ in parts], ignore_index=True), stage.key_by, times, stage.spec
-                )
-            snapshot, emitted, operator = step(
-                stage.spec, self.snapshots[name], batch, watermarks[name], processing_time
-            )
-            self.snapshots[name] = snapshot
-            self.holds[name] = operator.output_hold()
-            self.oldest_pending[name] = operator.oldest_pending_processing_time()
-            self.results[name].emitted.extend(emitted)
-            out[name] = emitted
-            downstream = self.graph.downstream(name)
-            if downstream:
-                panes = pane_rows(emitted, stage.key_by, stage.result_names)
-                for d in downstream:
-                    rows[d].append((stage_input_rows(panes, self.stages[d]), EVENT_TIME))
+            parts = [(up, f, ts) for up, f, ts in rows[name] if len(f)]
+            if isinstance(stage, JoinStage):
+                joined = self._join(stage, parts, watermarks[name])
+                out[name] = joined
+                produced, event_time = stage.rows(joined.joined), JOIN_TIME
+            else:
+                emitted = self._aggregate(stage, parts, watermarks[name], processing_time)
+                out[name] = emitted
+                produced, event_time = pane_rows(emitted, stage.key_by, stage.result_names), EVENT_TIME
+            for d in self.graph.downstream(name):
+                downstream = self.stages[d]
+                taken = stage_input_rows(produced, downstream) if isinstance(downstream, WindowedStage) else produced
+                rows[d].append((name, taken, event_time))
+        return out
+
+    def _aggregate(
+        self, stage: WindowedStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int, processing_time: int
+    ) -> Emitted:
+        batch = None
+        if parts:
+            times = np.concatenate([f[ts].to_numpy(dtype=np.int64) for _, f, ts in parts])
+            frame = pd.concat([f for _, f, _ in parts], ignore_index=True)
+            batch = frame_records(frame, stage.key_by, times, stage.spec)
+        snapshot, emitted, operator = step(stage.spec, self.snapshots[stage.name], batch, watermark, processing_time)
+        self.snapshots[stage.name] = snapshot
+        self.holds[stage.name] = operator.output_hold()
+        self.oldest_pending[stage.name] = operator.oldest_pending_processing_time()
+        self.results[stage.name].emitted.extend(emitted)
+        return emitted
+
+    def _join(self, stage: JoinStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int) -> JoinEmitted:
+        """The join's batch as a runtime runs it: the watermark first, then the left rows, then the right rows."""
+        stored = self.snapshots[stage.name]
+        operator = IntervalJoinOperator(stage.spec) if stored is None else restore_interval_join(stage.spec, stored)
+        out = operator.advance_watermark(watermark)
+        for side in (Side.LEFT, Side.RIGHT):
+            for upstream, frame, ts in parts:
+                if stage.side_of(upstream) is side:
+                    out.extend(
+                        operator.add(side, key_array(frame, stage.on), frame[ts].tolist(), frame.to_dict("records"))
+                    )
+        self.snapshots[stage.name] = operator.snapshot()
+        self.holds[stage.name] = operator.output_hold()
+        self.oldest_pending[stage.name] = None
+        self.joined[stage.name].extend(out)
         return out
 
     def stage_times(self, name: str, now: int) -> StageTimes:
