@@ -1,0 +1,179 @@
+package oracle;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.flink.api.common.eventtime.SerializableTimestampAssigner;
+import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.eventtime.WatermarkGenerator;
+import org.apache.flink.api.common.eventtime.WatermarkGeneratorSupplier;
+import org.apache.flink.api.common.eventtime.WatermarkOutput;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.FilterFunction;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple5;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * Java half of the Flink oracle: the DataStream interval join (KeyedStream.intervalJoin ->
+ * IntervalJoinOperator), which PyFlink's Python DataStream API does not expose.
+ * Event = Tuple5(side "L"/"R", key, ts ms, id, watermark_after ms or Long.MIN_VALUE for none).
+ */
+public class IntervalJoinOracle {
+
+    public static final long NO_WM = Long.MIN_VALUE;
+
+    /** Punctuated generator: after an event carrying watermark_after, emit exactly that watermark. */
+    public static class PunctuatedGen implements WatermarkGenerator<Tuple5<String, String, Long, String, Long>> {
+        @Override
+        public void onEvent(Tuple5<String, String, Long, String, Long> e, long ts, WatermarkOutput out) {
+            if (e.f4 != NO_WM) {
+                out.emitWatermark(new Watermark(e.f4));
+            }
+        }
+
+        @Override
+        public void onPeriodicEmit(WatermarkOutput out) {
+            // punctuated only
+        }
+    }
+
+    public static class GenSupplier implements WatermarkGeneratorSupplier<Tuple5<String, String, Long, String, Long>> {
+        @Override
+        public WatermarkGenerator<Tuple5<String, String, Long, String, Long>> createWatermarkGenerator(Context ctx) {
+            return new PunctuatedGen();
+        }
+    }
+
+    public static class TsAssigner implements SerializableTimestampAssigner<Tuple5<String, String, Long, String, Long>> {
+        @Override
+        public long extractTimestamp(Tuple5<String, String, Long, String, Long> e, long recordTs) {
+            return e.f2;
+        }
+    }
+
+    /** Sleeps before forwarding each event so that record/watermark arrival order at the join's two inputs is the source order. */
+    public static class Pace implements MapFunction<Tuple5<String, String, Long, String, Long>, Tuple5<String, String, Long, String, Long>> {
+        private final long pauseMs;
+
+        public Pace(long pauseMs) {
+            this.pauseMs = pauseMs;
+        }
+
+        @Override
+        public Tuple5<String, String, Long, String, Long> map(Tuple5<String, String, Long, String, Long> e) throws Exception {
+            if (pauseMs > 0) {
+                Thread.sleep(pauseMs);
+            }
+            return e;
+        }
+    }
+
+    public static class SideFilter implements FilterFunction<Tuple5<String, String, Long, String, Long>> {
+        private final String side;
+
+        public SideFilter(String side) {
+            this.side = side;
+        }
+
+        @Override
+        public boolean filter(Tuple5<String, String, Long, String, Long> e) {
+            return side.equals(e.f0);
+        }
+    }
+
+    public static class KeyOf implements KeySelector<Tuple5<String, String, Long, String, Long>, String> {
+        @Override
+        public String getKey(Tuple5<String, String, Long, String, Long> e) {
+            return e.f1;
+        }
+    }
+
+    public static class EmitPair extends ProcessJoinFunction<Tuple5<String, String, Long, String, Long>, Tuple5<String, String, Long, String, Long>, String> {
+        @Override
+        public void processElement(Tuple5<String, String, Long, String, Long> l, Tuple5<String, String, Long, String, Long> r,
+                                   Context ctx, Collector<String> out) {
+            out.collect("P\t" + l.f3 + "\t" + r.f3);
+        }
+    }
+
+    public static class Tag implements MapFunction<Tuple5<String, String, Long, String, Long>, String> {
+        private final String tag;
+
+        public Tag(String tag) {
+            this.tag = tag;
+        }
+
+        @Override
+        public String map(Tuple5<String, String, Long, String, Long> e) {
+            return tag + "\t" + e.f3;
+        }
+    }
+
+    /**
+     * @param lines one event per line: side \t k \t ts \t id \t watermark_after ("" for null)
+     * @return result lines: "P\tleft\tright", "LL\tid", "LR\tid" in emission order
+     */
+    public static List<String> run(StreamExecutionEnvironment env, String lines, long lowerMs, long upperMs,
+                                   long pauseMs) throws Exception {
+        TypeInformation<Tuple5<String, String, Long, String, Long>> ti =
+                Types.TUPLE(Types.STRING, Types.STRING, Types.LONG, Types.STRING, Types.LONG);
+        List<Tuple5<String, String, Long, String, Long>> evs = new ArrayList<>();
+        for (String line : lines.split("\n")) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            long wm = f[4].isEmpty() ? NO_WM : Long.parseLong(f[4]);
+            evs.add(Tuple5.of(f[0], f[1], Long.parseLong(f[2]), f[3], wm));
+        }
+        env.setParallelism(1);
+        env.setBufferTimeout(0); // flush every record / watermark immediately
+        env.getConfig().setAutoWatermarkInterval(0L); // no periodic watermarks at all
+
+        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
+                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
+        DataStream<Tuple5<String, String, Long, String, Long>> src = env.fromData(evs, ti)
+                .name("events")
+                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
+                .map(new Pace(pauseMs), ti).name("pace");
+
+        KeyedStream<Tuple5<String, String, Long, String, Long>, String> left =
+                src.filter(new SideFilter("L")).name("L").keyBy(new KeyOf(), Types.STRING);
+        KeyedStream<Tuple5<String, String, Long, String, Long>, String> right =
+                src.filter(new SideFilter("R")).name("R").keyBy(new KeyOf(), Types.STRING);
+
+        OutputTag<Tuple5<String, String, Long, String, Long>> lateL = new OutputTag<>("late-left", ti);
+        OutputTag<Tuple5<String, String, Long, String, Long>> lateR = new OutputTag<>("late-right", ti);
+
+        SingleOutputStreamOperator<String> joined = left.intervalJoin(right)
+                .between(Duration.ofMillis(lowerMs), Duration.ofMillis(upperMs))
+                .sideOutputLeftLateData(lateL)
+                .sideOutputRightLateData(lateR)
+                .process(new EmitPair(), Types.STRING)
+                .name("interval-join");
+
+        DataStream<String> all = joined.union(
+                joined.getSideOutput(lateL).map(new Tag("LL"), Types.STRING),
+                joined.getSideOutput(lateR).map(new Tag("LR"), Types.STRING));
+
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = all.executeAndCollect("floodmark-interval-join-oracle")) {
+            while (it.hasNext()) {
+                out.add(it.next());
+            }
+        }
+        return out;
+    }
+}
