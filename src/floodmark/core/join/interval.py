@@ -224,8 +224,7 @@ class IntervalJoinOperator:
     def _holds(self, side: Side, row: _Buffered) -> bool:
         if not row.matched and self.spec.how.keeps_unmatched(side):
             return True
-        times_pairs = {"LEFT": side is Side.LEFT, "RIGHT": side is Side.RIGHT, "EARLIEST": True, "LATEST": False}
-        return times_pairs[self.spec.output_time.value] and self.spec.last_match(side, row.ts) > self.watermark
+        return self.spec.output_time.timed_by(side) and self.spec.last_match(side, row.ts) > self.watermark
 
 
 def restore_interval_join(spec: IntervalJoinSpec, snapshot: bytes) -> IntervalJoinOperator:

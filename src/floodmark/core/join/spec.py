@@ -60,6 +60,11 @@ class JoinTime(enum.StrEnum):
     EARLIEST = "EARLIEST"
     LATEST = "LATEST"
 
+    def timed_by(self, side: Side) -> bool:
+        """Can a pair be timed at ``side``'s row (at or below the other's)? LEFT, RIGHT: that side; EARLIEST: both;
+        LATEST: neither (a pair is never timed below its later row, which arrives on time)."""
+        return self is JoinTime.EARLIEST or self.value == side.value
+
     def of(self, left: int, right: int) -> int:
         if self is JoinTime.LEFT:
             return left

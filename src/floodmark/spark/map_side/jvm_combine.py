@@ -92,8 +92,6 @@ def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
         return f"the window assigner {type(window).__name__} has no Spark expression"
     if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
         return "windows longer than the event-time range"
-    if isinstance(window, Cumulate) and window.max_size > MAX_DURATION:
-        return "windows longer than the event-time range"
     types = {f.name: f.dataType for f in schema.fields}
     for name in plan.stage.numeric_fields:
         if not isinstance(types[name], _NUMBERS):
