@@ -7,6 +7,7 @@ records with a reason; durations are at most MAX_DURATION; sums are IEEE doubles
 """
 
 import math
+import sys
 import warnings
 from decimal import Decimal
 
@@ -144,6 +145,11 @@ def test_any_int64_timestamp_and_any_value_is_accounted_for(window, operator_nam
             assert w.start >= EARLIEST_EVENT_TIME - MAX_DURATION and w.end <= LATEST_EVENT_TIME + MAX_DURATION
             assert w.start <= pane.timestamp <= w.end - 1
         total = pane.value["total"]
+        if total is None:
+            # Partial sums that overflowed both ways (-inf + inf) add up to NaN, which a pane shows as null; in
+            # another order the same values give -inf (IEEE addition is not associative, in Spark's sums too).
+            assert sum(abs(v) for _, ts, v in records if usable(ts, v)) > sys.float_info.max
+            continue
         assert isinstance(total, float), total  # a double, never a wrapped integer
         if pane.value["n"] and not math.isinf(total):
             assert pane.value["lo"] <= pane.value["hi"]

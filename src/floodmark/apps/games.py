@@ -8,12 +8,11 @@ sessions still open hold the mean stage's watermark back (Figure 3-10).
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pandas as pd
 
+from floodmark.apps.batch_files import write_batch_files
 from floodmark.core import aggregates, windows
 from floodmark.core.pipeline import WindowedStage
 from floodmark.core.spec import WindowSpec
@@ -57,16 +56,7 @@ def game_stages(combiner: TimestampCombiner) -> list[WindowedStage]:
 def write_input(records: dict[str, pd.DataFrame], directory: Path) -> int:
     """Each source's records as one Parquet file per batch under ``directory/<source>/`` (empty batches
     included, so both sources have the same batches); returns the number of batches."""
-    count = games.batch_count(records)
-    base = time.time() - 10 * count  # increasing modification times: the file source reads files in that order
-    for name, frame in records.items():
-        folder = directory / name
-        folder.mkdir(parents=True, exist_ok=True)
-        for b in range(count):
-            path = folder / f"part-{b:05d}.parquet"
-            frame[frame["batch"] == b][list(games.COLUMNS)].reset_index(drop=True).to_parquet(path, index=False)
-            os.utime(path, (base + b, base + b))
-    return count
+    return write_batch_files(records, directory, dict.fromkeys(records, games.COLUMNS))
 
 
 BOUND_MS = 60_000

@@ -236,15 +236,22 @@ class JoinStage:
     def side_of(self, upstream: str) -> Side:
         return Side.LEFT if upstream == self.left else Side.RIGHT
 
-    def rows(self, joined: Sequence[JoinedRow]) -> pd.DataFrame:
-        """The output rows of ``joined`` (see the class docstring)."""
+    def rows(self, joined: Sequence[JoinedRow], columns: Mapping[Side, Sequence[str]] | None = None) -> pd.DataFrame:
+        """The output rows of ``joined`` (see the class docstring).
+
+        :arg columns: each side's input columns, so that a side without a row among ``joined`` still has its
+            columns (null); None: the columns the rows have.
+        """
+        known = {side: [c for c in names if c not in self.on] for side, names in (columns or {}).items()}
         records = []
         for row in joined:
             key = row.key if len(self.on) != 1 else (row.key,)
             record = dict(zip(self.on, key if self.on else (), strict=True))
-            for prefix, values in (("left_", row.left), ("right_", row.right)):
+            for side, prefix, values in ((Side.LEFT, "left_", row.left), (Side.RIGHT, "right_", row.right)):
                 if values is not None:
                     record.update({f"{prefix}{c}": v for c, v in values.items() if c not in self.on})
+                else:
+                    record.update({f"{prefix}{c}": None for c in known.get(side, ())})
             record[JOIN_TIME] = row.timestamp
             records.append(record)
         return pd.DataFrame(records) if records else pd.DataFrame({c: [] for c in [*self.on, JOIN_TIME]})
@@ -363,6 +370,8 @@ class MicroBatchPipeline:
         self.results = {name: StageResult() for name in self.stages}
         self.joined: dict[str, JoinEmitted] = {s.name: JoinEmitted() for s in stages if isinstance(s, JoinStage)}
         """Everything each join stage emitted."""
+        self.join_columns: dict[str, dict[Side, list[str]]] = {name: {} for name in self.joined}
+        """Each join stage's sides' input columns (as its inputs have shown them)."""
 
     def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted | JoinEmitted]:
         """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
@@ -376,9 +385,11 @@ class MicroBatchPipeline:
             stage = self.stages[name]
             parts = [(up, f, ts) for up, f, ts in rows[name] if len(f)]
             if isinstance(stage, JoinStage):
+                for up, f, _ in rows[name]:
+                    self.join_columns[name][stage.side_of(up)] = list(f.columns)
                 joined = self._join(stage, parts, watermarks[name])
                 out[name] = joined
-                produced, event_time = stage.rows(joined.joined), JOIN_TIME
+                produced, event_time = stage.rows(joined.joined, self.join_columns[name]), JOIN_TIME
             else:
                 emitted = self._aggregate(stage, parts, watermarks[name], processing_time)
                 out[name] = emitted

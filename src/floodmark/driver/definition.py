@@ -25,8 +25,9 @@ from typing import Any
 
 from floodmark import __version__
 from floodmark.core import aggregates, triggers, windows
+from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import AccumulationMode
-from floodmark.core.pipeline import WindowedStage
+from floodmark.core.pipeline import JoinStage, WindowedStage
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import parse_duration
 from floodmark.core.timestamps import TimestampCombiner
@@ -36,8 +37,8 @@ from floodmark.driver import checkpoint_files
 from floodmark.driver.checkpoint_files import CheckpointFiles
 from floodmark.driver.controller import SourceSettings
 
-FORMAT = 1
-"""The definition format this floodmark writes and the newest it reads."""
+FORMAT = 2
+"""The definition format this floodmark writes and the newest it reads (2: a stage may be a join)."""
 
 DEFINITION_FILE = "definition.json"
 """``<checkpoint>/floodmark/definition.json``."""
@@ -274,12 +275,51 @@ class SourceDefinition:
     max_future_skew: int | None = None
 
 
+def describe_stage(stage: WindowedStage | JoinStage) -> dict[str, Any]:
+    """A stage as data: a window stage's upstreams, keys, derived columns and spec; a join's (``"kind": "join"``)
+    inputs, keys, bounds (ms), kind, output time and allowed lateness (ms)."""
+    if isinstance(stage, JoinStage):
+        spec = stage.spec
+        return {
+            "kind": "join",
+            "left": stage.left,
+            "right": stage.right,
+            "on": list(stage.on),
+            "between": [spec.lower, spec.upper],
+            "how": spec.how.value,
+            "output_time": spec.output_time.value,
+            "allowed_lateness": spec.allowed_lateness,
+        }
+    return {
+        "upstream": list(stage.upstream),
+        "key_by": list(stage.key_by),
+        "columns": dict(stage.columns),
+        "spec": describe_spec(stage.spec),
+    }
+
+
+def stage_from(name: str, data: Mapping[str, Any]) -> WindowedStage | JoinStage:
+    """The stage :func:`describe_stage` described."""
+    if data.get("kind") == "join":
+        spec = IntervalJoinSpec(
+            tuple(data["between"]), data["how"], data["output_time"], int(data.get("allowed_lateness", 0))
+        )
+        return JoinStage(name, data["left"], data["right"], tuple(data["on"]), spec)
+    return WindowedStage(
+        name,
+        tuple(data["upstream"]),
+        spec_from(data["spec"]),
+        tuple(data.get("key_by", ())),
+        dict(data.get("columns", {})),
+    )
+
+
 @dataclass(frozen=True)
 class JobDefinition:
     """A query's sources, stages and file outputs (``{stage: {"panes": path, ...}}``, file sinks only)."""
 
     sources: dict[str, SourceDefinition]
-    stages: dict[str, WindowedStage]
+    stages: dict[str, WindowedStage | JoinStage]
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -299,15 +339,7 @@ class JobDefinition:
                 }
                 for name, s in self.sources.items()
             },
-            "stages": {
-                name: {
-                    "upstream": list(stage.upstream),
-                    "key_by": list(stage.key_by),
-                    "columns": dict(stage.columns),
-                    "spec": describe_spec(stage.spec),
-                }
-                for name, stage in self.stages.items()
-            },
+            "stages": {name: describe_stage(stage) for name, stage in self.stages.items()},
             "outputs": self.outputs,
         }
 
@@ -335,12 +367,7 @@ class JobDefinition:
             )
             for name, s in data["sources"].items()
         }
-        stages = {
-            name: WindowedStage(
-                name, tuple(s["upstream"]), spec_from(s["spec"]), tuple(s.get("key_by", ())), dict(s.get("columns", {}))
-            )
-            for name, s in data["stages"].items()
-        }
+        stages = {name: stage_from(name, s) for name, s in data["stages"].items()}
         return cls(sources, stages, {k: dict(v) for k, v in data.get("outputs", {}).items()})
 
     def write(self, files: CheckpointFiles, checkpoint: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.core.pipeline import WindowedStage
+from floodmark.core.pipeline import JoinStage, WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver.controller import Controller
@@ -36,15 +36,21 @@ def last_batch(controller: Controller) -> int:
 
 
 def explain_stage(
-    controller: Controller, stage: WindowedStage, key: Any, window: Window, batch: int | None = None
+    controller: Controller, stage: WindowedStage | JoinStage, key: Any, window: Window, batch: int | None = None
 ) -> Explanation:
     """Why ``key``'s ``window`` of ``stage`` has (not) fired as of the end of ``batch`` (default: the last).
 
     A stage reading one source is explained from that source's splits (:func:`explain_window`); any other
     stage from its upstreams' watermarks (:func:`explain_stage_window`), naming the one that holds it back.
 
-    :raises LookupError: the log has no entries for ``batch`` (never ran, or pruned).
+    :raises LookupError: the log has no entries for ``batch`` (never ran, or pruned). :raises ValueError: ``stage``
+        is a join (no windows: its reports and reconciliation say what it buffered, joined and found late).
     """
+    if isinstance(stage, JoinStage):
+        raise ValueError(
+            f"stage {stage.name!r} is a join and has no windows to explain: its reports (open windows: rows buffered)"
+            " and query.stage_reconciliation say what it joined and found late"
+        )
     batch = last_batch(controller) if batch is None else batch
     ran = controller.log.read(batch)
     if ran is None:

@@ -4,6 +4,10 @@ A stage emits one row form (``fm_kind`` PANE, LATE or BAD: :mod:`floodmark.proto
 :data:`PANE_COLUMNS`, the aggregate columns, :data:`RECORD_COLUMNS`. Each output then takes its own columns:
 panes the keys, :data:`PANE_COLUMNS` and the aggregates; late records the keys and :data:`LATE_COLUMNS`; dead
 letters the keys and :data:`DEAD_LETTER_COLUMNS`. Times are in ms; ``window_end`` is exclusive.
+
+A join stage emits joined rows where a window stage emits panes (``fm_kind`` PANE: the key columns, each side's
+columns as ``left_<name>`` / ``right_<name>``, ``join_time``), and its late rows have the keys and
+:data:`JOIN_LATE_COLUMNS` (no window).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ HORIZON = "horizon"
 REASON = "reason"
 RECORD = "record"
 """A late record or dead letter itself: its original text where the input kept it, else its columns as JSON."""
+SIDE = "side"
+"""Which input of a join a late row came from: ``LEFT`` or ``RIGHT``."""
 
 WINDOW_START_TIME = "window_start_time"
 WINDOW_END_TIME = "window_end_time"
@@ -46,6 +52,7 @@ TYPES = {
     HORIZON: LONG,
     REASON: STRING,
     RECORD: STRING,
+    SIDE: STRING,
 }
 
 PANE_COLUMNS = typed(
@@ -56,6 +63,9 @@ RECORD_COLUMNS = typed(TYPES, (EVENT_TIME, WATERMARK, LATENESS, HORIZON, REASON,
 """A late record's metadata, after the pane columns in the emitted row form."""
 LATE_COLUMNS = typed(TYPES, (WINDOW_START, WINDOW_END)) + RECORD_COLUMNS
 """The late-record output's columns after the keys: the window it was late for, then its metadata."""
+JOIN_LATE_COLUMNS = typed(TYPES, (SIDE,)) + RECORD_COLUMNS
+"""A join stage's late-row output's columns after the keys: the side it came from, then its metadata (a join has
+no windows)."""
 DEAD_LETTER_COLUMNS = typed(TYPES, (EVENT_TIME, REASON, RECORD))
 """The dead-letter output's columns after the keys (``event_time`` null when it had none)."""
 

@@ -33,12 +33,15 @@ _ARROW_SCHEMA = to_arrow_schema(SCHEMA)
 
 
 PARTITION_KEY = b"floodmark.partition"
+SIDE_KEY = b"floodmark.side"
+"""The join side a block's rows are (a join stage reads two inputs into one bucket)."""
 
 
-def pack(table: pa.Table, partition: int = 0) -> pa.RecordBatch:
+def pack(table: pa.Table, partition: int = 0, side: str | None = None) -> pa.RecordBatch:
     """``table`` (rows with an ``fm_bucket`` column) as one ``(fm_bucket, fm_block)`` row per bucket.
 
-    :arg partition: the input partition the rows come from (kept in each block).
+    :arg partition: the input partition the rows come from (kept in each block). :arg side: the join side the
+        rows are, kept in each block (:func:`unpack_sides`); None: not a join's input.
     """
     ids: list[int] = []
     blocks: list[bytes] = []
@@ -49,7 +52,8 @@ def pack(table: pa.Table, partition: int = 0) -> pa.RecordBatch:
     sorted_buckets = buckets[order]
     starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
     ordered = table.take(order) if len(starts) > 1 else table
-    ordered = ordered.replace_schema_metadata({**(table.schema.metadata or {}), PARTITION_KEY: str(partition).encode()})
+    tags = {PARTITION_KEY: str(partition).encode(), **({} if side is None else {SIDE_KEY: side.encode()})}
+    ordered = ordered.replace_schema_metadata({**(table.schema.metadata or {}), **tags})
     ends = [*starts[1:], len(order)]
     for start, end in zip(starts, ends, strict=True):
         sink = pa.BufferOutputStream()
@@ -69,8 +73,23 @@ def unpack(blocks: list[bytes | bytearray]) -> pd.DataFrame:
     """
     if not blocks:
         return pd.DataFrame()
-    tables = sorted((pa.ipc.open_stream(block).read_all() for block in blocks), key=_partition)
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return _frame(sorted((pa.ipc.open_stream(block).read_all() for block in blocks), key=_partition))
+
+
+def unpack_sides(blocks: list[bytes | bytearray]) -> dict[str | None, pd.DataFrame]:
+    """The rows of ``blocks`` by the side :func:`pack` tagged them with (None: untagged), each as :func:`unpack`
+    gives them."""
+    sides: dict[str | None, list[pa.Table]] = {}
+    for table in sorted((pa.ipc.open_stream(block).read_all() for block in blocks), key=_partition):
+        side = (table.schema.metadata or {}).get(SIDE_KEY)
+        sides.setdefault(None if side is None else side.decode(), []).append(table)
+    return {side: _frame(tables) for side, tables in sides.items()}
+
+
+def _frame(tables: list[pa.Table]) -> pd.DataFrame:
+    # A block whose rows have only nulls in a column (a left join's rows without a partner) has it as Arrow's null
+    # type: the concatenation takes the other blocks' type.
+    table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
     return spark_like_pandas(table, exact_integers=False)
 
 

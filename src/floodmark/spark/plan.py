@@ -41,6 +41,7 @@ from pyspark.sql.types import (
 
 from floodmark.core import aggregates
 from floodmark.core.combine import accumulator_layout
+from floodmark.core.join.spec import IntervalJoinSpec, Side
 from floodmark.core.spec import WindowSpec
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import BINARY, BOOL, DOUBLE, INT, LONG, STRING, Column, names, typed
@@ -136,6 +137,17 @@ def check_columns(
             )
 
 
+def check_atomic(schema: StructType, grouped: Sequence[str]) -> None:
+    """A ``ValueError`` naming the key and split columns (``grouped``) of ``schema`` that are not of atomic types."""
+    nested = [
+        f"{f.name} ({f.dataType.simpleString()})"
+        for f in schema.fields
+        if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
+    ]
+    if nested:
+        raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
+
+
 _RESULT_TYPES = {"int": LongType(), "float": DoubleType()}
 
 
@@ -210,6 +222,107 @@ class StageSemantics:
         return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
 
 
+JOIN_TIME = "join_time"
+"""A join stage's rows' event time in ms (``floodmark.core.pipeline.JOIN_TIME``)."""
+
+
+@dataclass(frozen=True)
+class JoinSemantics:
+    """What a join stage emits, in the shape a window stage's :class:`StageSemantics` has: joined rows where a
+    window stage has panes (``fm_kind`` PANE), late rows with their side, dead letters.
+
+    :ivar name: the stage's name. :ivar spec: the interval join. :ivar key_columns: the ``on`` columns.
+    :ivar key_types: their Spark types. :ivar sides: each side's value columns (every user column of its input
+        but the keys) and their types, left then right.
+    """
+
+    name: str
+    spec: IntervalJoinSpec
+    key_columns: tuple[str, ...]
+    key_types: tuple[DataType, ...]
+    sides: tuple[tuple[tuple[str, DataType], ...], tuple[tuple[str, DataType], ...]]
+
+    combines = False
+    """A join ships records, not partials."""
+    numeric_fields: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, name: str, spec: IntervalJoinSpec, on: Sequence[str], left: StructType, right: StructType
+    ) -> JoinSemantics:
+        """The semantics of joining inputs of schemas ``left`` and ``right`` on ``on``; a ``ValueError`` names what
+        cannot run (a key column missing or of different types on the two sides: their rows would land in
+        different buckets; output names that clash)."""
+        types = {
+            side: {f.name: f.dataType for f in schema.fields}
+            for side, schema in ((Side.LEFT, left), (Side.RIGHT, right))
+        }
+        for schema in (left, right):
+            check_columns(schema.names, on)
+            check_atomic(schema, on)
+        differ = [
+            f"{c} ({types[Side.LEFT][c].simpleString()} / {types[Side.RIGHT][c].simpleString()})"
+            for c in on
+            if types[Side.LEFT][c] != types[Side.RIGHT][c]
+        ]
+        if differ:
+            raise ValueError(
+                f"join stage {name!r}: the key columns must have one type on both sides, not {differ}: cast one side"
+            )
+        values = tuple(
+            tuple((c, t) for c, t in types[side].items() if c not in on and c != TEXT and not c.startswith("fm_"))
+            for side in (Side.LEFT, Side.RIGHT)
+        )
+        semantics = cls(name, spec, tuple(on), tuple(types[Side.LEFT][c] for c in on), values)  # type: ignore[arg-type]
+        outputs = semantics.pane_columns()
+        taken = sorted({n for n in outputs if n in output.RESERVED or n == output.SIDE or outputs.count(n) > 1})
+        if taken:
+            raise ValueError(f"join stage {name!r}: output column name(s) {taken} clash: rename the inputs' columns")
+        return semantics
+
+    @property
+    def result_types(self) -> tuple[tuple[str, DataType], ...]:
+        """The joined rows' columns after the keys: ``left_<name>``, ``right_<name>``, :data:`JOIN_TIME`."""
+        prefixed = [
+            (f"{prefix}{name}", dtype)
+            for prefix, columns in zip(("left_", "right_"), self.sides, strict=True)
+            for name, dtype in columns
+        ]
+        return (*prefixed, (JOIN_TIME, LongType()))
+
+    @property
+    def result_names(self) -> list[str]:
+        return [name for name, _ in self.result_types]
+
+    def value_columns(self, side: Side) -> list[str]:
+        """``side``'s value columns (unprefixed)."""
+        return [name for name, _ in self.sides[0 if side is Side.LEFT else 1]]
+
+    def combiner_fields(self) -> list[StructField]:
+        return spark_fields([*wire.COMBINER_COLUMNS, *wire.REJECTED_COLUMNS])
+
+    def emitted_schema(self) -> StructType:
+        """Joined rows, late rows and dead letters in one row form (``fm_kind``: PANE, LATE, BAD)."""
+        fields = spark_fields(typed(wire.TYPES, [wire.KIND]))
+        fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
+        fields += [StructField(name, dtype) for name, dtype in self.result_types]
+        fields += spark_fields(typed(output.TYPES, [output.SIDE]))
+        fields += RECORD_META
+        return StructType(fields)
+
+    def output_schema(self) -> StructType:
+        return StructType([*self.emitted_schema().fields, *STATS_META])
+
+    def pane_columns(self) -> list[str]:
+        return [*self.key_columns, *self.result_names]
+
+    def record_columns(self) -> list[str]:
+        return [*self.key_columns, *names(output.JOIN_LATE_COLUMNS)]
+
+    def dead_letter_columns(self) -> list[str]:
+        return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
+
+
 @dataclass(frozen=True)
 class InputBinding:
     """How the rows of one input (a source, or the upstream stages' panes) feed a stage: which column is event
@@ -240,6 +353,45 @@ class InputBinding:
     (``floodmark.driver.controller.Controller.split_label``)."""
     split_stats: bool = True
     """Whether the combiner reports its splits' statistics (a source read by several stages reports once)."""
+    side: Side | None = None
+    """The join side these rows are (a join stage's input: the combiner tags its blocks with it,
+    :func:`floodmark.spark.blocks.pack`); None for a window stage's input."""
+
+    @classmethod
+    def of(
+        cls,
+        schema: StructType,
+        event_time: str | None,
+        split: str | None,
+        split_is_expression: bool,
+        max_future_skew_ms: int | None,
+        corrupt_column: str | None = None,
+        source: str | None = None,
+        split_stats: bool = True,
+        side: Side | None = None,
+    ) -> InputBinding:
+        """The binding of an input of ``schema`` (arguments as :meth:`RuntimePlan.for_input`'s); a ``ValueError``
+        names input columns that start with ``fm_``."""
+        columns = schema.names
+        types = {f.name: f.dataType for f in schema.fields}
+        text = TEXT if isinstance(types.get(TEXT), StringType) else None
+        clashes = [c for c in columns if c.startswith("fm_") and c != text]
+        if clashes:
+            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
+        integral = (LongType, IntegerType, ShortType)
+        corrupt = corrupt_column if isinstance(types.get(corrupt_column or ""), StringType) else None
+        return cls(
+            user_columns=tuple(c for c in columns if c not in (corrupt, text)),
+            max_future_skew_ms=max_future_skew_ms,
+            integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
+            ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
+            split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
+            corrupt_column=corrupt,
+            text_column=text,
+            source=source,
+            split_stats=split_stats,
+            side=side,
+        )
 
 
 @dataclass(frozen=True)
@@ -271,9 +423,17 @@ class RuntimePlan:
     the stage computes (``stage``), how the input's rows feed it (``input``), and how its state is laid out
     (``state``). The sink needs the first only."""
 
-    stage: StageSemantics
+    stage: StageSemantics | JoinSemantics
     input: InputBinding
     state: StateLayout = field(default_factory=StateLayout)
+    right_input: InputBinding | None = None
+    """A join stage's right input (``input`` is its left); None for a window stage."""
+
+    def side_input(self, side: Side) -> InputBinding:
+        """A join stage's input binding of ``side``."""
+        binding = self.input if side is Side.LEFT else self.right_input
+        assert binding is not None, "a join stage's plan has both sides' inputs"
+        return binding
 
     @classmethod
     def for_input(
@@ -304,14 +464,7 @@ class RuntimePlan:
         columns = schema.names
         types = {f.name: f.dataType for f in schema.fields}
         check_columns(columns, key_columns, event_time, split)
-        grouped = {*key_columns, *([split] if split is not None else [])}
-        nested = [
-            f"{f.name} ({f.dataType.simpleString()})"
-            for f in schema.fields
-            if f.name in grouped and isinstance(f.dataType, ArrayType | MapType | StructType)
-        ]
-        if nested:
-            raise ValueError(f"key and split columns must be of atomic types (they are grouped on), not {nested}")
+        check_atomic(schema, [*key_columns, *([split] if split is not None else [])])
         if not isinstance(spec.aggregate, aggregates.Several):
             raise ValueError("on Spark the aggregate must be named: aggregate={'column': aggregates.count(), ...}")
         named = spec.aggregate.parts
@@ -325,12 +478,6 @@ class RuntimePlan:
                 f"output column name(s) {taken} clash: key and aggregation names must be distinct and not one of "
                 f"{sorted(output.RESERVED)}"
             )
-        text = TEXT if isinstance(types.get(TEXT), StringType) else None
-        clashes = [c for c in columns if c.startswith("fm_") and c != text]
-        if clashes:
-            raise ValueError(f"input columns must not start with 'fm_' (reserved for floodmark): {clashes}")
-        integral = (LongType, IntegerType, ShortType)
-        corrupt = corrupt_column if isinstance(types.get(corrupt_column or ""), StringType) else None
         semantics = StageSemantics(
             name=stage,
             spec=spec,
@@ -339,15 +486,7 @@ class RuntimePlan:
             result_types=tuple((name, result_type(a, types)) for name, a in named.items()),
             numeric_fields=tuple(sorted({a.field for a in named.values() if a.numeric_input and a.field})),
         )
-        binding = InputBinding(
-            user_columns=tuple(c for c in columns if c not in (corrupt, text)),
-            max_future_skew_ms=max_future_skew_ms,
-            integral_columns=tuple(f.name for f in schema.fields if isinstance(f.dataType, integral)),
-            ts_column=event_time if event_time is not None and isinstance(types.get(event_time), LongType) else TS,
-            split_column=split if split is not None else SPLIT_VALUE if split_is_expression else None,
-            corrupt_column=corrupt,
-            text_column=text,
-            source=source,
-            split_stats=split_stats,
+        binding = InputBinding.of(
+            schema, event_time, split, split_is_expression, max_future_skew_ms, corrupt_column, source, split_stats
         )
         return cls(semantics, binding, state or StateLayout())

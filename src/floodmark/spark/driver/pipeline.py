@@ -32,7 +32,7 @@ next control entry with every stage's watermark.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
-from floodmark.core.pipeline import EVENT_TIME, WindowedStage, stage_input_rows, stage_named
+from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime, Side
+from floodmark.core.pipeline import EVENT_TIME, JOIN_TIME, JoinStage, WindowedStage, stage_input_rows, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks import WatermarkStrategy
@@ -141,7 +142,7 @@ class Pipeline:
         if map_side not in ("arrow", "jvm"):
             raise ValueError(f"map_side must be 'arrow' or 'jvm', not {map_side!r}")
         self.sources: dict[str, Source] = {}
-        self.stages: dict[str, WindowedStage] = {}
+        self.stages: dict[str, WindowedStage | JoinStage] = {}
         self.buckets = buckets
         self.map_side = map_side
 
@@ -207,6 +208,48 @@ class Pipeline:
         self.stages[name] = stage
         return name
 
+    def join(
+        self,
+        name: str,
+        left: str,
+        right: str,
+        on: str | Sequence[str],
+        between: tuple[Duration, Duration],
+        how: str | JoinKind = JoinKind.INNER,
+        output_time: str | JoinTime = JoinTime.LEFT,
+        allowed_lateness: Duration = 0,
+    ) -> str:
+        """Add an interval join of two sources or two stages (:class:`~floodmark.core.pipeline.JoinStage`, the rules
+        in :mod:`floodmark.core.join.spec`); returns its name.
+
+        A ``left`` row at ``t`` joins the ``right`` rows of its key at ``t + lower .. t + upper`` (``between``, ms or
+        timedelta, inclusive). The stage's input watermark is the MIN of both inputs'; every pair of rows that are
+        not late is emitted once, as soon as the later of the two arrives; a row's side keeps it until the
+        watermark passes the last time a partner can have (plus ``allowed_lateness``), and a row of an outer side
+        (``how``: ``"left"``, ``"right"``, ``"outer"``) that found no partner is emitted then, with nulls for the
+        other side. A row that arrives when the watermark is at or past its time plus ``allowed_lateness`` goes to
+        the late output with its side and lateness.
+
+        Output rows (written where a window stage writes its panes, ``<root>/<name>/panes``): the ``on`` columns,
+        every other column of the left row as ``left_<name>`` and of the right row as ``right_<name>``, and
+        ``join_time`` (ms): the pair's event time by ``output_time`` (``"LEFT"``, ``"RIGHT"``, ``"EARLIEST"``,
+        ``"LATEST"``; an unmatched row's own), the event time of a stage that reads this one. Pending rows hold
+        the stage's output watermark below the times they can still be emitted at, so a window over the joined
+        rows does not see them late.
+
+        :raises ValueError: an unknown input, one source and one stage (their rows are bucketed by different
+            hashes), the same input twice, or bounds that do not make an interval.
+        """
+        self._check_new(name)
+        stage = JoinStage(name, left, right, on, IntervalJoinSpec(between, how, output_time, allowed_lateness))  # type: ignore[arg-type]
+        unknown = [up for up in stage.upstream if up not in self.sources and up not in self.stages]
+        if unknown:
+            raise ValueError(f"join {name!r} reads {unknown}: add sources and stages before the stages reading them")
+        if (left in self.sources) != (right in self.sources):
+            raise ValueError(f"join {name!r} reads a source and a stage; a join reads two sources or two stages")
+        self.stages[name] = stage
+        return name
+
     def _check_new(self, name: str) -> None:
         if name in self.sources or name in self.stages:
             raise ValueError(f"the name {name!r} is taken: sources and stages need distinct names")
@@ -223,6 +266,9 @@ class Pipeline:
         plans: dict[str, p.RuntimePlan] = {}
         for name in graph.order:
             stage = self.stages[name]
+            if isinstance(stage, JoinStage):
+                plans[name] = self._join_plan(stage, plans, default, corrupt)
+                continue
             if stage.upstream[0] in self.sources:
                 sources = [self.sources[s] for s in stage.upstream]
                 first = sources[0]
@@ -238,10 +284,58 @@ class Pipeline:
             schema = schemas[stage.upstream[0]]
             if any(s != schema for s in schemas.values()):
                 raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
+            event_time = JOIN_TIME if isinstance(self.stages[stage.upstream[0]], JoinStage) else EVENT_TIME
             plans[name] = p.RuntimePlan.for_input(
-                stage.spec, schema, stage.key_by, EVENT_TIME, None, False, None, corrupt, name, default
+                stage.spec, schema, stage.key_by, event_time, None, False, None, corrupt, name, default
             )
         return plans
+
+    def _join_plan(
+        self, stage: JoinStage, plans: Mapping[str, p.RuntimePlan], state: p.StateLayout, corrupt: str | None
+    ) -> p.RuntimePlan:
+        """``stage``'s plan: what it emits, and both sides' inputs (a source's rows, or an upstream's rows)."""
+        schemas, bindings = [], []
+        for upstream in stage.upstream:
+            side = stage.side_of(upstream)
+            if upstream in self.sources:
+                source = self.sources[upstream]
+                schemas.append(source.frame.schema)
+                bindings.append(self._binding(source, corrupt, side))
+                continue
+            above = plans[upstream].stage
+            schema = _input_schema(above, stage)
+            schemas.append(schema)
+            event_time = JOIN_TIME if isinstance(above, p.JoinSemantics) else EVENT_TIME
+            bindings.append(p.InputBinding.of(schema, event_time, None, False, None, side=side))
+        semantics = p.JoinSemantics.of(stage.name, stage.spec, stage.on, schemas[0], schemas[1])
+        return p.RuntimePlan(semantics, bindings[0], state, right_input=bindings[1])
+
+    @staticmethod
+    def _binding(
+        source: Source,
+        corrupt_column: str | None,
+        side: Side | None = None,
+        label: str | None = None,
+        split_stats: bool = True,
+    ) -> p.InputBinding:
+        """How ``source``'s rows feed a stage (``side``: a join's)."""
+        event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
+        p.check_columns(
+            source.frame.schema.names,
+            event_time=event_time if isinstance(event_time, str) else None,
+            split=split if isinstance(split, str) else None,
+        )
+        return p.InputBinding.of(
+            source.frame.schema,
+            event_time if isinstance(event_time, str) else None,
+            split if isinstance(split, str) else None,
+            isinstance(split, Column),
+            None if skew is None else non_negative_millis(skew, "max_future_skew"),
+            corrupt_column,
+            label,
+            split_stats,
+            side,
+        )
 
     def source_plan(
         self,
@@ -251,17 +345,24 @@ class Pipeline:
         corrupt_column: str | None,
         label: str | None = None,
         split_stats: bool = True,
+        semantics: p.JoinSemantics | None = None,
     ) -> p.RuntimePlan:
         """The plan of ``stage`` reading ``source``: what its map side runs on that source's rows.
 
         :arg label: the source's name in split labels (a graph of several sources). :arg split_stats: whether
             this map side reports the source's split statistics (a source read by several stages reports once).
+        :arg semantics: a join stage's (from its plan): the source is one of its sides.
         """
+        defined = self.stages[stage]
+        if isinstance(defined, JoinStage):
+            assert semantics is not None
+            side = defined.side_of(source.name)
+            return p.RuntimePlan(semantics, self._binding(source, corrupt_column, side, label, split_stats), state)
         event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
         return p.RuntimePlan.for_input(
-            self.stages[stage].spec,
+            defined.spec,
             source.frame.schema,
-            self.stages[stage].key_by,
+            defined.key_by,
             event_time=event_time if isinstance(event_time, str) else None,
             split=split if isinstance(split, str) else None,
             split_is_expression=isinstance(split, Column),
@@ -289,8 +390,14 @@ class Pipeline:
         log, metrics = control_log(checkpoint, spark)
         layout = fixed_bucket_layout(checkpoint, spark, log, self.buckets, self.bucket_count(spark), graph.order)
         state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
+        joins = [n for n, stage in self.stages.items() if isinstance(stage, JoinStage)]
+        if joins and state_format < state_codec.PARTS_FORMAT:
+            raise ValueError(
+                f"join stages {joins} need state format {state_codec.PARTS_FORMAT}; this checkpoint was created with "
+                f"format {state_format}: start the pipeline from a new checkpoint"
+            )
         states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
-        plans = {n: p.RuntimePlan(plan.stage, plan.input, states[n]) for n, plan in unbound.items()}
+        plans = {n: replace(plan, state=states[n]) for n, plan in unbound.items()}
         engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
@@ -313,8 +420,9 @@ class Pipeline:
             for source_name in self.stages[name].upstream:
                 source = self.sources[source_name]
                 label = source_name if len(self.sources) > 1 else None  # Controller.split_label
+                join = plans[name].stage if isinstance(plans[name].stage, p.JoinSemantics) else None
                 source_plan = self.source_plan(
-                    name, source, states[name], corrupt, label, split_stats=source_name not in reporting
+                    name, source, states[name], corrupt, label, source_name not in reporting, join
                 )
                 reporting.add(source_name)
                 combined = combined_input(
@@ -510,7 +618,21 @@ class Pipeline:
             event_time = _column(source.event_time)
             pipeline.source(name, frames[name], event_time, time, source.max_future_skew, source.time_zone)
         for stage in job.stages.values():
-            pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
+            if isinstance(stage, JoinStage):
+                spec = stage.spec
+                between = (spec.lower, spec.upper)
+                pipeline.join(
+                    stage.name,
+                    stage.left,
+                    stage.right,
+                    stage.on,
+                    between,
+                    spec.how,
+                    spec.output_time,
+                    spec.allowed_lateness,
+                )
+            else:
+                pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
         return pipeline
 
     def run_to_completion(
@@ -538,11 +660,12 @@ def _column(described: Mapping[str, str]) -> Any:
     return described["column"] if "column" in described else F.expr(described["expression"])
 
 
-def _input_schema(upstream: p.StageSemantics, stage: WindowedStage) -> StructType:
-    """The schema of ``stage``'s input rows read from ``upstream``'s panes: pane columns + derived columns."""
+def _input_schema(upstream: p.StageSemantics | p.JoinSemantics, stage: WindowedStage | JoinStage) -> StructType:
+    """The schema of ``stage``'s input rows read from ``upstream``'s panes (or joined rows): their columns + the
+    derived columns of a window stage."""
     pane_fields = {f.name: f for f in upstream.output_schema().fields}
     fields = [StructField(c, pane_fields[c].dataType) for c in upstream.pane_columns()]
-    if stage.columns:
+    if isinstance(stage, WindowedStage) and stage.columns:
         sample = pd.DataFrame({f.name: pd.Series([1], dtype=pandas_dtype(f.dataType)) for f in fields})
         derived = stage_input_rows(sample, stage)
         fields += [StructField(c, _PANDAS_TO_SPARK.get(derived[c].dtype.kind, StringType())) for c in stage.columns]

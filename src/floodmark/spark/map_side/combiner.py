@@ -86,7 +86,7 @@ class MapSideCombiner:
         out = self.process(
             pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage.name), entry.processing_time, partition
         )
-        yield blocks.pack(out, partition)
+        yield blocks.pack(out, partition, self.plan.input.side)
 
     def process(self, data: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition's rows -> the rows to shuffle (pure; unit-tested without Spark)."""
@@ -270,7 +270,7 @@ class AggregatedInJvm:
         out = self.process(
             pa.Table.from_batches(parts), entry.watermark_for(self.plan.stage.name), entry.processing_time, partition
         )
-        yield blocks.pack(out, partition)
+        yield blocks.pack(out, partition, self.plan.input.side)
 
     def process(self, table: pa.Table, watermark: int, processing_time: int, partition: int = 0) -> pa.Table:
         """One partition of the JVM's rows -> the rows to shuffle (pure; tests/spark/test_jvm_combine.py)."""

@@ -46,6 +46,14 @@ class BucketState(Protocol):
         """Store ``operator`` (after the batch) in place of what was stored."""
         ...
 
+    def load(self) -> bytes | None:
+        """The stored snapshot of an operator kept in one part (a join's), None when nothing is stored."""
+        ...
+
+    def store(self, snapshot: bytes) -> None:
+        """Store ``snapshot`` (an operator kept in one part) in place of what was stored."""
+        ...
+
 
 class BlobState:
     """Formats 0 and 1: the snapshot in one value; the caller writes :attr:`new_value` back when set."""
@@ -62,7 +70,13 @@ class BlobState:
 
     def save(self, operator: WindowOperator) -> None:
         if operator.window_count() or self.stored is not None:
-            self.new_value = state_codec.encode(operator.snapshot(), state_format=1)
+            self.store(operator.snapshot())
+
+    def load(self) -> bytes | None:
+        return None if self.stored is None else state_codec.decode(self.stored)
+
+    def store(self, snapshot: bytes) -> None:
+        self.new_value = state_codec.encode(snapshot, state_format=1)
 
 
 class PartsState:
@@ -105,6 +119,22 @@ class PartsState:
             chunks = self._chunks(body)
             self._put(SEGMENT, segment_id, chunks)
             manifest["segments"][str(segment_id)] = len(chunks)
+        self._store_head(manifest, head)
+
+    def load(self) -> bytes | None:
+        stored = self._head()
+        if stored is None:
+            return None
+        manifest, first = stored
+        return self._read(HEAD, 0, manifest["head"], first)
+
+    def store(self, snapshot: bytes) -> None:
+        stored = self._head()
+        self._store_head(stored[0] if stored is not None else {"head": 1, "segments": {}}, snapshot)
+
+    # ------------------------------------------------------------ inside
+    def _store_head(self, manifest: dict[str, Any], head: bytes) -> None:
+        """``head`` as the head part, the value state updated with ``manifest`` (its segments already written)."""
         chunks = self._chunks(head)
         self._put(HEAD, 0, chunks, first=1)
         self._delete(HEAD, 0, max(1, len(chunks)), manifest["head"])  # a head that shrank leaves no chunk behind
@@ -112,7 +142,6 @@ class PartsState:
         self.head_state.update((json.dumps(manifest), chunks[0]))
         self._stored = (manifest, chunks[0])
 
-    # ------------------------------------------------------------ inside
     def _head(self) -> tuple[dict[str, Any], bytes] | None:
         if not self._read_head:
             value = self.head_state.get()

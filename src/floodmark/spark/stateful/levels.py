@@ -36,13 +36,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
-from floodmark.core.pipeline import WindowedStage, stage_input_rows
+from floodmark.core.pipeline import JoinStage, WindowedStage, stage_input_rows
 from floodmark.protocol import wire
 from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 from floodmark.spark.stateful.bucket_state import BlobState, BucketState
+from floodmark.spark.stateful.join_processor import JoinBucketProcessor
 from floodmark.spark.stateful.processor import BucketOutput, WindowBucketProcessor
 
 CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
@@ -78,10 +79,13 @@ class StageLevel:
     def __init__(
         self,
         plans: dict[str, p.RuntimePlan],
-        downstream: dict[str, list[tuple[p.RuntimePlan, WindowedStage]]],
+        downstream: dict[str, list[tuple[p.RuntimePlan, WindowedStage | JoinStage]]],
         order: list[str],
     ) -> None:
-        self.processors = {name: WindowBucketProcessor(plan) for name, plan in plans.items()}
+        self.processors: dict[str, WindowBucketProcessor | JoinBucketProcessor] = {
+            name: JoinBucketProcessor(plan) if isinstance(plan.stage, p.JoinSemantics) else WindowBucketProcessor(plan)
+            for name, plan in plans.items()
+        }
         self.downstream = downstream
         self.order = order
         self.emitted_schemas = {name: plan.stage.emitted_schema() for name, plan in plans.items()}
@@ -155,12 +159,16 @@ class StageLevel:
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def _forward(
-        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: WindowedStage
+        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: WindowedStage | JoinStage
     ) -> pd.DataFrame:
-        """``panes`` as IN blocks of ``target``, one per target bucket."""
-        rows = stage_input_rows(panes, target)
-        if target.key_by:
-            hashes = pd.util.hash_pandas_object(rows[list(target.key_by)], index=False).to_numpy()
+        """``panes`` (a join's rows) as IN blocks of ``target``, one per target bucket (a join's tagged with the
+        side ``stage`` is)."""
+        if isinstance(target, JoinStage):
+            rows, keys, side = panes, target.on, target.side_of(stage).value
+        else:
+            rows, keys, side = stage_input_rows(panes, target), target.key_by, None
+        if keys:
+            hashes = pd.util.hash_pandas_object(rows[list(keys)], index=False).to_numpy()
             buckets = np.asarray(plan.state.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(plan.state.buckets)]
         else:
             buckets = np.full(len(rows), plan.state.bucket_values[0], dtype=_BUCKET_TYPE)
@@ -169,7 +177,7 @@ class StageLevel:
         partition = self.order.index(stage) * plan.state.buckets + self.processors[
             stage
         ].plan.state.bucket_values.index(bucket)
-        packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition)
+        packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition, side)
         return pd.DataFrame(
             {
                 wire.STAGE: target.name,

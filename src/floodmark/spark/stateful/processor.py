@@ -23,7 +23,7 @@ No event-time logic lives here: it is all in :mod:`floodmark.core`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -70,7 +70,7 @@ class WindowBucketProcessor:
         entry = self.current_entry()
         # The tick rows (one per bucket) carry no block.
         data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
-        if not data_blocks and state.exists() and not self._due(entry, bucket):
+        if not data_blocks and state.exists() and not due(entry, self.plan.stage.name, bucket):
             return BucketOutput([], [])  # the state and the bucket's last report stand
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
@@ -79,7 +79,10 @@ class WindowBucketProcessor:
             raw = raw.sort_values(wire.ORDER, kind="stable")
         raw = raw.reset_index(drop=True)
         bad = data[kinds == wire.BAD_INPUT]
-        out = [self._bad(bad), self._stats(data[kinds == wire.SPLIT_STATS])]
+        out = [
+            dead_letter_rows(bad, self.plan.stage.key_columns, self.plan.input.ts_column),
+            stats_rows(data[kinds == wire.SPLIT_STATS]),
+        ]
         partials = self._partials(data[kinds == wire.PARTIAL])
         batch = frame_records(raw, self.plan.stage.key_columns, self.plan.input.ts_column, self.plan.stage.spec)
         watermark = entry.watermark_for(self.plan.stage.name)
@@ -105,31 +108,7 @@ class WindowBucketProcessor:
         pane_columns = [self._pane_columns(frame) for frame in emitted.pane_frames if len(frame)]
         return BucketOutput(out, pane_columns)
 
-    def _due(self, entry: ControlEntry, bucket: int) -> bool:
-        """Whether ``entry`` lets this bucket fire or collect a window without input, by what it last reported
-        (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
-        gauges, stage = BucketGauges(entry.buckets), self.plan.stage.name
-        if not gauges.reported(stage, bucket):
-            return True
-        return gauges.due(stage, entry.watermark_for(self.plan.stage.name), entry.processing_time, bucket) is not None
-
     # ------------------------------------------------------------------ input
-    def _bad(self, rows: pd.DataFrame) -> pd.DataFrame:
-        if not len(rows):
-            return pd.DataFrame()
-        frame = rows[list(self.plan.stage.key_columns)].reset_index(drop=True)
-        frame[wire.KIND] = wire.BAD
-        frame[output.REASON] = rows[wire.REASON].to_numpy()
-        frame[output.RECORD] = rows[wire.RECORD].to_numpy()
-        frame[output.EVENT_TIME] = rows[self.plan.input.ts_column].to_numpy()
-        return frame
-
-    def _stats(self, rows: pd.DataFrame) -> pd.DataFrame:
-        if not len(rows):
-            return pd.DataFrame()
-        # The combiner's SPLIT_STATS rows have the STATS columns.
-        return pd.DataFrame({wire.KIND: wire.STATS, **{c: rows[c].to_numpy() for c in names(wire.STATS_COLUMNS)}})
-
     def _partials(self, rows: pd.DataFrame) -> Partials | None:
         if not len(rows):
             return None
@@ -148,11 +127,7 @@ class WindowBucketProcessor:
 
     # ----------------------------------------------------------------- output
     def _key_dict(self, key: Any) -> dict[str, Any]:
-        if not self.plan.stage.key_columns:
-            return {}
-        keys = (key,) if len(self.plan.stage.key_columns) == 1 else key
-        integral = self.plan.input.integral_columns
-        return {c: plain(v, c in integral) for c, v in zip(self.plan.stage.key_columns, keys, strict=True)}
+        return key_dict(key, self.plan.stage.key_columns, self.plan.input.integral_columns)
 
     def _emitted(self, emitted: Emitted, data: pd.DataFrame) -> list[dict]:
         rows = []
@@ -226,3 +201,39 @@ class WindowBucketProcessor:
 
     def close(self) -> None:
         pass
+
+
+def due(entry: ControlEntry, stage: str, bucket: int) -> bool:
+    """Whether ``entry`` lets ``stage``'s ``bucket`` fire, collect or clean up without input, by what it last
+    reported (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
+    gauges = BucketGauges(entry.buckets)
+    if not gauges.reported(stage, bucket):
+        return True
+    return gauges.due(stage, entry.watermark_for(stage), entry.processing_time, bucket) is not None
+
+
+def dead_letter_rows(rows: pd.DataFrame, key_columns: Sequence[str], ts_column: str) -> pd.DataFrame:
+    """The combiner's BAD_INPUT ``rows`` as BAD rows: keys, reason, record, event time (null when it had none)."""
+    if not len(rows):
+        return pd.DataFrame()
+    frame = rows[list(key_columns)].reset_index(drop=True)
+    frame[wire.KIND] = wire.BAD
+    frame[output.REASON] = rows[wire.REASON].to_numpy()
+    frame[output.RECORD] = rows[wire.RECORD].to_numpy()
+    frame[output.EVENT_TIME] = rows[ts_column].to_numpy()
+    return frame
+
+
+def stats_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The combiner's SPLIT_STATS ``rows`` as STATS rows (they have the STATS columns)."""
+    if not len(rows):
+        return pd.DataFrame()
+    return pd.DataFrame({wire.KIND: wire.STATS, **{c: rows[c].to_numpy() for c in names(wire.STATS_COLUMNS)}})
+
+
+def key_dict(key: Any, key_columns: Sequence[str], integral: Sequence[str]) -> dict[str, Any]:
+    """An operator's ``key`` (a value for one key column, a tuple for several) as ``{column: value}``."""
+    if not key_columns:
+        return {}
+    keys = (key,) if len(key_columns) == 1 else key
+    return {c: plain(v, c in integral) for c, v in zip(key_columns, keys, strict=True)}

@@ -1,0 +1,179 @@
+"""The stateful processor of a join stage: one core interval join operator per bucket of keys, inside Spark.
+
+Both inputs of a join reach the same ``(fm_stage, fm_bucket)`` group (their keys hash alike: the plan refuses key
+columns of different types), each block tagged with its side (:func:`floodmark.spark.blocks.pack`). Per bucket and
+batch, :meth:`JoinBucketProcessor.run` restores the bucket's operator, moves it to the stage's watermark of the
+batch's control entry, adds the left rows, then the right rows (each side in input-partition order: what
+``floodmark.core.pipeline.MicroBatchPipeline`` does, the reference this is tested against), stores it back and
+returns:
+
+* PANE rows: the joined rows (keys, ``left_<column>``, ``right_<column>``, ``join_time``); LATE rows: the rows
+  that came too late to join, with their side, lateness and the record as JSON; BAD rows: the combiner's
+  rejected records;
+* STATS rows (the sides' split statistics) and one GAUGE row: the hold (the lowest event time an output still owed
+  can carry), buffered rows as open windows, the next cleanup as the next watermark deadline, and the counts
+  (accepted: the rows that were not late).
+
+No join logic lives here: it is all in :mod:`floodmark.core.join`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from floodmark.core.join import IntervalJoinOperator, JoinEmitted, Side, restore_interval_join
+from floodmark.core.join.interval import LateRow
+from floodmark.core.pipeline import key_array
+from floodmark.core.records import LateReason
+from floodmark.core.values import plain
+from floodmark.protocol import output, wire
+from floodmark.protocol.control import ControlEntry
+from floodmark.spark import blocks
+from floodmark.spark import plan as p
+from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
+from floodmark.spark.stateful.bucket_state import BucketState
+from floodmark.spark.stateful.processor import BucketOutput, dead_letter_rows, due, key_dict, stats_rows
+
+
+class JoinBucketProcessor:
+    """Hosts the core interval join for one bucket of a join stage (see the module docstring).
+
+    :arg plan: the stage's plan (:class:`~floodmark.spark.plan.JoinSemantics`, both sides' inputs).
+
+    A buffered row's value is the tuple of its input's user columns (plain Python values, stored in the bucket's
+    snapshot): the joined row takes the columns that are not keys, a late row's record is all of them as JSON.
+    """
+
+    def __init__(self, plan: p.RuntimePlan) -> None:
+        assert isinstance(plan.stage, p.JoinSemantics)
+        self.plan = plan
+        self.stage: p.JoinSemantics = plan.stage
+        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
+
+    def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
+        """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
+        entry = self.current_entry()
+        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
+        if not data_blocks and state.exists() and not due(entry, self.stage.name, bucket):
+            return BucketOutput([], [])  # the state and the bucket's last report stand
+        sides = blocks.unpack_sides(data_blocks)
+        stored = state.load()
+        spec = self.stage.spec
+        operator = IntervalJoinOperator(spec) if stored is None else restore_interval_join(spec, stored)
+        emitted = operator.advance_watermark(entry.watermark_for(self.stage.name))
+        rows: list[pd.DataFrame] = []
+        bad_in = accepted = 0
+        for side in (Side.LEFT, Side.RIGHT):
+            data = sides.get(side.value)
+            if data is None or not len(data):
+                continue
+            binding = self.plan.side_input(side)
+            kinds = data[wire.ROW].to_numpy()
+            bad = data[kinds == wire.BAD_INPUT]
+            bad_in += len(bad)
+            rows += [
+                dead_letter_rows(bad, self.stage.key_columns, binding.ts_column),
+                stats_rows(data[kinds == wire.SPLIT_STATS]),
+            ]
+            raw = data[kinds == wire.RAW].reset_index(drop=True)
+            if not len(raw):
+                continue
+            values = self._values(raw, binding)
+            times = raw[binding.ts_column].to_numpy(dtype=np.int64).tolist()  # a float column where other rows had none
+            added = operator.add(side, key_array(raw, self.stage.key_columns), times, values)
+            accepted += len(raw) - len(added.late) - len(added.bad)
+            emitted.extend(added)
+        if stored is not None or operator.buffered():
+            state.store(operator.snapshot())
+        rows += [self._late(emitted.late), self._bad(emitted)]
+        gauge = {
+            wire.KIND: wire.GAUGE,
+            wire.SEQ: entry.seq,
+            wire.BUCKET: bucket,
+            wire.HOLD: operator.output_hold(),
+            wire.OLDEST_PENDING: None,
+            wire.OPEN_WINDOWS: operator.buffered(),
+            wire.NEXT_FIRE: operator.next_cleanup(),
+            wire.NEXT_TIMER: None,
+            wire.PANE_COUNT: len(emitted.joined),
+            wire.LATE_COUNT: len(emitted.late),
+            wire.BAD_COUNT: bad_in + len(emitted.bad),
+            wire.ACCEPTED: accepted,
+        }
+        rows.append(pd.DataFrame([gauge]))
+        return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
+
+    # ------------------------------------------------------------------ input
+    @staticmethod
+    def _values(raw: pd.DataFrame, binding: p.InputBinding) -> list[tuple]:
+        """Each row's user columns as a tuple of plain values (integral columns pandas made floats: ints again)."""
+        integral = set(binding.integral_columns)
+        columns = [[plain(v, name in integral) for v in raw[name].tolist()] for name in binding.user_columns]
+        return list(zip(*columns, strict=True)) if columns else [() for _ in range(len(raw))]
+
+    # ----------------------------------------------------------------- output
+    def _joined(self, emitted: JoinEmitted) -> dict[str, Any]:
+        """The joined rows as the row form's columns (lists of plain values)."""
+        columns: dict[str, Any] = {wire.KIND: wire.PANE}
+        keys = [key_dict(row.key, self.stage.key_columns, ()) for row in emitted.joined]
+        for name in self.stage.key_columns:
+            columns[name] = [k[name] for k in keys]
+        for side, prefix in ((Side.LEFT, "left_"), (Side.RIGHT, "right_")):
+            user = self.plan.side_input(side).user_columns
+            positions = [user.index(name) for name in self.stage.value_columns(side)]
+            values = [row.left if side is Side.LEFT else row.right for row in emitted.joined]
+            for name, at in zip(self.stage.value_columns(side), positions, strict=True):
+                columns[prefix + name] = [None if v is None else v[at] for v in values]
+        columns[p.JOIN_TIME] = np.array([row.timestamp for row in emitted.joined], dtype=np.int64)
+        return columns
+
+    def _late(self, late: list[LateRow]) -> pd.DataFrame:
+        if not late:
+            return pd.DataFrame()
+        frame = pd.DataFrame(
+            [
+                {
+                    wire.KIND: wire.LATE,
+                    **key_dict(row.key, self.stage.key_columns, ()),
+                    output.SIDE: row.side.value,
+                    output.EVENT_TIME: row.timestamp,
+                    output.WATERMARK: row.watermark,
+                    output.LATENESS: row.lateness,
+                    output.HORIZON: row.horizon,
+                    output.REASON: LateReason.EXPIRED.value,
+                    output.RECORD: self._record(row.side, row.value),
+                }
+                for row in late
+            ]
+        )
+        return frame
+
+    def _bad(self, emitted: JoinEmitted) -> pd.DataFrame:
+        """Rows the operator refused (the combiner applies the same rules first, so this stays empty; if the two
+        ever disagreed, the row still reaches the dead letters rather than vanishing)."""
+        if not emitted.bad:
+            return pd.DataFrame()
+        return pd.DataFrame(
+            [
+                {
+                    wire.KIND: wire.BAD,
+                    **key_dict(bad.key, self.stage.key_columns, ()),
+                    output.EVENT_TIME: plain(bad.raw_timestamp),
+                    output.REASON: bad.reason,
+                    output.RECORD: json.dumps(bad.value, default=str),
+                }
+                for bad in emitted.bad
+            ]
+        )
+
+    def _record(self, side: Side, value: tuple) -> str:
+        """A buffered value as its input row's JSON (what a window stage's late record holds)."""
+        return json.dumps(dict(zip(self.plan.side_input(side).user_columns, value, strict=True)), default=str)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,193 @@
+"""The interval join as a stage of a Spark ``Pipeline`` (issue 42): search queries joined to the clicks that follow
+them (seed 003's example of output times), then 30-second windows over the joined rows.
+
+Two sources over three splits each, out of order within a split (3 s), a clicks split that goes quiet halfway
+(idle after 2 s), 3% of the clicks 25 s behind the rest (late for the join). Each run reads the same files, one per
+source and batch: the core's ``MicroBatchPipeline`` is the reference, the pairs computed straight from the records
+the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from spark_helpers import read_output
+from test_spark_recovery import run_driver
+
+from floodmark.apps import searches as app
+from floodmark.core.pipeline import MicroBatchPipeline
+from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.windows import Window
+from floodmark.simulator import searches
+
+pytestmark = pytest.mark.spark
+
+CONFIG = searches.SearchConfig()
+KINDS = [("inner", "RIGHT"), ("left", "LEFT")]
+JOIN_DRIVER = Path(__file__).with_name("join_driver.py")
+
+
+@pytest.fixture(scope="module")
+def search_input(tmp_path_factory):
+    records = searches.generate(CONFIG)
+    directory = tmp_path_factory.mktemp("searches")
+    app.write_input(records, directory / "in")
+    return records, directory
+
+
+@pytest.fixture(scope="module")
+def runs(spark, search_input):
+    _, directory = search_input
+    out = {}
+    for how, output_time in KINDS:
+        root = directory / f"{how}-{output_time}"
+        pipeline = app.search_pipeline(spark, directory / "in", how, output_time)
+        out[(how, output_time)] = (pipeline.run_to_completion(str(root / "ckpt"), str(root), timeout_s=600), root)
+    return out
+
+
+def delayed_clicks(records) -> set[str]:
+    """The clicks the simulator held back behind the out-of-orderness bound (the only rows that can be late)."""
+    clicks = records["clicks"]
+    return set(clicks["url"][clicks["arrival"] - clicks["ts"] > CONFIG.max_delay_ms])
+
+
+@pytest.mark.parametrize(("how", "output_time"), KINDS)
+def test_every_pair_of_on_time_rows_is_joined_once(spark, search_input, runs, how, output_time):
+    records, _ = search_input
+    _, root = runs[(how, output_time)]
+    late = read_output(spark, root / "clicked" / "late")
+    assert len(late) and set(late["side"]) == {"RIGHT"}
+    urls = {json.loads(r)["url"] for r in late["record"]}
+    assert urls <= delayed_clicks(records), "only the clicks held back are late"
+    assert (late["watermark"] >= late["event_time"]).all() and (late["lateness"] >= 0).all()
+    assert read_output(spark, root / "clicked" / "dead_letter").empty
+    joined = read_output(spark, root / "clicked" / "panes")
+    pairs = joined[joined["right_url"].notna()]
+    expected = app.straight_pairs(records, urls)
+    assert Counter(zip(pairs["left_query"], pairs["right_url"], strict=True)) == Counter(
+        zip(expected["query"], expected["url"], strict=True)
+    ), "every pair of on-time rows, once"
+    timed = pairs["right_ts"] if output_time == "RIGHT" else pairs["left_ts"]
+    assert (pairs["join_time"] == timed).all()
+    unmatched = joined[joined["right_url"].isna()]
+    if how == "inner":
+        assert unmatched.empty
+    else:
+        alone = set(records["queries"]["query"]) - set(expected["query"])
+        assert Counter(unmatched["left_query"]) == Counter(alone), "every query without a partner, once, with nulls"
+        assert (unmatched["join_time"] == unmatched["left_ts"]).all()
+
+
+@pytest.mark.parametrize(("how", "output_time"), KINDS)
+def test_windows_over_the_joined_rows_take_every_row_on_time(spark, runs, how, output_time):
+    """The join holds its output watermark for the rows it still owes, so the window stage reading it finds none
+    late: each joined row counts once, in the window of its join time."""
+    _, root = runs[(how, output_time)]
+    joined = read_output(spark, root / "clicked" / "panes")
+    assert read_output(spark, root / "click_through" / "late").empty
+    panes = read_output(spark, root / "click_through" / "panes")
+    assert set(panes["timing"]) == {"ON_TIME"}
+    expected = Counter(joined["join_time"] // app.WINDOW_MS * app.WINDOW_MS)
+    assert dict(zip(panes["window_start"], panes["rows"], strict=True)) == expected
+    clicked = Counter(joined["join_time"][joined["right_url"].notna()] // app.WINDOW_MS * app.WINDOW_MS)
+    assert dict(zip(panes["window_start"], panes["clicks"], strict=True)) == clicked
+
+
+@pytest.mark.parametrize(("how", "output_time"), KINDS)
+def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, output_time):
+    """The same batches through the core's MicroBatchPipeline, with the source watermarks the Spark run's driver
+    computed: the joined rows, late rows and window panes of every batch are the same."""
+    records, _ = search_input
+    query, root = runs[(how, output_time)]
+    reference = MicroBatchPipeline(dict.fromkeys(app.SOURCES, "ts"), app.search_stages(how, output_time))
+    controller = query.controller
+    expected: dict[str, list] = {"joined": [], "late": [], "click_through": []}
+    for report in query.reports:
+        b = report.batch_id
+        inputs = {n: f[f["batch"] == b][list(app.COLUMNS[n])] for n, f in records.items()}
+        emitted = reference.run_batch(inputs, report.processing_time)
+        clicked = emitted["clicked"]
+        rows = reference.stages["clicked"].rows(clicked.joined, reference.join_columns["clicked"])  # type: ignore[union-attr]
+        expected["joined"] += [
+            (b, r.get("left_query"), r.get("right_url"), r["join_time"]) for r in rows.to_dict("records")
+        ]
+        expected["late"] += [(b, r.side.value, r.key, r.timestamp, r.watermark) for r in clicked.late]  # type: ignore[union-attr]
+        expected["click_through"] += [
+            (b, p.window.start, p.timing.value, p.value["rows"], p.value["clicks"])
+            for p in emitted["click_through"].all_panes()
+        ]  # type: ignore[union-attr]
+        sources, _ = controller._graph(controller.entry_for_batch(b + 1))
+        ended = controller.entry_for_batch(b + 1).end_of_input
+        reference.end_batch({n: (MAX_TIMESTAMP, False) if ended else (s.watermark, s.idle) for n, s in sources.items()})
+        assert reference.graph.input_watermarks() == controller.entry_for_batch(b + 1).stage_watermarks, b
+    joined = read_output(spark, root / "clicked" / "panes")
+    late = read_output(spark, root / "clicked" / "late")
+    delays = read_output(spark, root / "click_through" / "panes")
+
+    def nulls(value):
+        return None if pd.isna(value) else value
+
+    got = {
+        "joined": [(r.batch_id, nulls(r.left_query), nulls(r.right_url), r.join_time) for r in joined.itertuples()],
+        "late": [(r.batch_id, r.side, r.user, r.event_time, r.watermark) for r in late.itertuples()],
+        "click_through": [(r.batch_id, r.window_start, r.timing, r.rows, r.clicks) for r in delays.itertuples()],
+    }
+    for kind in expected:
+        assert sorted(got[kind], key=str) == sorted(expected[kind], key=str), kind
+
+
+def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
+    query, _ = runs[("inner", "RIGHT")]
+    clicked = query.stage_reconciliation("clicked")
+    assert clicked.input_rows == clicked.records == sum(len(f) for f in searches.generate(CONFIG).values())
+    assert clicked.window_pairs == clicked.records and clicked.late > 0, clicked.describe()
+    delays = query.stage_reconciliation("click_through")
+    assert delays.input_rows == clicked.panes == delays.in_windows, delays.describe()
+    quiet = f"clicks/{CONFIG.quiet_split}"
+    idle = [r for r in query.reports if r.splits[quiet][1] and r.watermark < MAX_TIMESTAMP]
+    assert idle, "the quiet clicks split went idle before the end of the input"
+    assert max(r.stages["clicked"].open_windows for r in query.reports) > 0, "buffered rows show as open windows"
+    with pytest.raises(ValueError, match="is a join and has no windows"):
+        query.explain("u1", Window(0, 1_000), "clicked")
+
+
+def stage_rows(spark, root: Path) -> dict[str, list]:
+    """Every stage's main output without batch ids (a restart may cut batches differently), sorted."""
+    out = {}
+    for stage in ("clicked", "click_through"):
+        rows = read_output(spark, root / stage / "panes")
+        out[stage] = sorted(map(tuple, rows.drop(columns=["batch_id"]).astype(str).values.tolist()))
+    late = read_output(spark, root / "clicked" / "late")
+    out["late"] = sorted(map(tuple, late.drop(columns=["batch_id"]).astype(str).values.tolist()))
+    return out
+
+
+def test_kill_minus_nine_during_a_join_loses_and_repeats_nothing(spark, search_input, runs):
+    """The driver is killed with -9 mid-stream and started again: the joined rows, late rows and windows equal the
+    uninterrupted run's (the left join: its buffered queries, matched or not, live in the checkpoint)."""
+    _, directory = search_input
+    crash = directory / "crash"
+    args = (directory / "in", crash / "ckpt", crash / "out", "left", "LEFT")
+    first = run_driver(*args, script=JOIN_DRIVER)
+    metrics = crash / "ckpt" / "floodmark" / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while not metrics.exists() or len(metrics.read_text().splitlines()) < 6:
+        assert first.poll() is None, "the driver ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next batch
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    query, reference = runs[("left", "LEFT")]
+    assert len(metrics.read_text().splitlines()) < len(query.reports), "killed in the middle of the run"
+    second = run_driver(*args, script=JOIN_DRIVER)
+    assert second.wait(timeout=600) == 0
+    assert stage_rows(spark, crash / "out") == stage_rows(spark, reference)
