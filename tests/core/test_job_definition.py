@@ -186,3 +186,20 @@ def test_a_job_with_code_of_its_own_is_written_and_refused_when_read():
     assert json.loads(json.dumps(described)) == described
     with pytest.raises(NotDescribable, match="your own window assigner"):
         spec_from(described)
+
+
+def test_a_job_with_a_join_round_trips():
+    """The searches job: a join of two sources, then windows over its rows (``floodmark.apps.searches``)."""
+    from floodmark.apps.searches import search_stages
+
+    sources = {
+        n: SourceDefinition(SourceSettings(WatermarkStrategy.for_bounded_out_of_orderness(3_000)), {"column": "ts"})
+        for n in ("queries", "clicks")
+    }
+    for how, output_time in (("inner", "RIGHT"), ("outer", "EARLIEST")):
+        job = JobDefinition(sources, {s.name: s for s in search_stages(how, output_time)})
+        data = json.loads(json.dumps(job.to_dict()))
+        assert data["stages"]["clicked"]["kind"] == "join"
+        back = JobDefinition.from_dict(data)
+        assert back.stages["clicked"] == job.stages["clicked"]
+        assert back.to_dict() == job.to_dict()

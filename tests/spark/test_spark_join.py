@@ -20,8 +20,10 @@ import pandas as pd
 import pytest
 from spark_helpers import read_output
 from test_spark_recovery import run_driver
+from typer.testing import CliRunner
 
 from floodmark.apps import searches as app
+from floodmark.apps.cli import app as app_cli
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
@@ -145,7 +147,7 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
 
 
 def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
-    query, _ = runs[("inner", "RIGHT")]
+    query, root = runs[("inner", "RIGHT")]
     clicked = query.stage_reconciliation("clicked")
     assert clicked.input_rows == clicked.records == sum(len(f) for f in searches.generate(CONFIG).values())
     assert clicked.window_pairs == clicked.records and clicked.late > 0, clicked.describe()
@@ -157,6 +159,13 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     assert max(r.stages["clicked"].open_windows for r in query.reports) > 0, "buffered rows show as open windows"
     with pytest.raises(ValueError, match="is a join and has no windows"):
         query.explain("u1", Window(0, 1_000), "clicked")
+    # The checkpoint's definition names the join: floodmark explain reads it and explains the window stage.
+    explained = CliRunner().invoke(
+        app_cli, ["explain", str(root / "ckpt"), "--stage", "click_through", "--window-start", "0"]
+    )
+    assert explained.exit_code == 0, explained.output
+    refused = CliRunner().invoke(app_cli, ["explain", str(root / "ckpt"), "--stage", "clicked", "--window-start", "0"])
+    assert refused.exit_code == 2 and "is a join and has no windows" in refused.output
 
 
 def stage_rows(spark, root: Path) -> dict[str, list]:

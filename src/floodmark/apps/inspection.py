@@ -21,7 +21,7 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
 from floodmark.apps.games import game_source_settings, game_stages
 from floodmark.apps.outputs import read_folder
-from floodmark.core.pipeline import WindowedStage, stage_named
+from floodmark.core.pipeline import JoinStage, WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Cumulate, Sessions, Sliding, Tumbling, Window
@@ -61,7 +61,7 @@ class RunDefinition:
     definition) and where its checkpoint and each stage's outputs are."""
 
     sources: dict[str, SourceSettings]
-    stages: dict[str, WindowedStage]
+    stages: dict[str, WindowedStage | JoinStage]
     checkpoint: Path
     panes: dict[str, Path | None]
     """Each stage's pane output folder (``batch_id=N`` folders under it); None: not files (a table, Kafka)."""
@@ -98,8 +98,12 @@ class RunDefinition:
         )
 
     def stage(self, name: str | None) -> WindowedStage:
-        """Stage ``name`` (default: the only one). :raises ValueError: unknown, or needed and not given."""
-        return self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
+        """Window stage ``name`` (default: the only one). :raises ValueError: unknown, needed and not given, or a
+        join (no windows to explain)."""
+        stage = self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
+        if isinstance(stage, JoinStage):
+            raise ValueError(f"stage {stage.name!r} is a join and has no windows to explain: name a window stage")
+        return stage
 
 
 def _local(path: str | None) -> Path | None:

@@ -104,6 +104,7 @@ class Trigger:
         """The trigger's state in words (reads only)."""
         return f"{self!r} with state {state!r}"
 
+
 class Default(Trigger):
     """Beam's default trigger: fire when the watermark reaches the end of the window,
     then once more for every late record (within allowed lateness). Never finishes.

@@ -136,7 +136,6 @@ class WatermarkStrategy:
             raise TypeError("the timestamp assigner must be callable")
         return replace(self, timestamp_assigner=assigner)
 
-
     # --- use --------------------------------------------------------------------------
     def create_generator(self, clock: Clock) -> WatermarkGenerator:
         """A fresh generator for one split; ``clock`` drives idleness detection."""

@@ -154,9 +154,7 @@ class BatchSink:
 
     def _failed(self, batch_id: int, cause: str) -> BatchFailed:
         """The batch's one line: which batch, doing what, why (:data:`NOT_COMMITTED` after it)."""
-        return BatchFailed(
-            f"floodmark batch {batch_id} failed while {self.doing}: {cause}.{NOT_COMMITTED}"
-        )
+        return BatchFailed(f"floodmark batch {batch_id} failed while {self.doing}: {cause}.{NOT_COMMITTED}")
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.

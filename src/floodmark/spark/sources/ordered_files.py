@@ -67,9 +67,12 @@ def read_files_in_order(
     files = list_files(root, file_format, order)
     base = root if root.is_dir() else root.parent
     reader = spark.read.option("basePath", str(base))
-    inferred = (reader.schema(schema) if schema is not None else reader).format(file_format).load(
-        [str(f) for f in files]
-    ).schema
+    inferred = (
+        (reader.schema(schema) if schema is not None else reader)
+        .format(file_format)
+        .load([str(f) for f in files])
+        .schema
+    )
     folders = [c for c in dict.fromkeys(k for f in files for k in partition_values(base, f)) if c in inferred.names]
     data_fields = [f for f in inferred.fields if f.name not in folders]
     folder_fields = [inferred[c] for c in folders]
