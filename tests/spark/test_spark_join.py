@@ -36,9 +36,16 @@ KINDS = [("inner", "RIGHT"), ("left", "LEFT")]
 JOIN_DRIVER = Path(__file__).with_name("join_driver.py")
 
 
+BAD_QUERY = 40
+"""The query written without an event time: a dead letter of the join, never joined."""
+
+
 @pytest.fixture(scope="module")
 def search_input(tmp_path_factory):
     records = searches.generate(CONFIG)
+    queries = records["queries"].astype({"ts": "Int64"})
+    queries.loc[BAD_QUERY, "ts"] = pd.NA
+    records["queries"] = queries
     directory = tmp_path_factory.mktemp("searches")
     app.write_input(records, directory / "in")
     return records, directory
@@ -70,7 +77,10 @@ def test_every_pair_of_on_time_rows_is_joined_once(spark, search_input, runs, ho
     urls = {json.loads(r)["url"] for r in late["record"]}
     assert urls <= delayed_clicks(records), "only the clicks held back are late"
     assert (late["watermark"] >= late["event_time"]).all() and (late["lateness"] >= 0).all()
-    assert read_output(spark, root / "clicked" / "dead_letter").empty
+    dead = read_output(spark, root / "clicked" / "dead_letter")
+    bad = records["queries"].iloc[BAD_QUERY]
+    assert dead[["user", "reason"]].values.tolist() == [[bad["user"], "missing timestamp"]]
+    assert json.loads(dead["record"].iat[0])["query"] == bad["query"]
     joined = read_output(spark, root / "clicked" / "panes")
     pairs = joined[joined["right_url"].notna()]
     expected = app.straight_pairs(records, urls)
@@ -83,7 +93,7 @@ def test_every_pair_of_on_time_rows_is_joined_once(spark, search_input, runs, ho
     if how == "inner":
         assert unmatched.empty
     else:
-        alone = set(records["queries"]["query"]) - set(expected["query"])
+        alone = set(records["queries"]["query"].drop(BAD_QUERY)) - set(expected["query"])
         assert Counter(unmatched["left_query"]) == Counter(alone), "every query without a partner, once, with nulls"
         assert (unmatched["join_time"] == unmatched["left_ts"]).all()
 
@@ -149,7 +159,8 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
 def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     query, root = runs[("inner", "RIGHT")]
     clicked = query.stage_reconciliation("clicked")
-    assert clicked.input_rows == clicked.records == sum(len(f) for f in searches.generate(CONFIG).values())
+    rows_in = sum(len(f) for f in searches.generate(CONFIG).values())
+    assert (clicked.input_rows, clicked.records, clicked.dead_letters) == (rows_in, rows_in - 1, 1), clicked.describe()
     assert clicked.window_pairs == clicked.records and clicked.late > 0, clicked.describe()
     delays = query.stage_reconciliation("click_through")
     assert delays.input_rows == clicked.panes == delays.in_windows, delays.describe()

@@ -91,6 +91,6 @@ def straight_pairs(records: dict[str, pd.DataFrame], late_clicks: set[str] = fro
     queries = records["queries"][["user", "query", "ts"]].rename(columns={"ts": "left_ts"})
     clicks = records["clicks"][["user", "url", "ts"]].rename(columns={"ts": "right_ts"})
     clicks = clicks[~clicks["url"].isin(late_clicks)]
-    pairs = queries.merge(clicks, on="user")
+    pairs = queries.dropna(subset=["left_ts"]).merge(clicks, on="user")
     delay = pairs["right_ts"] - pairs["left_ts"]
     return pairs[(delay >= 0) & (delay <= CLICK_WITHIN_MS)].reset_index(drop=True)
