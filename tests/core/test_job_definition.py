@@ -203,3 +203,28 @@ def test_a_job_with_a_join_round_trips():
         back = JobDefinition.from_dict(data)
         assert back.stages["clicked"] == job.stages["clicked"]
         assert back.to_dict() == job.to_dict()
+
+
+def test_a_process_stage_round_trips_by_its_class_and_a_lambda_class_is_refused():
+    from floodmark.apps.searches import ABANDONED_OUTPUT, AbandonedSearches
+    from floodmark.core.pipeline import ProcessStage
+
+    sources = {
+        "queries": SourceDefinition(SourceSettings(WatermarkStrategy.for_monotonous_timestamps()), {"column": "ts"})
+    }
+    stage = ProcessStage("abandoned", ("queries",), ("user",), AbandonedSearches(), ABANDONED_OUTPUT)
+    data = json.loads(json.dumps(JobDefinition(sources, {"abandoned": stage}).to_dict()))
+    assert data["stages"]["abandoned"]["function"] == "floodmark.apps.searches:AbandonedSearches"
+    back = JobDefinition.from_dict(data).stages["abandoned"]
+    assert isinstance(back, ProcessStage) and isinstance(back.function, AbandonedSearches)
+    assert (back.upstream, back.key_by, back.output) == (stage.upstream, stage.key_by, stage.output)
+
+    class Local:  # defined in a function: no import path
+        def process(self, record, ctx): ...
+
+        def on_timer(self, timer, ctx): ...
+
+    local = ProcessStage("local", ("queries",), (), Local(), {"n": "long"})
+    data = json.loads(json.dumps(JobDefinition(sources, {"local": local}).to_dict()))
+    with pytest.raises(NotDescribable, match="no import path"):
+        JobDefinition.from_dict(data)

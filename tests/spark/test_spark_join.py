@@ -1,5 +1,6 @@
-"""The interval join as a stage of a Spark ``Pipeline`` (issue 42): search queries joined to the clicks that follow
-them (seed 003's example of output times), then 30-second windows over the joined rows.
+"""The interval join and keyed process functions as stages of a Spark ``Pipeline`` (issue 42): search queries
+joined to the clicks that follow them (seed 003's example of output times), then 30-second windows over the joined
+rows; beside them, each user's abandoned searches found by event-time timers, then windows over those.
 
 Two sources over three splits each, out of order within a split (3 s), a clicks split that goes quiet halfway
 (idle after 2 s), 3% of the clicks 25 s behind the rest (late for the join). Each run reads the same files, one per
@@ -121,7 +122,7 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
     query, root = runs[(how, output_time)]
     reference = MicroBatchPipeline(dict.fromkeys(app.SOURCES, "ts"), app.search_stages(how, output_time))
     controller = query.controller
-    expected: dict[str, list] = {"joined": [], "late": [], "click_through": []}
+    expected: dict[str, list] = {"joined": [], "late": [], "click_through": [], "abandoned": [], "per_window": []}
     for report in query.reports:
         b = report.batch_id
         inputs = {n: f[f["batch"] == b][list(app.COLUMNS[n])] for n, f in records.items()}
@@ -136,6 +137,14 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
             (b, p.window.start, p.timing.value, p.value["rows"], p.value["clicks"])
             for p in emitted["click_through"].all_panes()
         ]  # type: ignore[union-attr]
+        abandoned = reference.stages["abandoned"].rows(emitted["abandoned"].rows)  # type: ignore[union-attr]
+        expected["abandoned"] += [
+            (b, r["user"], r["queries"], r["last_ms"], r["output_time"]) for r in abandoned.to_dict("records")
+        ]
+        expected["per_window"] += [
+            (b, p.window.start, p.timing.value, p.value["searches"], p.value["queries"])
+            for p in emitted["abandoned_per_window"].all_panes()  # type: ignore[union-attr]
+        ]
         sources, _ = controller._graph(controller.entry_for_batch(b + 1))
         ended = controller.entry_for_batch(b + 1).end_of_input
         reference.end_batch({n: (MAX_TIMESTAMP, False) if ended else (s.watermark, s.idle) for n, s in sources.items()})
@@ -143,6 +152,8 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
     joined = read_output(spark, root / "clicked" / "panes")
     late = read_output(spark, root / "clicked" / "late")
     delays = read_output(spark, root / "click_through" / "panes")
+    abandoned = read_output(spark, root / "abandoned" / "panes")
+    per_window = read_output(spark, root / "abandoned_per_window" / "panes")
 
     def nulls(value):
         return None if pd.isna(value) else value
@@ -151,9 +162,30 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
         "joined": [(r.batch_id, nulls(r.left_query), nulls(r.right_url), r.join_time) for r in joined.itertuples()],
         "late": [(r.batch_id, r.side, r.user, r.event_time, r.watermark) for r in late.itertuples()],
         "click_through": [(r.batch_id, r.window_start, r.timing, r.rows, r.clicks) for r in delays.itertuples()],
+        "abandoned": [(r.batch_id, r.user, r.queries, r.last_ms, r.output_time) for r in abandoned.itertuples()],
+        "per_window": [(r.batch_id, r.window_start, r.timing, r.searches, r.queries) for r in per_window.itertuples()],
     }
     for kind in expected:
         assert sorted(got[kind], key=str) == sorted(expected[kind], key=str), kind
+
+
+def test_timers_find_every_abandoned_search_once_and_windows_take_them_on_time(spark, search_input, runs):
+    """Event-time timers (a user's last query + 20 s, timed at the last query) find each user's searches as the
+    straight computation does; the timers' holds keep the window stage reading them from seeing any late."""
+    records, _ = search_input
+    _, root = runs[("inner", "RIGHT")]
+    got = read_output(spark, root / "abandoned" / "panes")
+    assert (got["output_time"] == got["last_ms"]).all()
+    expected = app.straight_searches(records["queries"])
+    columns = ["user", "queries", "first_ms", "last_ms"]
+    assert sorted(map(tuple, got[columns].values.tolist())) == sorted(map(tuple, expected[columns].values.tolist()))
+    dead = read_output(spark, root / "abandoned" / "dead_letter")
+    assert dead["reason"].tolist() == ["missing timestamp"], "the query without an event time, and nothing else"
+    assert read_output(spark, root / "abandoned_per_window" / "late").empty
+    per_window = read_output(spark, root / "abandoned_per_window" / "panes")
+    assert set(per_window["timing"]) == {"ON_TIME"}
+    windows_of = Counter(got["last_ms"] // app.WINDOW_MS * app.WINDOW_MS)
+    assert dict(zip(per_window["window_start"], per_window["searches"], strict=True)) == windows_of
 
 
 def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
@@ -170,6 +202,12 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     assert max(r.stages["clicked"].open_windows for r in query.reports) > 0, "buffered rows show as open windows"
     with pytest.raises(ValueError, match="is a join and has no windows"):
         query.explain("u1", Window(0, 1_000), "clicked")
+    with pytest.raises(ValueError, match="is a process stage and has no windows"):
+        query.explain("u1", Window(0, 1_000), "abandoned")
+    abandoned = query.stage_reconciliation("abandoned")
+    queries = len(searches.generate(CONFIG)["queries"])
+    assert (abandoned.input_rows, abandoned.records, abandoned.in_windows) == (queries, queries - 1, queries - 1)
+    assert max(r.stages["abandoned"].open_windows for r in query.reports) > 0, "keys with state show as open windows"
     # The checkpoint's definition names the join: floodmark explain reads it and explains the window stage.
     explained = CliRunner().invoke(
         app_cli, ["explain", str(root / "ckpt"), "--stage", "click_through", "--window-start", "0"]
@@ -182,7 +220,7 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
 def stage_rows(spark, root: Path) -> dict[str, list]:
     """Every stage's main output without batch ids (a restart may cut batches differently), sorted."""
     out = {}
-    for stage in ("clicked", "click_through"):
+    for stage in ("clicked", "click_through", "abandoned", "abandoned_per_window"):
         rows = read_output(spark, root / stage / "panes")
         out[stage] = sorted(map(tuple, rows.drop(columns=["batch_id"]).astype(str).values.tolist()))
     late = read_output(spark, root / "clicked" / "late")

@@ -21,7 +21,7 @@ from floodmark.apps.config import PipelineConfig
 from floodmark.apps.games import DEMO_MARKER as GAMES_MARKER
 from floodmark.apps.games import game_source_settings, game_stages
 from floodmark.apps.outputs import read_folder
-from floodmark.core.pipeline import JoinStage, WindowedStage, stage_named
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage, stage_named
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Cumulate, Sessions, Sliding, Tumbling, Window
@@ -61,7 +61,7 @@ class RunDefinition:
     definition) and where its checkpoint and each stage's outputs are."""
 
     sources: dict[str, SourceSettings]
-    stages: dict[str, WindowedStage | JoinStage]
+    stages: dict[str, WindowedStage | JoinStage | ProcessStage]
     checkpoint: Path
     panes: dict[str, Path | None]
     """Each stage's pane output folder (``batch_id=N`` folders under it); None: not files (a table, Kafka)."""
@@ -101,8 +101,9 @@ class RunDefinition:
         """Window stage ``name`` (default: the only one). :raises ValueError: unknown, needed and not given, or a
         join (no windows to explain)."""
         stage = self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
-        if isinstance(stage, JoinStage):
-            raise ValueError(f"stage {stage.name!r} is a join and has no windows to explain: name a window stage")
+        if not isinstance(stage, WindowedStage):
+            kind = "a join" if isinstance(stage, JoinStage) else "a process stage"
+            raise ValueError(f"stage {stage.name!r} is {kind} and has no windows to explain: name a window stage")
         return stage
 
 

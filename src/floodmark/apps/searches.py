@@ -6,6 +6,11 @@ The join ``clicked`` pairs a query with its user's clicks up to :data:`CLICK_WIT
 each row in the window of the time the join gives it: the click's (``RIGHT``, the default here) or the query's
 (``LEFT``). With ``how="left"`` every query is kept, clicked or not (its click columns null when it found none):
 ``clicks / rows`` is then the click-through rate of the queries of the window.
+
+Beside them, a keyed process function with event-time timers, :class:`AbandonedSearches`: per user, when the
+user's queries stop for :data:`QUIET_MS`, one row saying how many queries the search had, timed at its last
+query (the timer's output time holds the stage's watermark there); the window stage ``abandoned_per_window``
+counts those rows per 30 seconds.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ import pandas as pd
 from floodmark.apps.batch_files import write_batch_files
 from floodmark.core import aggregates, windows
 from floodmark.core.join import IntervalJoinSpec
-from floodmark.core.pipeline import JoinStage, WindowedStage
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
+from floodmark.core.process import ProcessContext, Timer
 from floodmark.core.spec import WindowSpec
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.driver.controller import SourceSettings
 from floodmark.simulator import searches
 
+QUIET_MS = 20_000
+"""A user's search ends when no query follows for 20 s."""
 CLICK_WITHIN_MS = 10_000
 """A click joins the queries of its user up to 10 s before it (bounds ``(0, 10 s)``)."""
 WINDOW_MS = 30_000
@@ -39,8 +47,45 @@ IDLE_MS = 2_000
 """A split without records for this long (processing time) is idle."""
 
 
-def search_stages(how: str = "inner", output_time: str = "RIGHT") -> list[JoinStage | WindowedStage]:
-    """The two stages: the join ``clicked`` and the windows ``click_through`` over its rows."""
+class AbandonedSearches:
+    """A keyed process function over the queries (keyed by user): a row ``{"queries", "first_ms", "last_ms"}``
+    when a user's queries stop for :data:`QUIET_MS` (an event-time timer at the last query + ``QUIET_MS``, whose
+    row is timed at the last query). A query :data:`QUIET_MS` or more after the last one ends the search before it
+    right away, whatever the watermark (so the rows do not depend on when the timer fires)."""
+
+    def process(self, record: dict, ctx: ProcessContext) -> None:
+        ts = int(record["ts"])
+        last = ctx.state.get("last")
+        if last is not None and ts >= last + QUIET_MS:
+            ctx.delete_event_timer(last + QUIET_MS)
+            self._emit(ctx, last)
+            last = None
+        if last is not None and ts <= last:
+            ctx.state["queries"] += 1
+            ctx.state["first"] = min(ctx.state["first"], ts)
+            return
+        if last is not None:
+            ctx.delete_event_timer(last + QUIET_MS)
+        else:
+            ctx.state.update(queries=0, first=ts)
+        ctx.state.update(queries=ctx.state["queries"] + 1, last=ts)
+        ctx.set_event_timer(ts + QUIET_MS, output_time=ts)
+
+    def on_timer(self, timer: Timer, ctx: ProcessContext) -> None:
+        self._emit(ctx, timer.output_time)
+
+    @staticmethod
+    def _emit(ctx: ProcessContext, last: int) -> None:
+        ctx.emit({"queries": ctx.state["queries"], "first_ms": ctx.state["first"], "last_ms": last}, timestamp=last)
+        ctx.state.clear()
+
+
+ABANDONED_OUTPUT = {"queries": "long", "first_ms": "long", "last_ms": "long"}
+
+
+def search_stages(how: str = "inner", output_time: str = "RIGHT") -> list[JoinStage | WindowedStage | ProcessStage]:
+    """The stages: the join ``clicked`` and the windows ``click_through`` over its rows; the process stage
+    ``abandoned`` (:class:`AbandonedSearches`) and the windows ``abandoned_per_window`` over its rows."""
     join = JoinStage(
         "clicked", "queries", "clicks", ("user",), IntervalJoinSpec((0, CLICK_WITHIN_MS), how, output_time)
     )
@@ -50,7 +95,13 @@ def search_stages(how: str = "inner", output_time: str = "RIGHT") -> list[JoinSt
         WindowSpec(windows.Tumbling(WINDOW_MS), {"rows": aggregates.count(), "clicks": aggregates.sum("clicked")}),
         columns={"clicked": "right_url.notna()"},  # false where the query found no click
     )
-    return [join, click_through]
+    abandoned = ProcessStage("abandoned", ("queries",), ("user",), AbandonedSearches(), ABANDONED_OUTPUT)
+    per_window = WindowedStage(
+        "abandoned_per_window",
+        ("abandoned",),
+        WindowSpec(windows.Tumbling(WINDOW_MS), {"searches": aggregates.count(), "queries": aggregates.sum("queries")}),
+    )
+    return [join, click_through, abandoned, per_window]
 
 
 def source_settings() -> dict[str, SourceSettings]:
@@ -74,13 +125,15 @@ def search_pipeline(spark, directory: Path, how: str = "inner", output_time: str
         frame = spark.readStream.schema(SCHEMAS[name]).option("maxFilesPerTrigger", 1).parquet(str(directory / name))
         time_of = SourceTime(settings.strategy, split="split", periodic_interval=settings.periodic_interval)
         pipeline.source(name, frame, "ts", time_of)
-    join, click_through = search_stages(how, output_time)
-    assert isinstance(join, JoinStage) and isinstance(click_through, WindowedStage)
-    spec = join.spec
-    pipeline.join(join.name, join.left, join.right, join.on, (spec.lower, spec.upper), spec.how, spec.output_time)
-    pipeline.stage(
-        click_through.name, click_through.upstream, click_through.spec, click_through.key_by, click_through.columns
-    )
+    for stage in search_stages(how, output_time):
+        if isinstance(stage, JoinStage):
+            spec = stage.spec
+            between = (spec.lower, spec.upper)
+            pipeline.join(stage.name, stage.left, stage.right, stage.on, between, spec.how, spec.output_time)
+        elif isinstance(stage, ProcessStage):
+            pipeline.process(stage.name, stage.upstream, stage.function, stage.output, stage.key_by)
+        else:
+            pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
     return pipeline
 
 
@@ -94,3 +147,21 @@ def straight_pairs(records: dict[str, pd.DataFrame], late_clicks: set[str] = fro
     pairs = queries.dropna(subset=["left_ts"]).merge(clicks, on="user")
     delay = pairs["right_ts"] - pairs["left_ts"]
     return pairs[(delay >= 0) & (delay <= CLICK_WITHIN_MS)].reset_index(drop=True)
+
+
+def straight_searches(queries: pd.DataFrame) -> pd.DataFrame:
+    """Each user's searches computed straight from the queries: runs of queries less than :data:`QUIET_MS` apart.
+    Columns ``user, queries, first_ms, last_ms``."""
+    rows = []
+    for user, times in queries.dropna(subset=["ts"]).groupby("user")["ts"]:
+        ordered = sorted(int(t) for t in times)
+        first = previous = ordered[0]
+        count = 0
+        for ts in ordered:
+            if ts >= previous + QUIET_MS:
+                rows.append((user, count, first, previous))
+                first, count = ts, 0
+            count += 1
+            previous = ts
+        rows.append((user, count, first, previous))
+    return pd.DataFrame(rows, columns=["user", "queries", "first_ms", "last_ms"])

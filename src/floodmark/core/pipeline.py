@@ -40,6 +40,13 @@ from floodmark.core.emitted import Emitted
 from floodmark.core.join import IntervalJoinOperator, JoinedRow, JoinEmitted, Side, restore_interval_join
 from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import Pane
+from floodmark.core.process import (
+    KeyedProcessFunction,
+    KeyedProcessOperator,
+    ProcessEmitted,
+    ProcessOutput,
+    restore_process_operator,
+)
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
@@ -164,6 +171,10 @@ EVENT_TIME = output.PANE_TIMESTAMP
 JOIN_TIME = "join_time"
 """A join stage's rows' event time (its spec's output time), what a downstream stage reads as event time."""
 
+OUTPUT_TIME = "output_time"
+"""A process stage's rows' event time (the time each row was emitted at), what a downstream stage reads as event
+time."""
+
 
 @dataclass(frozen=True)
 class WindowedStage:
@@ -255,6 +266,71 @@ class JoinStage:
             record[JOIN_TIME] = row.timestamp
             records.append(record)
         return pd.DataFrame(records) if records else pd.DataFrame({c: [] for c in [*self.on, JOIN_TIME]})
+
+
+@dataclass(frozen=True)
+class ProcessStage:
+    """A keyed process function in a graph of stages (:mod:`floodmark.core.process` over named columns).
+
+    :arg name: unique among the pipeline's sources and stages. :arg upstream: the sources, or the stages, whose rows
+        it reads (several: unioned). :arg key_by: key columns of the input rows (``()``: one key).
+    :arg function: your :class:`~floodmark.core.process.function.KeyedProcessFunction`; each record it gets is its
+        input row as a dict of the row's columns.
+    :arg output: the columns of the rows it emits, ``{name: Spark type}`` (``{"alert": "string", "silent_ms":
+        "long"}``); a row is a dict of them (a missing one is null) or a tuple in this order.
+
+    Output rows: the key columns, the ``output`` columns, then :data:`OUTPUT_TIME` (the row's event time, ms).
+    """
+
+    name: str
+    upstream: tuple[str, ...]
+    key_by: tuple[str, ...]
+    function: KeyedProcessFunction
+    output: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        upstream = (self.upstream,) if isinstance(self.upstream, str) else tuple(self.upstream)
+        key_by = (self.key_by,) if isinstance(self.key_by, str) else tuple(self.key_by)
+        object.__setattr__(self, "upstream", upstream)
+        object.__setattr__(self, "key_by", key_by)
+        object.__setattr__(self, "output", dict(self.output))
+        if not isinstance(self.function, KeyedProcessFunction):
+            raise TypeError(f"stage {self.name!r}: {self.function!r} is not a keyed process function")
+        clash = sorted(set(self.output) & {*self.key_by, OUTPUT_TIME})
+        if clash:
+            raise ValueError(f"stage {self.name!r}: output columns {clash} clash with the keys or {OUTPUT_TIME!r}")
+
+    def row_values(self, row: Any) -> tuple:
+        """``row`` (a dict or a sequence) as a tuple of the ``output`` columns' values.
+
+        :raises ValueError: a dict with columns the output lacks, or a sequence of another length.
+        """
+        names = list(self.output)
+        if isinstance(row, Mapping):
+            unknown = sorted(set(row) - set(names))
+            if unknown:
+                raise ValueError(f"the row has columns {unknown} its stage's output does not declare ({names})")
+            return tuple(row.get(n) for n in names)
+        if isinstance(row, tuple | list) and len(row) == len(names):
+            return tuple(row)
+        raise ValueError(f"a row is a dict of {names} or a tuple of {len(names)} values, not {row!r}")
+
+    def rows(self, emitted: Sequence[ProcessOutput]) -> pd.DataFrame:
+        """The output rows of ``emitted`` (see the class docstring); a row that does not fit is skipped (the
+        runtimes make it a dead letter)."""
+        records = []
+        for out in emitted:
+            try:
+                values = self.row_values(out.row)
+            except ValueError:
+                continue
+            key = out.key if len(self.key_by) != 1 else (out.key,)
+            record = dict(zip(self.key_by, key if self.key_by else (), strict=True))
+            record.update(zip(self.output, values, strict=True))
+            record[OUTPUT_TIME] = out.timestamp
+            records.append(record)
+        columns = [*self.key_by, *self.output, OUTPUT_TIME]
+        return pd.DataFrame(records, columns=columns)
 
 
 def stage_named(stages: Sequence[str], name: str | None, owner: str, how: str = "(stage=...)") -> str:
@@ -360,7 +436,7 @@ class MicroBatchPipeline:
     :arg stages: the stages, in any order.
     """
 
-    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage | JoinStage]) -> None:
+    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage | JoinStage | ProcessStage]) -> None:
         self.sources = dict(sources)
         self.stages = {stage.name: stage for stage in stages}
         self.graph = StageGraph(list(sources), {s.name: s.upstream for s in stages})
@@ -372,15 +448,21 @@ class MicroBatchPipeline:
         """Everything each join stage emitted."""
         self.join_columns: dict[str, dict[Side, list[str]]] = {name: {} for name in self.joined}
         """Each join stage's sides' input columns (as its inputs have shown them)."""
+        self.processed: dict[str, ProcessEmitted] = {
+            s.name: ProcessEmitted() for s in stages if isinstance(s, ProcessStage)
+        }
+        """Everything each process stage emitted."""
 
-    def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, Emitted | JoinEmitted]:
+    def run_batch(
+        self, inputs: Mapping[str, pd.DataFrame], processing_time: int
+    ) -> dict[str, Emitted | JoinEmitted | ProcessEmitted]:
         """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
         watermarks = self.graph.input_watermarks()
         rows: dict[str, list[tuple[str, pd.DataFrame, str]]] = {name: [] for name in self.stages}
         for source, frame in inputs.items():
             for stage in self.graph.downstream(source):
                 rows[stage].append((source, frame, self.sources[source]))
-        out: dict[str, Emitted | JoinEmitted] = {}
+        out: dict[str, Emitted | JoinEmitted | ProcessEmitted] = {}
         for name in self.graph.order:
             stage = self.stages[name]
             parts = [(up, f, ts) for up, f, ts in rows[name] if len(f)]
@@ -390,6 +472,10 @@ class MicroBatchPipeline:
                 joined = self._join(stage, parts, watermarks[name])
                 out[name] = joined
                 produced, event_time = stage.rows(joined.joined, self.join_columns[name]), JOIN_TIME
+            elif isinstance(stage, ProcessStage):
+                processed = self._process(stage, parts, watermarks[name], processing_time)
+                out[name] = processed
+                produced, event_time = stage.rows(processed.rows), OUTPUT_TIME
             else:
                 emitted = self._aggregate(stage, parts, watermarks[name], processing_time)
                 out[name] = emitted
@@ -430,6 +516,25 @@ class MicroBatchPipeline:
         self.holds[stage.name] = operator.output_hold()
         self.oldest_pending[stage.name] = None
         self.joined[stage.name].extend(out)
+        return out
+
+    def _process(
+        self, stage: ProcessStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int, processing_time: int
+    ) -> ProcessEmitted:
+        """The stage's batch as a runtime runs it: processing time, the watermark, then the records in order."""
+        stored = self.snapshots[stage.name]
+        function = stage.function
+        operator = KeyedProcessOperator(function) if stored is None else restore_process_operator(function, stored)
+        out = operator.advance_processing_time(processing_time)
+        out.extend(operator.advance_watermark(watermark))
+        for _, frame, ts in parts:
+            out.extend(
+                operator.add_records(key_array(frame, stage.key_by), frame[ts].tolist(), frame.to_dict("records"))
+            )
+        self.snapshots[stage.name] = operator.snapshot()
+        self.holds[stage.name] = operator.output_hold()
+        self.oldest_pending[stage.name] = None
+        self.processed[stage.name].extend(out)
         return out
 
     def stage_times(self, name: str, now: int) -> StageTimes:

@@ -27,7 +27,7 @@ from floodmark import __version__
 from floodmark.core import aggregates, triggers, windows
 from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import AccumulationMode
-from floodmark.core.pipeline import JoinStage, WindowedStage
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import parse_duration
 from floodmark.core.timestamps import TimestampCombiner
@@ -275,9 +275,19 @@ class SourceDefinition:
     max_future_skew: int | None = None
 
 
-def describe_stage(stage: WindowedStage | JoinStage) -> dict[str, Any]:
+def describe_stage(stage: WindowedStage | JoinStage | ProcessStage) -> dict[str, Any]:
     """A stage as data: a window stage's upstreams, keys, derived columns and spec; a join's (``"kind": "join"``)
-    inputs, keys, bounds (ms), kind, output time and allowed lateness (ms)."""
+    inputs, keys, bounds (ms), kind, output time and allowed lateness (ms); a process stage's (``"kind":
+    "process"``) upstreams, keys, output columns and its function's class by import path (rebuilt with no
+    arguments; ``None``: a class that does not import by name)."""
+    if isinstance(stage, ProcessStage):
+        return {
+            "kind": "process",
+            "upstream": list(stage.upstream),
+            "key_by": list(stage.key_by),
+            "output": dict(stage.output),
+            "function": import_path(type(stage.function)),
+        }
     if isinstance(stage, JoinStage):
         spec = stage.spec
         return {
@@ -298,8 +308,19 @@ def describe_stage(stage: WindowedStage | JoinStage) -> dict[str, Any]:
     }
 
 
-def stage_from(name: str, data: Mapping[str, Any]) -> WindowedStage | JoinStage:
-    """The stage :func:`describe_stage` described."""
+def stage_from(name: str, data: Mapping[str, Any]) -> WindowedStage | JoinStage | ProcessStage:
+    """The stage :func:`describe_stage` described.
+
+    :raises NotDescribable: a process stage whose function's class does not import here or takes arguments."""
+    if data.get("kind") == "process":
+        path = data.get("function")
+        if path is None:
+            raise NotDescribable(f"stage {name!r} runs a process function whose class has no import path")
+        try:
+            function = imported(path, f"stage {name!r}'s process function")()
+        except TypeError as error:
+            raise NotDescribable(f"stage {name!r}'s process function {path} needs arguments: {error}") from error
+        return ProcessStage(name, tuple(data["upstream"]), tuple(data["key_by"]), function, dict(data["output"]))
     if data.get("kind") == "join":
         spec = IntervalJoinSpec(
             tuple(data["between"]), data["how"], data["output_time"], int(data.get("allowed_lateness", 0))
@@ -319,7 +340,7 @@ class JobDefinition:
     """A query's sources, stages and file outputs (``{stage: {"panes": path, ...}}``, file sinks only)."""
 
     sources: dict[str, SourceDefinition]
-    stages: dict[str, WindowedStage | JoinStage]
+    stages: dict[str, WindowedStage | JoinStage | ProcessStage]
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.core.pipeline import JoinStage, WindowedStage
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver.controller import Controller
@@ -36,7 +36,11 @@ def last_batch(controller: Controller) -> int:
 
 
 def explain_stage(
-    controller: Controller, stage: WindowedStage | JoinStage, key: Any, window: Window, batch: int | None = None
+    controller: Controller,
+    stage: WindowedStage | JoinStage | ProcessStage,
+    key: Any,
+    window: Window,
+    batch: int | None = None,
 ) -> Explanation:
     """Why ``key``'s ``window`` of ``stage`` has (not) fired as of the end of ``batch`` (default: the last).
 
@@ -44,12 +48,13 @@ def explain_stage(
     stage from its upstreams' watermarks (:func:`explain_stage_window`), naming the one that holds it back.
 
     :raises LookupError: the log has no entries for ``batch`` (never ran, or pruned). :raises ValueError: ``stage``
-        is a join (no windows: its reports and reconciliation say what it buffered, joined and found late).
+        is a join or a process stage (no windows: its reports and reconciliation say what it buffered and emitted).
     """
-    if isinstance(stage, JoinStage):
+    if not isinstance(stage, WindowedStage):
+        kind = "a join" if isinstance(stage, JoinStage) else "a process stage"
         raise ValueError(
-            f"stage {stage.name!r} is a join and has no windows to explain: its reports (open windows: rows buffered)"
-            " and query.stage_reconciliation say what it joined and found late"
+            f"stage {stage.name!r} is {kind} and has no windows to explain: its reports (open windows: rows buffered"
+            " or keys kept) and query.stage_reconciliation say what it emitted"
         )
     batch = last_batch(controller) if batch is None else batch
     ran = controller.log.read(batch)

@@ -20,7 +20,7 @@ what a row is (:mod:`floodmark.protocol.wire`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    _parse_datatype_string,
 )
 
 from floodmark.core import aggregates
@@ -224,12 +225,68 @@ class StageSemantics:
 
 JOIN_TIME = "join_time"
 """A join stage's rows' event time in ms (``floodmark.core.pipeline.JOIN_TIME``)."""
+OUTPUT_TIME = "output_time"
+"""A process stage's rows' event time in ms (``floodmark.core.pipeline.OUTPUT_TIME``)."""
+
+
+class RowStageSemantics:
+    """What a stage that emits rows of its own emits (a join's joined rows, a process function's rows), in the
+    shape a window stage's :class:`StageSemantics` has: its rows where a window stage has panes (``fm_kind``
+    PANE), late rows (:attr:`late_columns` after the keys), dead letters. A subclass gives ``name``,
+    ``key_columns``, ``key_types`` and ``result_types`` (its rows' columns after the keys)."""
+
+    name: str
+    key_columns: tuple[str, ...]
+    key_types: tuple[DataType, ...]
+    combines = False
+    """Records are shipped, not partials."""
+    numeric_fields: tuple[str, ...] = ()
+    late_columns: tuple[Column, ...] = output.RECORD_COLUMNS
+    """The late rows' columns after the keys."""
+
+    @property
+    def result_types(self) -> tuple[tuple[str, DataType], ...]:
+        raise NotImplementedError
+
+    @property
+    def result_names(self) -> list[str]:
+        return [name for name, _ in self.result_types]
+
+    def combiner_fields(self) -> list[StructField]:
+        return spark_fields([*wire.COMBINER_COLUMNS, *wire.REJECTED_COLUMNS])
+
+    def emitted_schema(self) -> StructType:
+        """Rows, late rows and dead letters in one row form (``fm_kind``: PANE, LATE, BAD)."""
+        fields = spark_fields(typed(wire.TYPES, [wire.KIND]))
+        fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
+        fields += [StructField(name, dtype) for name, dtype in self.result_types]
+        fields += spark_fields([c for c in self.late_columns if c not in output.RECORD_COLUMNS])
+        fields += RECORD_META
+        return StructType(fields)
+
+    def output_schema(self) -> StructType:
+        return StructType([*self.emitted_schema().fields, *STATS_META])
+
+    def pane_columns(self) -> list[str]:
+        return [*self.key_columns, *self.result_names]
+
+    def record_columns(self) -> list[str]:
+        return [*self.key_columns, *names(self.late_columns)]
+
+    def dead_letter_columns(self) -> list[str]:
+        return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
+
+    def check_names(self, what: str) -> None:
+        """A ``ValueError`` naming the output columns that clash with each other or with floodmark's."""
+        outputs = [*self.pane_columns(), *names(self.late_columns)]
+        taken = sorted({n for n in self.pane_columns() if n in output.RESERVED or outputs.count(n) > 1})
+        if taken:
+            raise ValueError(f"{what} {self.name!r}: output column name(s) {taken} clash: rename them")
 
 
 @dataclass(frozen=True)
-class JoinSemantics:
-    """What a join stage emits, in the shape a window stage's :class:`StageSemantics` has: joined rows where a
-    window stage has panes (``fm_kind`` PANE), late rows with their side, dead letters.
+class JoinSemantics(RowStageSemantics):
+    """What a join stage emits: joined rows, late rows with their side, dead letters.
 
     :ivar name: the stage's name. :ivar spec: the interval join. :ivar key_columns: the ``on`` columns.
     :ivar key_types: their Spark types. :ivar sides: each side's value columns (every user column of its input
@@ -241,10 +298,7 @@ class JoinSemantics:
     key_columns: tuple[str, ...]
     key_types: tuple[DataType, ...]
     sides: tuple[tuple[tuple[str, DataType], ...], tuple[tuple[str, DataType], ...]]
-
-    combines = False
-    """A join ships records, not partials."""
-    numeric_fields: tuple[str, ...] = ()
+    late_columns: tuple[Column, ...] = output.JOIN_LATE_COLUMNS
 
     @classmethod
     def of(
@@ -273,11 +327,14 @@ class JoinSemantics:
             tuple((c, t) for c, t in types[side].items() if c not in on and c != TEXT and not c.startswith("fm_"))
             for side in (Side.LEFT, Side.RIGHT)
         )
-        semantics = cls(name, spec, tuple(on), tuple(types[Side.LEFT][c] for c in on), values)  # type: ignore[arg-type]
-        outputs = semantics.pane_columns()
-        taken = sorted({n for n in outputs if n in output.RESERVED or n == output.SIDE or outputs.count(n) > 1})
-        if taken:
-            raise ValueError(f"join stage {name!r}: output column name(s) {taken} clash: rename the inputs' columns")
+        semantics = cls(
+            name=name,
+            spec=spec,
+            key_columns=tuple(on),
+            key_types=tuple(types[Side.LEFT][c] for c in on),
+            sides=values,  # type: ignore[arg-type]
+        )
+        semantics.check_names("join stage")
         return semantics
 
     @property
@@ -290,37 +347,51 @@ class JoinSemantics:
         ]
         return (*prefixed, (JOIN_TIME, LongType()))
 
-    @property
-    def result_names(self) -> list[str]:
-        return [name for name, _ in self.result_types]
-
     def value_columns(self, side: Side) -> list[str]:
         """``side``'s value columns (unprefixed)."""
         return [name for name, _ in self.sides[0 if side is Side.LEFT else 1]]
 
-    def combiner_fields(self) -> list[StructField]:
-        return spark_fields([*wire.COMBINER_COLUMNS, *wire.REJECTED_COLUMNS])
 
-    def emitted_schema(self) -> StructType:
-        """Joined rows, late rows and dead letters in one row form (``fm_kind``: PANE, LATE, BAD)."""
-        fields = spark_fields(typed(wire.TYPES, [wire.KIND]))
-        fields += [StructField(name, dtype) for name, dtype in zip(self.key_columns, self.key_types, strict=True)]
-        fields += [StructField(name, dtype) for name, dtype in self.result_types]
-        fields += spark_fields(typed(output.TYPES, [output.SIDE]))
-        fields += RECORD_META
-        return StructType(fields)
+@dataclass(frozen=True)
+class ProcessSemantics(RowStageSemantics):
+    """What a process stage emits: your function's rows (its declared output columns), dead letters (bad input,
+    calls that raised, rows that do not fit the output); no late rows (your function decides what late means).
 
-    def output_schema(self) -> StructType:
-        return StructType([*self.emitted_schema().fields, *STATS_META])
+    :ivar output: the rows' columns after the keys and their Spark types.
+    """
 
-    def pane_columns(self) -> list[str]:
-        return [*self.key_columns, *self.result_names]
+    name: str
+    key_columns: tuple[str, ...]
+    key_types: tuple[DataType, ...]
+    output: tuple[tuple[str, DataType], ...]
 
-    def record_columns(self) -> list[str]:
-        return [*self.key_columns, *names(output.JOIN_LATE_COLUMNS)]
+    @classmethod
+    def of(
+        cls, name: str, key_by: Sequence[str], schema: StructType, output_types: Mapping[str, str]
+    ) -> ProcessSemantics:
+        """The semantics of a process stage keyed by ``key_by`` over input rows of ``schema`` emitting
+        ``output_types`` (``{column: Spark type name}``); a ``ValueError`` names what cannot run."""
+        check_columns(schema.names, key_by)
+        check_atomic(schema, key_by)
+        types = {f.name: f.dataType for f in schema.fields}
+        declared = []
+        for column, type_name in output_types.items():
+            try:
+                declared.append((column, _parse_datatype_string(type_name)))
+            except Exception as error:
+                raise ValueError(
+                    f"process stage {name!r}: output column {column!r} has no Spark type {type_name!r}"
+                ) from error
+        semantics = cls(
+            name=name, key_columns=tuple(key_by), key_types=tuple(types[c] for c in key_by), output=tuple(declared)
+        )
+        semantics.check_names("process stage")
+        return semantics
 
-    def dead_letter_columns(self) -> list[str]:
-        return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
+    @property
+    def result_types(self) -> tuple[tuple[str, DataType], ...]:
+        """Your rows' columns after the keys, then :data:`OUTPUT_TIME`."""
+        return (*self.output, (OUTPUT_TIME, LongType()))
 
 
 @dataclass(frozen=True)
@@ -423,7 +494,7 @@ class RuntimePlan:
     the stage computes (``stage``), how the input's rows feed it (``input``), and how its state is laid out
     (``state``). The sink needs the first only."""
 
-    stage: StageSemantics | JoinSemantics
+    stage: StageSemantics | JoinSemantics | ProcessSemantics
     input: InputBinding
     state: StateLayout = field(default_factory=StateLayout)
     right_input: InputBinding | None = None

@@ -42,7 +42,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
 from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime, Side
-from floodmark.core.pipeline import EVENT_TIME, JOIN_TIME, JoinStage, WindowedStage, stage_input_rows, stage_named
+from floodmark.core.pipeline import (
+    EVENT_TIME,
+    JOIN_TIME,
+    OUTPUT_TIME,
+    JoinStage,
+    ProcessStage,
+    WindowedStage,
+    stage_input_rows,
+    stage_named,
+)
+from floodmark.core.process import KeyedProcessFunction
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks import WatermarkStrategy
@@ -142,7 +152,7 @@ class Pipeline:
         if map_side not in ("arrow", "jvm"):
             raise ValueError(f"map_side must be 'arrow' or 'jvm', not {map_side!r}")
         self.sources: dict[str, Source] = {}
-        self.stages: dict[str, WindowedStage | JoinStage] = {}
+        self.stages: dict[str, WindowedStage | JoinStage | ProcessStage] = {}
         self.buckets = buckets
         self.map_side = map_side
 
@@ -197,16 +207,53 @@ class Pipeline:
         """Add a windowed stage (:class:`~floodmark.core.pipeline.WindowedStage`); returns its name."""
         self._check_new(name)
         stage = WindowedStage(name, upstream, spec, key_by, columns or {})  # type: ignore[arg-type]
-        kinds = {up in self.sources for up in stage.upstream}
-        unknown = [up for up in stage.upstream if up not in self.sources and up not in self.stages]
-        if unknown:
-            raise ValueError(f"stage {name!r} reads {unknown}: add sources and stages before the stages reading them")
-        if len(kinds) > 1:
-            raise ValueError(f"stage {name!r} reads sources and stages; a stage reads either sources or stages")
-        if stage.columns and True in kinds:
+        reads_sources = self._check_upstream(stage.name, stage.upstream)
+        if stage.columns and reads_sources:
             raise ValueError(f"stage {name!r} reads sources: derive columns on the DataFrame instead of columns=")
         self.stages[name] = stage
         return name
+
+    def process(
+        self,
+        name: str,
+        upstream: str | Sequence[str],
+        function: KeyedProcessFunction,
+        output: Mapping[str, str],
+        key_by: str | Sequence[str] = (),
+    ) -> str:
+        """Add a keyed process function (:class:`~floodmark.core.pipeline.ProcessStage`; the timer rules in
+        :mod:`floodmark.core.process.function`); returns its name.
+
+        ``function.process(record, ctx)`` is called with each input row (a dict of its columns) of a key, in arrival
+        order, with the key's state (``ctx.state``, a dict kept in the checkpoint); ``function.on_timer(timer,
+        ctx)`` when an event-time timer's time is reached by the stage's input watermark (the MIN of its inputs'),
+        or a processing-time timer's by the batch's processing time (the driver asks for a batch when one is due,
+        input or not). What ``ctx.emit(row)`` emits is a row of the stage's output: the key columns, the
+        ``output`` columns (``{"alert": "string", "silent_ms": "long"}``, Spark type names; a row is a dict of them
+        or a tuple in order), then ``output_time``, its event time (ms), the event time of a stage that reads this
+        one. Pending timers hold the stage's output watermark below their output times.
+
+        A call that raises makes the record (or timer) a dead letter with the error, and what the call did is
+        dropped; a row that does not fit the output is a dead letter too. Nothing of the function runs on the
+        driver: it is pickled with the plan (cloudpickle), so it must pickle, and so must ``ctx.state``'s values.
+
+        :raises ValueError: unknown inputs, sources and stages together, output columns that clash.
+        """
+        self._check_new(name)
+        stage = ProcessStage(name, upstream, key_by, function, output)  # type: ignore[arg-type]
+        self._check_upstream(stage.name, stage.upstream)
+        self.stages[name] = stage
+        return name
+
+    def _check_upstream(self, name: str, upstream: Sequence[str]) -> bool:
+        """Whether stage ``name`` reads sources (else stages). :raises ValueError: unknown inputs, or both kinds."""
+        unknown = [up for up in upstream if up not in self.sources and up not in self.stages]
+        if unknown:
+            raise ValueError(f"stage {name!r} reads {unknown}: add sources and stages before the stages reading them")
+        kinds = {up in self.sources for up in upstream}
+        if len(kinds) > 1:
+            raise ValueError(f"stage {name!r} reads sources and stages; a stage reads either sources or stages")
+        return True in kinds
 
     def join(
         self,
@@ -242,11 +289,7 @@ class Pipeline:
         """
         self._check_new(name)
         stage = JoinStage(name, left, right, on, IntervalJoinSpec(between, how, output_time, allowed_lateness))  # type: ignore[arg-type]
-        unknown = [up for up in stage.upstream if up not in self.sources and up not in self.stages]
-        if unknown:
-            raise ValueError(f"join {name!r} reads {unknown}: add sources and stages before the stages reading them")
-        if (left in self.sources) != (right in self.sources):
-            raise ValueError(f"join {name!r} reads a source and a stage; a join reads two sources or two stages")
+        self._check_upstream(name, stage.upstream)
         self.stages[name] = stage
         return name
 
@@ -278,13 +321,22 @@ class Pipeline:
                             f"stage {name!r} reads sources {stage.upstream} of different schemas or event times; "
                             "select the same columns from each"
                         )
-                plans[name] = self.source_plan(name, first, default, corrupt)
+                if isinstance(stage, ProcessStage):
+                    semantics = p.ProcessSemantics.of(name, stage.key_by, first.frame.schema, stage.output)
+                    plans[name] = self.source_plan(name, first, default, corrupt, semantics=semantics)
+                else:
+                    plans[name] = self.source_plan(name, first, default, corrupt)
                 continue
             schemas = {up: _input_schema(plans[up].stage, stage) for up in stage.upstream}
             schema = schemas[stage.upstream[0]]
             if any(s != schema for s in schemas.values()):
                 raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
-            event_time = JOIN_TIME if isinstance(self.stages[stage.upstream[0]], JoinStage) else EVENT_TIME
+            event_time = _event_time(plans[stage.upstream[0]].stage)
+            if isinstance(stage, ProcessStage):
+                semantics = p.ProcessSemantics.of(name, stage.key_by, schema, stage.output)
+                binding = p.InputBinding.of(schema, event_time, None, False, None)
+                plans[name] = p.RuntimePlan(semantics, binding, default)
+                continue
             plans[name] = p.RuntimePlan.for_input(
                 stage.spec, schema, stage.key_by, event_time, None, False, None, corrupt, name, default
             )
@@ -305,8 +357,7 @@ class Pipeline:
             above = plans[upstream].stage
             schema = _input_schema(above, stage)
             schemas.append(schema)
-            event_time = JOIN_TIME if isinstance(above, p.JoinSemantics) else EVENT_TIME
-            bindings.append(p.InputBinding.of(schema, event_time, None, False, None, side=side))
+            bindings.append(p.InputBinding.of(schema, _event_time(above), None, False, None, side=side))
         semantics = p.JoinSemantics.of(stage.name, stage.spec, stage.on, schemas[0], schemas[1])
         return p.RuntimePlan(semantics, bindings[0], state, right_input=bindings[1])
 
@@ -345,18 +396,18 @@ class Pipeline:
         corrupt_column: str | None,
         label: str | None = None,
         split_stats: bool = True,
-        semantics: p.JoinSemantics | None = None,
+        semantics: p.JoinSemantics | p.ProcessSemantics | None = None,
     ) -> p.RuntimePlan:
         """The plan of ``stage`` reading ``source``: what its map side runs on that source's rows.
 
         :arg label: the source's name in split labels (a graph of several sources). :arg split_stats: whether
             this map side reports the source's split statistics (a source read by several stages reports once).
-        :arg semantics: a join stage's (from its plan): the source is one of its sides.
+        :arg semantics: a join or process stage's (from its plan; for a join the source is one of its sides).
         """
         defined = self.stages[stage]
-        if isinstance(defined, JoinStage):
+        if not isinstance(defined, WindowedStage):
             assert semantics is not None
-            side = defined.side_of(source.name)
+            side = defined.side_of(source.name) if isinstance(defined, JoinStage) else None
             return p.RuntimePlan(semantics, self._binding(source, corrupt_column, side, label, split_stats), state)
         event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
         return p.RuntimePlan.for_input(
@@ -390,11 +441,11 @@ class Pipeline:
         log, metrics = control_log(checkpoint, spark)
         layout = fixed_bucket_layout(checkpoint, spark, log, self.buckets, self.bucket_count(spark), graph.order)
         state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
-        joins = [n for n, stage in self.stages.items() if isinstance(stage, JoinStage)]
-        if joins and state_format < state_codec.PARTS_FORMAT:
+        rows_stages = [n for n, stage in self.stages.items() if not isinstance(stage, WindowedStage)]
+        if rows_stages and state_format < state_codec.PARTS_FORMAT:
             raise ValueError(
-                f"join stages {joins} need state format {state_codec.PARTS_FORMAT}; this checkpoint was created with "
-                f"format {state_format}: start the pipeline from a new checkpoint"
+                f"join and process stages {rows_stages} need state format {state_codec.PARTS_FORMAT}; this checkpoint "
+                f"was created with format {state_format}: start the pipeline from a new checkpoint"
             )
         states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
         plans = {n: replace(plan, state=states[n]) for n, plan in unbound.items()}
@@ -420,9 +471,10 @@ class Pipeline:
             for source_name in self.stages[name].upstream:
                 source = self.sources[source_name]
                 label = source_name if len(self.sources) > 1 else None  # Controller.split_label
-                join = plans[name].stage if isinstance(plans[name].stage, p.JoinSemantics) else None
+                semantics = plans[name].stage
+                rows_of = semantics if isinstance(semantics, p.JoinSemantics | p.ProcessSemantics) else None
                 source_plan = self.source_plan(
-                    name, source, states[name], corrupt, label, source_name not in reporting, join
+                    name, source, states[name], corrupt, label, source_name not in reporting, rows_of
                 )
                 reporting.add(source_name)
                 combined = combined_input(
@@ -442,6 +494,7 @@ class Pipeline:
                 {n: plans[n] for n in order if graph.levels[n] == level},
                 {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order},
                 order,
+                {n: self.stages[n] for n in order if graph.levels[n] == level},
             )
             grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
             if level == 1 and state_format < state_codec.PARTS_FORMAT:
@@ -631,6 +684,8 @@ class Pipeline:
                     spec.output_time,
                     spec.allowed_lateness,
                 )
+            elif isinstance(stage, ProcessStage):
+                pipeline.process(stage.name, stage.upstream, stage.function, stage.output, stage.key_by)
             else:
                 pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
         return pipeline
@@ -660,7 +715,16 @@ def _column(described: Mapping[str, str]) -> Any:
     return described["column"] if "column" in described else F.expr(described["expression"])
 
 
-def _input_schema(upstream: p.StageSemantics | p.JoinSemantics, stage: WindowedStage | JoinStage) -> StructType:
+def _event_time(upstream: p.StageSemantics | p.JoinSemantics | p.ProcessSemantics) -> str:
+    """The event-time column of the rows ``upstream`` emits: a pane's timestamp, a join's or a process's time."""
+    if isinstance(upstream, p.JoinSemantics):
+        return JOIN_TIME
+    return OUTPUT_TIME if isinstance(upstream, p.ProcessSemantics) else EVENT_TIME
+
+
+def _input_schema(
+    upstream: p.StageSemantics | p.JoinSemantics | p.ProcessSemantics, stage: WindowedStage | JoinStage | ProcessStage
+) -> StructType:
     """The schema of ``stage``'s input rows read from ``upstream``'s panes (or joined rows): their columns + the
     derived columns of a window stage."""
     pane_fields = {f.name: f for f in upstream.output_schema().fields}

@@ -25,7 +25,7 @@ the same batch.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
-from floodmark.core.pipeline import JoinStage, WindowedStage, stage_input_rows
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage, stage_input_rows
 from floodmark.protocol import wire
 from floodmark.protocol.columns import names
 from floodmark.spark import blocks
@@ -44,7 +44,11 @@ from floodmark.spark import plan as p
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 from floodmark.spark.stateful.bucket_state import BlobState, BucketState
 from floodmark.spark.stateful.join_processor import JoinBucketProcessor
+from floodmark.spark.stateful.process_processor import ProcessBucketProcessor
 from floodmark.spark.stateful.processor import BucketOutput, WindowBucketProcessor
+
+Stage = WindowedStage | JoinStage | ProcessStage
+"""A stage's definition, of any kind."""
 
 CARRIER = StructType(p.spark_fields(wire.CARRIER_COLUMNS))
 """The rows between levels and into the sink (see the module docstring)."""
@@ -74,17 +78,19 @@ class StageLevel:
 
     :arg plans: this level's stages. :arg downstream: for every stage, the plans and definitions of the stages
         that read it. :arg order: every stage, upstream first (fixes the order of forwarded blocks).
+    :arg stages: this level's join and process stages' definitions (a process stage's function runs here); a stage
+        not in it is a window stage.
     """
 
     def __init__(
         self,
         plans: dict[str, p.RuntimePlan],
-        downstream: dict[str, list[tuple[p.RuntimePlan, WindowedStage | JoinStage]]],
+        downstream: dict[str, list[tuple[p.RuntimePlan, Stage]]],
         order: list[str],
+        stages: Mapping[str, Stage] | None = None,
     ) -> None:
-        self.processors: dict[str, WindowBucketProcessor | JoinBucketProcessor] = {
-            name: JoinBucketProcessor(plan) if isinstance(plan.stage, p.JoinSemantics) else WindowBucketProcessor(plan)
-            for name, plan in plans.items()
+        self.processors: dict[str, WindowBucketProcessor | JoinBucketProcessor | ProcessBucketProcessor] = {
+            name: _processor(plan, (stages or {}).get(name)) for name, plan in plans.items()
         }
         self.downstream = downstream
         self.order = order
@@ -159,12 +165,14 @@ class StageLevel:
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def _forward(
-        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: WindowedStage | JoinStage
+        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: Stage
     ) -> pd.DataFrame:
         """``panes`` (a join's rows) as IN blocks of ``target``, one per target bucket (a join's tagged with the
         side ``stage`` is)."""
         if isinstance(target, JoinStage):
             rows, keys, side = panes, target.on, target.side_of(stage).value
+        elif isinstance(target, ProcessStage):
+            rows, keys, side = panes, target.key_by, None
         else:
             rows, keys, side = stage_input_rows(panes, target), target.key_by, None
         if keys:
@@ -186,6 +194,16 @@ class StageLevel:
                 wire.BLOCK: packed.column(wire.BLOCK).to_pylist(),
             }
         )
+
+
+def _processor(
+    plan: p.RuntimePlan, stage: Stage | None
+) -> WindowBucketProcessor | JoinBucketProcessor | ProcessBucketProcessor:
+    if isinstance(stage, JoinStage):
+        return JoinBucketProcessor(plan)
+    if isinstance(stage, ProcessStage):
+        return ProcessBucketProcessor(plan, stage)
+    return WindowBucketProcessor(plan)
 
 
 def ipc_bytes(table: pa.Table) -> bytes:

@@ -1,0 +1,167 @@
+"""The stateful processor of a process stage: your keyed process function per bucket of keys, inside Spark.
+
+Per bucket and batch, :meth:`ProcessBucketProcessor.run` restores the bucket's operator (every key's state and
+timers), moves its clock to the batch's processing time and its watermark to the stage's (the timers they reach
+fire), hands it the bucket's records in input-partition order (what ``floodmark.core.pipeline.MicroBatchPipeline``
+does, the reference this is tested against), stores it back and returns:
+
+* PANE rows: your rows (keys, your output columns, ``output_time``); BAD rows: the combiner's rejected records,
+  the calls of your function that raised (the record or timer, and the error), and rows that do not fit the
+  stage's output (its columns, its types);
+* STATS rows and one GAUGE row: the hold (the lowest output time of the pending timers), keys with state or timers
+  as open windows, the next event-time and processing-time timers as the deadlines (so the driver asks for a
+  batch without input when one is due), and the counts.
+
+No timer logic lives here: it is all in :mod:`floodmark.core.process`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+
+from floodmark.core.pipeline import ProcessStage, key_array
+from floodmark.core.process import KeyedProcessOperator, ProcessEmitted, ProcessOutput, restore_process_operator
+from floodmark.core.values import plain
+from floodmark.protocol import output, wire
+from floodmark.protocol.control import ControlEntry
+from floodmark.spark import blocks
+from floodmark.spark import plan as p
+from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
+from floodmark.spark.stateful.bucket_state import BucketState
+from floodmark.spark.stateful.processor import BucketOutput, dead_letter_rows, due, key_dict, stats_rows
+
+
+class ProcessBucketProcessor:
+    """Hosts your keyed process function for one bucket of a process stage (see the module docstring).
+
+    :arg plan: the stage's plan (:class:`~floodmark.spark.plan.ProcessSemantics`). :arg stage: its definition (your
+        function, pickled with the plan).
+
+    A record your function gets is its input row as a dict of the input's user columns (plain Python values).
+    """
+
+    def __init__(self, plan: p.RuntimePlan, stage: ProcessStage) -> None:
+        assert isinstance(plan.stage, p.ProcessSemantics)
+        self.plan = plan
+        self.semantics: p.ProcessSemantics = plan.stage
+        self.stage = stage
+        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
+        self._arrow_types = {name: to_arrow_type(dtype) for name, dtype in self.semantics.output}
+
+    def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
+        """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
+        entry = self.current_entry()
+        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
+        if not data_blocks and state.exists() and not due(entry, self.semantics.name, bucket):
+            return BucketOutput([], [])  # the state and the bucket's last report stand
+        data = blocks.unpack(data_blocks)
+        kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
+        bad = data[kinds == wire.BAD_INPUT]
+        rows = [
+            dead_letter_rows(bad, self.semantics.key_columns, self.plan.input.ts_column),
+            stats_rows(data[kinds == wire.SPLIT_STATS]),
+        ]
+        raw = data[kinds == wire.RAW].reset_index(drop=True)
+        stored = state.load()
+        function = self.stage.function
+        operator = KeyedProcessOperator(function) if stored is None else restore_process_operator(function, stored)
+        emitted = operator.advance_processing_time(entry.processing_time)
+        emitted.extend(operator.advance_watermark(entry.watermark_for(self.semantics.name)))
+        if len(raw):
+            times = raw[self.plan.input.ts_column].to_numpy(dtype=np.int64).tolist()
+            added = operator.add_records(key_array(raw, self.semantics.key_columns), times, self._records(raw))
+            emitted.extend(added)
+        if stored is not None or operator.keys():
+            state.store(operator.snapshot())
+        fitting, misfits = self._fitting(emitted.rows)
+        rows += [self._bad(emitted, misfits)]
+        gauge = {
+            wire.KIND: wire.GAUGE,
+            wire.SEQ: entry.seq,
+            wire.BUCKET: bucket,
+            wire.HOLD: operator.output_hold(),
+            wire.OLDEST_PENDING: None,
+            wire.OPEN_WINDOWS: operator.keys(),
+            wire.NEXT_FIRE: operator.next_watermark_deadline(),
+            wire.NEXT_TIMER: operator.next_processing_deadline(),
+            wire.PANE_COUNT: len(fitting),
+            wire.LATE_COUNT: 0,
+            wire.BAD_COUNT: len(bad) + len(emitted.bad) + len(misfits),
+            wire.ACCEPTED: len(raw),  # every good record was handed to the function (a call that raised too)
+        }
+        rows.append(pd.DataFrame([gauge]))
+        return BucketOutput(rows, [self._columns(fitting)] if fitting else [])
+
+    # ------------------------------------------------------------------ input
+    def _records(self, raw: pd.DataFrame) -> list[dict[str, Any]]:
+        """Each row's user columns as a dict of plain values (integral columns pandas made floats: ints again)."""
+        integral = set(self.plan.input.integral_columns)
+        names = self.plan.input.user_columns
+        columns = [[plain(v, name in integral) for v in raw[name].tolist()] for name in names]
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+    # ----------------------------------------------------------------- output
+    def _fitting(self, emitted: list[ProcessOutput]) -> tuple[list[tuple[ProcessOutput, tuple]], list[tuple]]:
+        """Your rows split into those that fit the output (with their values) and those that do not (with why)."""
+        fitting, misfits = [], []
+        for out in emitted:
+            try:
+                values = self.stage.row_values(out.row)
+                for (name, arrow_type), value in zip(self._arrow_types.items(), values, strict=True):
+                    try:
+                        pa.array([value], type=arrow_type)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as error:
+                        raise ValueError(f"column {name!r}: {value!r} is not {arrow_type}: {error}") from error
+            except ValueError as error:
+                misfits.append((out, f"the row does not fit the stage's output: {error}"))
+                continue
+            fitting.append((out, values))
+        return fitting, misfits
+
+    def _columns(self, fitting: list[tuple[ProcessOutput, tuple]]) -> dict[str, Any]:
+        """The fitting rows as the row form's columns."""
+        columns: dict[str, Any] = {wire.KIND: wire.PANE}
+        keys = [key_dict(out.key, self.semantics.key_columns, ()) for out, _ in fitting]
+        for name in self.semantics.key_columns:
+            columns[name] = [k[name] for k in keys]
+        for i, (name, arrow_type) in enumerate(self._arrow_types.items()):
+            columns[name] = pa.array([values[i] for _, values in fitting], type=arrow_type)
+        columns[p.OUTPUT_TIME] = np.array([out.timestamp for out, _ in fitting], dtype=np.int64)
+        return columns
+
+    def _bad(self, emitted: ProcessEmitted, misfits: list[tuple]) -> pd.DataFrame:
+        """Calls that raised (the record or the timer) and rows that do not fit, as BAD rows."""
+        dead = [
+            {
+                wire.KIND: wire.BAD,
+                **key_dict(bad.key, self.semantics.key_columns, ()),
+                output.EVENT_TIME: plain(bad.raw_timestamp),
+                output.REASON: bad.reason,
+                output.RECORD: json.dumps(
+                    bad.value if isinstance(bad.value, dict) else {"timer": dataclasses.asdict(bad.value)}, default=str
+                ),
+            }
+            for bad in emitted.bad
+        ]
+        dead += [
+            {
+                wire.KIND: wire.BAD,
+                **key_dict(out.key, self.semantics.key_columns, ()),
+                output.EVENT_TIME: out.timestamp,
+                output.REASON: reason,
+                output.RECORD: json.dumps(out.row, default=str),
+            }
+            for out, reason in misfits
+        ]
+        return pd.DataFrame(dead) if dead else pd.DataFrame()
+
+    def close(self) -> None:
+        pass
