@@ -62,6 +62,36 @@ def test_several_stages_in_one_query(tmp_path):
 
 
 @pytest.mark.spark
+def test_joins_and_timers(tmp_path):
+    block = BLOCKS["Joins and timers"]
+    # Per user, a query every 30 s for 5 minutes, clicked 4 s later when its number is even; the clicks of split 1
+    # written 2 minutes of event time behind split 0's (out of order across splits, in order within each).
+    queries, clicks_ = [], []
+    for user, split in (("u1", 0), ("u2", 1)):
+        for n in range(10):
+            queries.append({"ts": n * 30_000, "user": user, "query": f"{user}-{n}", "partition": split})
+            if n % 2 == 0:
+                clicks_.append({"ts": n * 30_000 + 4_000, "user": user, "url": f"{user}-{n}/a", "partition": split})
+    for name, rows in (("queries", queries), ("clicks", clicks_)):
+        (tmp_path / name).mkdir()
+        ordered = sorted(rows, key=lambda r: r["ts"] + (120_000 if name == "clicks" and r["partition"] else 0))
+        (tmp_path / name / "rows.json").write_text("".join(json.dumps(r) + "\n" for r in ordered))
+    check = """
+query.finish_when_input_exhausted(timeout_s=300)
+import json
+windows = {r.window_start: [r.rows, r.clicks] for r in spark.read.parquet("out/click_through/panes").collect()}
+abandoned = sorted((r.user, r.last_query) for r in spark.read.parquet("out/abandoned/panes").collect())
+print(json.dumps({"windows": {str(k): v for k, v in sorted(windows.items())}, "abandoned": abandoned}))
+"""
+    out = json.loads(run_block(block + check, tmp_path))
+    # Each minute has 2 queries per user, the one at :00 clicked: 4 joined rows (one per query), 2 with a click.
+    assert out == {
+        "windows": {str(m * MINUTE): [4, 2] for m in range(5)},
+        "abandoned": [["u1", 270_000], ["u2", 270_000]],
+    }
+
+
+@pytest.mark.spark
 def test_kafka_in_panes_to_any_sink(tmp_path, kafka_broker):
     block = BLOCKS["Kafka in, panes to any sink"]
     # The broker serves the whole test session: topics of the block's names may exist already.
@@ -115,5 +145,6 @@ def test_every_python_block_of_the_readme_has_a_test():
         "Kafka in, panes to any sink",
         "Install it in your own Spark",
         "Example: test a window's behaviour without Spark",
+        "Joins and timers",
     }
     assert set(BLOCKS) == tested

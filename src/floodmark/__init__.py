@@ -4,6 +4,7 @@ The user-facing names::
 
     from floodmark import WindowSpec, windows, triggers, aggregates, AccumulationMode, TimestampCombiner
     from floodmark import WatermarkStrategy, WatermarkGenerator
+    from floodmark import KeyedProcessFunction, ProcessContext, Timer, TimeDomain   # keyed process functions
     from floodmark.testing import WindowHarness, TestStream
     from floodmark.spark import EventTimeAggregation, SourceTime, local_session   # needs pyspark
 """
@@ -15,6 +16,7 @@ from floodmark.lazy import lazy_exports
 if TYPE_CHECKING:
     from floodmark.core import aggregates, triggers, windows
     from floodmark.core.panes import AccumulationMode, Pane, Timing
+    from floodmark.core.process import KeyedProcessFunction, ProcessContext, TimeDomain, Timer
     from floodmark.core.records import BadRecord, LateReason, LateRecord
     from floodmark.core.spec import WindowSpec
     from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -28,9 +30,13 @@ __all__ = [
     "MIN_TIMESTAMP",
     "AccumulationMode",
     "BadRecord",
+    "KeyedProcessFunction",
     "LateReason",
     "LateRecord",
     "Pane",
+    "ProcessContext",
+    "TimeDomain",
+    "Timer",
     "TimestampCombiner",
     "Timing",
     "WatermarkGenerator",
@@ -52,6 +58,10 @@ __getattr__, __dir__ = lazy_exports(
         "Pane": "floodmark.core.panes",
         "Timing": "floodmark.core.panes",
         "BadRecord": "floodmark.core.records",
+        "KeyedProcessFunction": "floodmark.core.process",
+        "ProcessContext": "floodmark.core.process",
+        "TimeDomain": "floodmark.core.process",
+        "Timer": "floodmark.core.process",
         "LateReason": "floodmark.core.records",
         "LateRecord": "floodmark.core.records",
         "WindowSpec": "floodmark.core.spec",

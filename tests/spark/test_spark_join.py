@@ -249,3 +249,14 @@ def test_kill_minus_nine_during_a_join_loses_and_repeats_nothing(spark, search_i
     second = run_driver(*args, script=JOIN_DRIVER)
     assert second.wait(timeout=600) == 0
     assert stage_rows(spark, crash / "out") == stage_rows(spark, reference)
+
+
+def test_floodmark_demo_searches(tmp_path):
+    """The demo: the left join timed at the query and the timers, each checked against the straight computation."""
+    result = CliRunner().invoke(app_cli, ["demo", "searches", "--output", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    summary = (tmp_path / "demo" / "summary.txt").read_text()
+    assert "equal to the straight computation without the late clicks" in summary
+    assert "abandoned searches (equal to the straight computation)" in summary
+    again = CliRunner().invoke(app_cli, ["demo", "searches", "--output", str(tmp_path)])
+    assert again.exit_code == 2 and "is not an earlier searches demo" in again.output

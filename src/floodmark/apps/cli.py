@@ -53,14 +53,15 @@ def demo(
         str,
         typer.Argument(
             help="clickstream: 1-minute counts with an idle split and late records (default); games: a two-stage "
-            "session pipeline, END_OF_WINDOW vs EARLIEST, with percentile watermarks."
+            "session pipeline, END_OF_WINDOW vs EARLIEST, with percentile watermarks; searches: queries joined to "
+            "their clicks, click-through per 30 s, abandoned searches by event-time timers."
         ),
     ] = "clickstream",
     output: Annotated[
         Path | None,
         typer.Option(
             help="Directory for results, late/bad records, the PNG and the summary "
-            "(default: floodmark-demo, or floodmark-games for games)."
+            "(default: floodmark-demo, floodmark-games for games, floodmark-searches for searches)."
         ),
     ] = None,
     ticks_per_second: Annotated[
@@ -77,11 +78,28 @@ def demo(
         ),
     ] = False,
 ) -> None:
-    """Run a seed's job on its simulator (local Spark): seed 001's clickstream, or seed 003's games."""
+    """Run a seed's job on its simulator (local Spark): seed 001's clickstream, seed 003's games or its searches."""
     import dataclasses
 
-    if scenario not in ("clickstream", "games"):
-        raise typer.BadParameter(f"unknown scenario {scenario!r}: use clickstream or games", param_hint="SCENARIO")
+    if scenario not in ("clickstream", "games", "searches"):
+        raise typer.BadParameter(
+            f"unknown scenario {scenario!r}: use clickstream, games or searches", param_hint="SCENARIO"
+        )
+    if scenario == "searches":
+        if kafka:
+            raise typer.BadParameter("--kafka runs the clickstream scenario only", param_hint="--kafka")
+        from floodmark.apps.searches_demo import demo_config as searches_config
+        from floodmark.apps.searches_demo import run_searches_demo
+
+        try:
+            summary = run_searches_demo(output or Path("floodmark-searches"), searches_config(seed), console)
+        except (FileExistsError, ValueError) as error:
+            raise _fail(str(error), 2) from None
+        console.print()
+        console.print(summary, highlight=False)
+        if "DIFFER" in summary:
+            raise _fail("the join or the timers differ from the straight computation")
+        return
     if scenario == "games":
         if kafka:
             raise typer.BadParameter("--kafka runs the clickstream scenario only", param_hint="--kafka")
