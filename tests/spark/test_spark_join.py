@@ -11,16 +11,13 @@ the oracle.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from spark_helpers import read_output
-from test_spark_recovery import run_driver
+from test_spark_recovery import kill_after, run_driver
 from typer.testing import CliRunner
 
 from floodmark.apps import searches as app
@@ -234,18 +231,9 @@ def test_kill_minus_nine_during_a_join_loses_and_repeats_nothing(spark, search_i
     _, directory = search_input
     crash = directory / "crash"
     args = (directory / "in", crash / "ckpt", crash / "out", "left", "LEFT")
-    first = run_driver(*args, script=JOIN_DRIVER)
-    metrics = crash / "ckpt" / "floodmark" / "metrics.jsonl"
-    deadline = time.monotonic() + 300
-    while not metrics.exists() or len(metrics.read_text().splitlines()) < 6:
-        assert first.poll() is None, "the driver ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)  # into the next batch
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=60)
+    killed_after = kill_after(crash / "ckpt", 6, *args, script=JOIN_DRIVER)
     query, reference = runs[("left", "LEFT")]
-    assert len(metrics.read_text().splitlines()) < len(query.reports), "killed in the middle of the run"
+    assert killed_after < len(query.reports), "killed in the middle of the run"
     second = run_driver(*args, script=JOIN_DRIVER)
     assert second.wait(timeout=600) == 0
     assert stage_rows(spark, crash / "out") == stage_rows(spark, reference)

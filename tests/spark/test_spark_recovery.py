@@ -69,6 +69,21 @@ def outputs(spark, root: Path) -> tuple[list, list]:
     ) else []
 
 
+def kill_after(checkpoint: Path, batches: int, *args: object, script: Path = DRIVER) -> int:
+    """Run ``script`` with ``args``, kill -9 it 0.3 s into the batch after its ``batches``-th report; returns the
+    reports it wrote."""
+    first = run_driver(*args, script=script)
+    deadline = time.monotonic() + 300
+    while batches_done(checkpoint) < batches:
+        assert first.poll() is None, "the driver ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next batch
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    return batches_done(checkpoint)
+
+
 def crash_and_restart(checkpoint: Path, *args: object) -> None:
     """Run the driver, kill -9 it after 5 of its 12 data batches, run it again to the end."""
     first = run_driver(*args)

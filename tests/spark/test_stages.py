@@ -10,9 +10,6 @@ the reference.
 from __future__ import annotations
 
 import itertools
-import os
-import signal
-import time
 import urllib.request
 from pathlib import Path
 
@@ -22,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from spark_helpers import read_output
-from test_spark_recovery import run_driver
+from test_spark_recovery import kill_after, run_driver
 from typer.testing import CliRunner
 
 from floodmark.apps.cli import app
@@ -343,17 +340,7 @@ def test_kill_minus_nine_during_a_two_stage_run_loses_and_repeats_nothing(spark,
     _, directory = game_input
     crash = directory / "crash"
     args = (directory / "in", crash / "ckpt", crash / "out", "END_OF_WINDOW")
-    first = run_driver(*args, script=PIPELINE_DRIVER)
-    metrics = crash / "ckpt" / "floodmark" / "metrics.jsonl"
-    deadline = time.monotonic() + 300
-    while not metrics.exists() or len(metrics.read_text().splitlines()) < 6:
-        assert first.poll() is None, "the driver ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)  # into the next batch
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=60)
-    killed_after = len(metrics.read_text().splitlines())
+    killed_after = kill_after(crash / "ckpt", 6, *args, script=PIPELINE_DRIVER)
     assert killed_after < len(runs[TimestampCombiner.END_OF_WINDOW][0].reports), "killed in the middle of the run"
     second = run_driver(*args, script=PIPELINE_DRIVER)
     assert second.wait(timeout=600) == 0

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
+from floodmark.apps.demo_output import prepare
 from floodmark.apps.games import DEMO_MARKER as MARKER
 from floodmark.apps.games import SOURCES, game_pipeline, straight_means, write_input
 from floodmark.core import aggregates, windows
@@ -29,7 +29,6 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.watermarks import SourceWatermarks, WatermarkStrategy
-from floodmark.driver.checkpoint_files import require_directory
 from floodmark.simulator import games
 
 COMBINERS = (TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST)
@@ -63,7 +62,7 @@ def run_games_demo(output: Path, config: games.GamesConfig, console: Console) ->
     """Run the demo into ``output`` (replaced if it holds an earlier games demo); returns the summary."""
     from floodmark.spark import local_session
 
-    _prepare(output)
+    prepare(output, MARKER, "games")
     records = games.generate(config)
     batches = write_input(records, output / "input")
     console.print(
@@ -91,16 +90,6 @@ def run_games_demo(output: Path, config: games.GamesConfig, console: Console) ->
     summary = _summary(lines, config, checks, percentile_table(records, config), figure)
     (output / "summary.txt").write_text(summary + "\n")
     return summary
-
-
-def _prepare(output: Path) -> None:
-    require_directory(output, "the output directory")
-    if output.exists():
-        if not (output / MARKER).exists():
-            raise FileExistsError(f"{output} exists and is not an earlier games demo: choose another --output")
-        shutil.rmtree(output)
-    output.mkdir(parents=True)
-    (output / MARKER).write_text("written by floodmark demo games\n")
 
 
 def _watermark_lines(reports: list) -> dict[str, list[int]]:

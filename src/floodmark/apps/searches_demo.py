@@ -13,14 +13,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
 
+from floodmark.apps.demo_output import prepare
 from floodmark.apps.searches import search_pipeline, straight_pairs, straight_searches, write_input
-from floodmark.driver.checkpoint_files import require_directory
 from floodmark.simulator import searches
 
 MARKER = "floodmark-searches-demo"
@@ -36,7 +35,7 @@ def run_searches_demo(output: Path, config: searches.SearchConfig, console: Cons
     """Run the demo into ``output`` (replaced if it holds an earlier searches demo); returns the summary."""
     from floodmark.spark import local_session
 
-    _prepare(output)
+    prepare(output, MARKER, "searches")
     records = searches.generate(config)
     batches = write_input(records, output / "input")
     console.print(
@@ -84,13 +83,3 @@ def run_searches_demo(output: Path, config: searches.SearchConfig, console: Cons
     summary = "\n".join(lines)
     (output / "summary.txt").write_text(summary + "\n")
     return summary
-
-
-def _prepare(output: Path) -> None:
-    require_directory(output, "the output directory")
-    if output.exists():
-        if not (output / MARKER).exists():
-            raise FileExistsError(f"{output} exists and is not an earlier searches demo: choose another --output")
-        shutil.rmtree(output)
-    output.mkdir(parents=True)
-    (output / MARKER).write_text("written by floodmark demo searches\n")

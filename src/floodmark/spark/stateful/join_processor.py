@@ -37,7 +37,14 @@ from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
 from floodmark.spark.stateful.bucket_state import BucketState
-from floodmark.spark.stateful.processor import BucketOutput, dead_letter_rows, due, key_dict, stats_rows
+from floodmark.spark.stateful.processor import (
+    BucketOutput,
+    blocks_to_run,
+    dead_letter_rows,
+    key_dict,
+    stats_rows,
+    user_values,
+)
 
 
 class JoinBucketProcessor:
@@ -58,9 +65,9 @@ class JoinBucketProcessor:
     def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
         """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
         entry = self.current_entry()
-        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
-        if not data_blocks and state.exists() and not due(entry, self.stage.name, bucket):
-            return BucketOutput([], [])  # the state and the bucket's last report stand
+        data_blocks = blocks_to_run(entry, self.stage.name, bucket, block_values, state)
+        if data_blocks is None:
+            return BucketOutput([], [])
         sides = blocks.unpack_sides(data_blocks)
         stored = state.load()
         spec = self.stage.spec
@@ -83,7 +90,7 @@ class JoinBucketProcessor:
             raw = data[kinds == wire.RAW].reset_index(drop=True)
             if not len(raw):
                 continue
-            values = self._values(raw, binding)
+            values = user_values(raw, binding)
             times = raw[binding.ts_column].to_numpy(dtype=np.int64).tolist()  # a float column where other rows had none
             added = operator.add(side, key_array(raw, self.stage.key_columns), times, values)
             accepted += len(raw) - len(added.late) - len(added.bad)
@@ -107,14 +114,6 @@ class JoinBucketProcessor:
         }
         rows.append(pd.DataFrame([gauge]))
         return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
-
-    # ------------------------------------------------------------------ input
-    @staticmethod
-    def _values(raw: pd.DataFrame, binding: p.InputBinding) -> list[tuple]:
-        """Each row's user columns as a tuple of plain values (integral columns pandas made floats: ints again)."""
-        integral = set(binding.integral_columns)
-        columns = [[plain(v, name in integral) for v in raw[name].tolist()] for name in binding.user_columns]
-        return list(zip(*columns, strict=True)) if columns else [() for _ in range(len(raw))]
 
     # ----------------------------------------------------------------- output
     def _joined(self, emitted: JoinEmitted) -> dict[str, Any]:

@@ -36,7 +36,14 @@ from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
 from floodmark.spark.stateful.bucket_state import BucketState
-from floodmark.spark.stateful.processor import BucketOutput, dead_letter_rows, due, key_dict, stats_rows
+from floodmark.spark.stateful.processor import (
+    BucketOutput,
+    blocks_to_run,
+    dead_letter_rows,
+    key_dict,
+    stats_rows,
+    user_values,
+)
 
 
 class ProcessBucketProcessor:
@@ -59,9 +66,9 @@ class ProcessBucketProcessor:
     def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
         """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
         entry = self.current_entry()
-        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
-        if not data_blocks and state.exists() and not due(entry, self.semantics.name, bucket):
-            return BucketOutput([], [])  # the state and the bucket's last report stand
+        data_blocks = blocks_to_run(entry, self.semantics.name, bucket, block_values, state)
+        if data_blocks is None:
+            return BucketOutput([], [])
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         bad = data[kinds == wire.BAD_INPUT]
@@ -102,11 +109,9 @@ class ProcessBucketProcessor:
 
     # ------------------------------------------------------------------ input
     def _records(self, raw: pd.DataFrame) -> list[dict[str, Any]]:
-        """Each row's user columns as a dict of plain values (integral columns pandas made floats: ints again)."""
-        integral = set(self.plan.input.integral_columns)
+        """Each row's user columns as a dict of plain values."""
         names = self.plan.input.user_columns
-        columns = [[plain(v, name in integral) for v in raw[name].tolist()] for name in names]
-        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+        return [dict(zip(names, values, strict=True)) for values in user_values(raw, self.plan.input)]
 
     # ----------------------------------------------------------------- output
     def _fitting(self, emitted: list[ProcessOutput]) -> tuple[list[tuple[ProcessOutput, tuple]], list[tuple]]:

@@ -68,10 +68,9 @@ class WindowBucketProcessor:
     def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
         """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
         entry = self.current_entry()
-        # The tick rows (one per bucket) carry no block.
-        data_blocks = [block for block in block_values if isinstance(block, bytes | bytearray)]
-        if not data_blocks and state.exists() and not due(entry, self.plan.stage.name, bucket):
-            return BucketOutput([], [])  # the state and the bucket's last report stand
+        data_blocks = blocks_to_run(entry, self.plan.stage.name, bucket, block_values, state)
+        if data_blocks is None:
+            return BucketOutput([], [])
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         raw = data[kinds == wire.RAW]
@@ -203,6 +202,16 @@ class WindowBucketProcessor:
         pass
 
 
+def blocks_to_run(entry: ControlEntry, stage: str, bucket: int, values: list[Any], state: BucketState) -> list | None:
+    """A bucket's data blocks of the batch (``values``: its IN rows' blocks; ticks carry None), or None when the
+    bucket has nothing to do: no data, state stored already, and nothing due (:func:`due`): its state and last
+    report stand."""
+    data_blocks = [block for block in values if isinstance(block, bytes | bytearray)]
+    if not data_blocks and state.exists() and not due(entry, stage, bucket):
+        return None
+    return data_blocks
+
+
 def due(entry: ControlEntry, stage: str, bucket: int) -> bool:
     """Whether ``entry`` lets ``stage``'s ``bucket`` fire, collect or clean up without input, by what it last
     reported (the entry carries every bucket's last GAUGE values); True if it has not reported yet."""
@@ -229,6 +238,14 @@ def stats_rows(rows: pd.DataFrame) -> pd.DataFrame:
     if not len(rows):
         return pd.DataFrame()
     return pd.DataFrame({wire.KIND: wire.STATS, **{c: rows[c].to_numpy() for c in names(wire.STATS_COLUMNS)}})
+
+
+def user_values(raw: pd.DataFrame, binding: p.InputBinding) -> list[tuple]:
+    """Each row of ``raw`` as a tuple of its input's user columns, plain values (integral columns that pandas made
+    floats, for nulls among them: ints again)."""
+    integral = set(binding.integral_columns)
+    columns = [[plain(v, name in integral) for v in raw[name].tolist()] for name in binding.user_columns]
+    return list(zip(*columns, strict=True)) if columns else [() for _ in range(len(raw))]
 
 
 def key_dict(key: Any, key_columns: Sequence[str], integral: Sequence[str]) -> dict[str, Any]:
