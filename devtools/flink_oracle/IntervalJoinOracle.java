@@ -12,6 +12,9 @@ import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -20,6 +23,7 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
@@ -27,7 +31,8 @@ import org.apache.flink.util.OutputTag;
 
 /**
  * Java half of the Flink oracle: the DataStream interval join (KeyedStream.intervalJoin ->
- * IntervalJoinOperator), which PyFlink's Python DataStream API does not expose.
+ * IntervalJoinOperator), which PyFlink's Python DataStream API does not expose, and a KeyedProcessFunction with
+ * event-time timers on punctuated watermarks (PyFlink's Python API has no custom watermark generator).
  * Event = Tuple5(side "L"/"R", key, ts ms, id, watermark_after ms or Long.MIN_VALUE for none).
  */
 public class IntervalJoinOracle {
@@ -170,6 +175,103 @@ public class IntervalJoinOracle {
 
         List<String> out = new ArrayList<>();
         try (CloseableIterator<String> it = all.executeAndCollect("floodmark-interval-join-oracle")) {
+            while (it.hasNext()) {
+                out.add(it.next());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * floodmark.apps.searches.AbandonedSearches in Flink: per key, a search ends when no event follows for gapMs
+     * (an event-time timer at the last event + gapMs), or at once when an event comes gapMs or more after the last.
+     * Emits "S\tkey\tcount\tfirst\tlast\twatermark" (the watermark when the row was emitted).
+     */
+    public static class Abandoned extends KeyedProcessFunction<String, Tuple5<String, String, Long, String, Long>, String> {
+        private final long gapMs;
+        private transient ValueState<Long> last;
+        private transient ValueState<Long> first;
+        private transient ValueState<Long> count;
+
+        public Abandoned(long gapMs) {
+            this.gapMs = gapMs;
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            last = getRuntimeContext().getState(new ValueStateDescriptor<>("last", Types.LONG));
+            first = getRuntimeContext().getState(new ValueStateDescriptor<>("first", Types.LONG));
+            count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+        }
+
+        @Override
+        public void processElement(Tuple5<String, String, Long, String, Long> e, Context ctx, Collector<String> out)
+                throws Exception {
+            long ts = e.f2;
+            Long l = last.value();
+            if (l != null && ts >= l + gapMs) {
+                ctx.timerService().deleteEventTimeTimer(l + gapMs);
+                emit(ctx.getCurrentKey(), ctx.timerService().currentWatermark(), out);
+                l = null;
+            }
+            if (l != null && ts <= l) {
+                count.update(count.value() + 1);
+                first.update(Math.min(first.value(), ts));
+                return;
+            }
+            if (l != null) {
+                ctx.timerService().deleteEventTimeTimer(l + gapMs);
+            } else {
+                count.update(0L);
+                first.update(ts);
+            }
+            count.update(count.value() + 1);
+            last.update(ts);
+            ctx.timerService().registerEventTimeTimer(ts + gapMs);
+        }
+
+        @Override
+        public void onTimer(long timestamp, OnTimerContext ctx, Collector<String> out) throws Exception {
+            emit(ctx.getCurrentKey(), ctx.timerService().currentWatermark(), out);
+        }
+
+        private void emit(String key, long watermark, Collector<String> out) throws Exception {
+            out.collect("S\t" + key + "\t" + count.value() + "\t" + first.value() + "\t" + last.value() + "\t" + watermark);
+            last.clear();
+            first.clear();
+            count.clear();
+        }
+    }
+
+    /**
+     * @param lines one event per line: side (ignored) \t k \t ts \t id \t watermark_after ("" for null)
+     * @return "S\tkey\tcount\tfirst\tlast\twatermark" lines in emission order
+     */
+    public static List<String> runTimers(StreamExecutionEnvironment env, String lines, long gapMs) throws Exception {
+        TypeInformation<Tuple5<String, String, Long, String, Long>> ti =
+                Types.TUPLE(Types.STRING, Types.STRING, Types.LONG, Types.STRING, Types.LONG);
+        List<Tuple5<String, String, Long, String, Long>> evs = new ArrayList<>();
+        for (String line : lines.split("\n")) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            long wm = f[4].isEmpty() ? NO_WM : Long.parseLong(f[4]);
+            evs.add(Tuple5.of(f[0], f[1], Long.parseLong(f[2]), f[3], wm));
+        }
+        env.setParallelism(1);
+        env.setBufferTimeout(0);
+        env.getConfig().setAutoWatermarkInterval(0L);
+        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
+                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
+        DataStream<String> rows = env.fromData(evs, ti)
+                .name("events")
+                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
+                .keyBy(new KeyOf(), Types.STRING)
+                .process(new Abandoned(gapMs), Types.STRING)
+                .name("abandoned");
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = rows.executeAndCollect("floodmark-timers-oracle")) {
             while (it.hasNext()) {
                 out.add(it.next());
             }

@@ -5,6 +5,7 @@
 Usage (inside the venv that has apache-flink installed):
     python oracle.py cumulate INPUT.json [--auto-watermark-interval-ms N]   (default 0 = eager)
     python oracle.py interval-join INPUT.json [--pause-ms N]   (default 300; sleep before each event)
+    python oracle.py timers INPUT.json
 
 cumulate:       {"step_ms", "max_size_ms", "rows": [{"k","ts","v"}]}
                 -> [{"k","window_start_ms","window_end_ms","n","total"}] sorted
@@ -20,6 +21,10 @@ interval-join:  {"lower_ms","upper_ms","events": [{"side":"L"|"R","k","ts","id",
                 API (KeyedStream.intervalJoin -> IntervalJoinOperator) through PyFlink's py4j
                 gateway, from the Java helper IntervalJoinOracle.java beside this file (compiled once with javac,
                 cached in $FLINK_ORACLE_BUILD, default build/ next to this file).
+timers:         {"gap_ms", "events": [{"k","ts","id","watermark_after"}]}
+                -> [[k, count, first, last, watermark at emission]] in emission order
+                A Java KeyedProcessFunction (floodmark.apps.searches.AbandonedSearches' rule) with event-time
+                timers, on the same punctuated watermarks, through the same helper.
 """
 
 import calendar
@@ -172,8 +177,38 @@ def run_interval_join(inp, pause_ms):
     return {"pairs": pairs, "late_left": late_l, "late_right": late_r}
 
 
+def _event_lines(events, side_of):
+    lines = []
+    for e in events:
+        wm = e.get("watermark_after")
+        for s in (str(e["k"]), str(e["id"])):
+            if "\t" in s or "\n" in s:
+                raise ValueError("tabs/newlines not allowed in k/id")
+        lines.append(
+            "\t".join([side_of(e), str(e["k"]), str(int(e["ts"])), str(e["id"]), "" if wm is None else str(int(wm))])
+        )
+    return "\n".join(lines)
+
+
+def run_timers(inp):
+    jar = _helper_jar()
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.java_gateway import get_gateway
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.add_jars("file://" + jar)
+    jvm = get_gateway().jvm
+    lines = _event_lines(inp["events"], lambda e: "L")
+    res = jvm.oracle.IntervalJoinOracle.runTimers(env._j_stream_execution_environment, lines, int(inp["gap_ms"]))
+    out = []
+    for s in list(res):
+        f = str(s).split("\t")
+        out.append([f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5])])
+    return out
+
+
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("cumulate", "interval-join"):
+    if len(argv) < 3 or argv[1] not in ("cumulate", "interval-join", "timers"):
         print(__doc__, file=sys.stderr)
         return 2
     cmd, path = argv[1], argv[2]
@@ -190,7 +225,12 @@ def main(argv):
     os.dup2(2, 1)
     t0 = time.time()
     try:
-        result = run_cumulate(inp, auto_wm_ms) if cmd == "cumulate" else run_interval_join(inp, pause_ms)
+        if cmd == "cumulate":
+            result = run_cumulate(inp, auto_wm_ms)
+        elif cmd == "timers":
+            result = run_timers(inp)
+        else:
+            result = run_interval_join(inp, pause_ms)
     finally:
         sys.stdout.flush()
         os.dup2(real_stdout, 1)

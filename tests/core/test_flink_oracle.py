@@ -133,3 +133,38 @@ def test_flink_loses_the_on_time_pair_at_the_watermark_and_floodmark_reports_the
         else:
             assert flinks == {"pairs": [], "late_left": [], "late_right": []}, "Flink 2.3.0 loses the pair silently"
             assert ours == {"pairs": [], "late_left": [], "late_right": ["r1"]}
+
+
+def test_event_time_timers_fire_as_flinks_on_the_same_watermarks(tmp_path):
+    """``floodmark.apps.searches.AbandonedSearches`` (event-time timers at the last event + a gap, deleted and set
+    again per event) against the same rule as a Java ``KeyedProcessFunction`` in Flink, on one stream of out-of-order
+    events with a watermark after some of them, a few events behind it: the same rows, each emitted at the same
+    watermark (Flink fires a timer at ``watermark >= time``, and one a record sets behind the watermark at the
+    watermark's next move, as floodmark does)."""
+    from floodmark.apps.searches import QUIET_MS, AbandonedSearches
+    from floodmark.core.process import KeyedProcessOperator
+    from floodmark.core.time import MAX_TIMESTAMP
+
+    rng = random.Random(28)
+    events, latest = [], 0
+    for i in range(150):
+        latest += rng.choice([500, 2_000, 7_000, 15_000, 26_000])
+        ts = latest - rng.choice([0, 0, 0, 1_000, 30_000])  # out of order, some behind the watermark
+        watermark = latest - 2_000 if rng.random() < 0.4 else None
+        events.append({"k": rng.choice("abc"), "ts": ts, "id": str(i), "watermark_after": watermark})
+    expected = flink("timers", {"gap_ms": QUIET_MS, "events": events}, tmp_path)
+
+    operator = KeyedProcessOperator(AbandonedSearches())
+    got = {}
+    for e in events:
+        at = operator.watermark
+        for out in operator.add_records([e["k"]], [e["ts"]], [{"ts": e["ts"]}]).rows:
+            got[(out.key, out.row["queries"], out.row["first_ms"], out.row["last_ms"])] = at
+        if e["watermark_after"] is not None:
+            for out in operator.advance_watermark(e["watermark_after"]).rows:
+                got[(out.key, out.row["queries"], out.row["first_ms"], out.row["last_ms"])] = operator.watermark
+    for out in operator.advance_watermark(MAX_TIMESTAMP).rows:  # the end of Flink's bounded input
+        got[(out.key, out.row["queries"], out.row["first_ms"], out.row["last_ms"])] = MAX_TIMESTAMP
+    flinks = {tuple(row[:4]): row[4] for row in expected}
+    assert len(flinks) == len(expected) > 20 and len(set(flinks.values())) > 10
+    assert got == flinks, sorted((row, got[row], flinks[row]) for row in got if got[row] != flinks[row])

@@ -192,3 +192,23 @@ def test_what_a_timer_emits_is_after_the_output_watermark_the_batch_before_left(
         out.extend(operator.add_records([d for d, _ in chunk], [t for _, t in chunk], [None] * len(chunk)))
         assert all(r.timestamp > before for r in out.rows), (before, out.rows)
         marks.update_output(operator.output_hold())
+
+
+def test_a_timer_a_record_sets_behind_the_watermark_fires_at_the_next_move_as_flinks():
+    """Flink's ``InternalTimerServiceImpl`` fires event-time timers only when the watermark moves: one a record sets
+    at or behind it waits for the next move (so a record right after it can still delete it)."""
+
+    class Behind:
+        def process(self, record, ctx):
+            for t in ctx.event_timers():
+                ctx.delete_event_timer(t)
+            ctx.set_event_timer(record["at"])
+
+        def on_timer(self, timer, ctx):
+            ctx.emit(timer.time)
+
+    h = ProcessHarness(Behind())
+    h.advance_watermark_to(100)
+    assert h.add_elements([({"at": 50}, 40)], key="k") == [], "behind the watermark, not fired between records"
+    assert h.add_elements([({"at": 60}, 45)], key="k") == [], "and the next record replaced it"
+    assert [r.row for r in h.advance_watermark_to(100)] == [60], "the next move fires it, even at the same watermark"

@@ -5,8 +5,10 @@ A keyed process function (Flink's ``KeyedProcessFunction``, Beam's stateful ``Do
 time or a processing time. The rules, all in ms:
 
 * **event-time timers** fire when the stage's input watermark ``W >= t`` (Flink's ``InternalTimerServiceImpl``,
-  the boundary a window's max timestamp has), in timestamp order, then key order of registration; a timer set at
-  or behind the watermark fires in the same batch, after the records;
+  the boundary a window's max timestamp has), in timestamp order, then key order of registration; a timer a
+  record sets at or behind the watermark fires at the watermark's next move (Flink's: on Spark, at the start of
+  the next batch, which the driver asks for at once), one a timer callback sets within reach fires in the same
+  move;
 * **processing-time timers** fire when the batch's processing time reaches ``t``;
 * one timer per (key, domain, time): setting it again changes nothing, deleting it cancels it;
 * **output times and holds** (Beam's timers): every timer has an output time, the event time of what its callback

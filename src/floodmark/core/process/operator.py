@@ -8,8 +8,8 @@ in place inside a state value is not copied, so keep state values immutable or a
 
 One batch, as a runtime drives it: :meth:`~KeyedProcessOperator.advance_processing_time` (processing-time timers),
 :meth:`~KeyedProcessOperator.advance_watermark` (event-time timers up to the batch's watermark, in time order),
-then :meth:`~KeyedProcessOperator.add_records` (the records in arrival order, then the timers they set that are
-already due).
+then :meth:`~KeyedProcessOperator.add_records` (the records in arrival order; a timer they set that is already due
+fires at the next move, Flink's rule).
 """
 
 from __future__ import annotations
@@ -184,7 +184,8 @@ class KeyedProcessOperator:
     def add_records(
         self, keys: Sequence[Hashable], timestamps: Sequence[Any], records: Sequence[Any]
     ) -> ProcessEmitted:
-        """Hand each record to the function in arrival order, then fire the timers they set that are due."""
+        """Hand each record to the function in arrival order. A timer a record sets at or behind the watermark (or
+        the clock) fires at the next move of either, as Flink's does: not between this call's records."""
         out = ProcessEmitted()
         checked, bad, reasons = validate_timestamps(object_array(timestamps))
         problems = iter(reasons)
@@ -193,7 +194,6 @@ class KeyedProcessOperator:
                 out.bad.append(BadRecord(key, record, raw, next(problems)))
                 continue
             self._call(key, ts, record, lambda ctx, r=record: self.function.process(r, ctx), out)
-        out.extend(self._fire_due())
         return out
 
     # ------------------------------------------------------------------ gauges
