@@ -202,6 +202,7 @@ def test_a_job_with_a_join_round_trips():
         assert data["stages"]["clicked"]["kind"] == "join"
         back = JobDefinition.from_dict(data)
         assert back.stages["clicked"] == job.stages["clicked"]
+        assert back.stages["same_window"] == job.stages["same_window"], "a window join"
         assert back.to_dict() == job.to_dict()
 
 

@@ -119,7 +119,14 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
     query, root = runs[(how, output_time)]
     reference = MicroBatchPipeline(dict.fromkeys(app.SOURCES, "ts"), app.search_stages(how, output_time))
     controller = query.controller
-    expected: dict[str, list] = {"joined": [], "late": [], "click_through": [], "abandoned": [], "per_window": []}
+    expected: dict[str, list] = {
+        "joined": [],
+        "late": [],
+        "click_through": [],
+        "abandoned": [],
+        "per_window": [],
+        "same_window": [],
+    }
     for report in query.reports:
         b = report.batch_id
         inputs = {n: f[f["batch"] == b][list(app.COLUMNS[n])] for n, f in records.items()}
@@ -142,6 +149,11 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
             (b, p.window.start, p.timing.value, p.value["searches"], p.value["queries"])
             for p in emitted["abandoned_per_window"].all_panes()  # type: ignore[union-attr]
         ]
+        same = reference.stages["same_window"].rows(emitted["same_window"].joined)  # type: ignore[union-attr]
+        expected["same_window"] += [
+            (b, r["left_query"], r["right_url"], r["window_start"], r["timing"], r["pane_index"])
+            for r in same.to_dict("records")
+        ]
         sources, _ = controller._graph(controller.entry_for_batch(b + 1))
         ended = controller.entry_for_batch(b + 1).end_of_input
         reference.end_batch({n: (MAX_TIMESTAMP, False) if ended else (s.watermark, s.idle) for n, s in sources.items()})
@@ -151,6 +163,7 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
     delays = read_output(spark, root / "click_through" / "panes")
     abandoned = read_output(spark, root / "abandoned" / "panes")
     per_window = read_output(spark, root / "abandoned_per_window" / "panes")
+    same = read_output(spark, root / "same_window" / "panes")
 
     def nulls(value):
         return None if pd.isna(value) else value
@@ -185,6 +198,23 @@ def test_timers_find_every_abandoned_search_once_and_windows_take_them_on_time(s
     assert dict(zip(per_window["window_start"], per_window["searches"], strict=True)) == windows_of
 
 
+def test_the_window_join_pairs_each_query_with_its_windows_clicks_once(spark, search_input, runs):
+    """Flink's window join with allowed lateness: every pair of a query and a click of one user and 30-second
+    window, once, but for rows late for their window (in the late output, with their side); the late clicks within
+    30 s are paired in LATE panes; each pair is timed at its window's max timestamp."""
+    records, _ = search_input
+    _, root = runs[("inner", "RIGHT")]
+    got = read_output(spark, root / "same_window" / "panes")
+    late = read_output(spark, root / "same_window" / "late")
+    missed = {json.loads(r).get("url") or json.loads(r).get("query") for r in late["record"]} if len(late) else set()
+    expected = app.straight_window_pairs(records, missed)
+    pairs = Counter(zip(got["left_query"], got["right_url"], got["window_start"], strict=True))
+    assert pairs == Counter(zip(expected["query"], expected["url"], expected["window_start"], strict=True))
+    assert (got["join_time"] == got["window_end"] - 1).all()
+    assert "LATE" in set(got["timing"]), "a click 25 s late joins in a LATE pane"
+    assert read_output(spark, root / "same_window" / "dead_letter")["reason"].tolist() == ["missing timestamp"]
+
+
 def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     query, root = runs[("inner", "RIGHT")]
     clicked = query.stage_reconciliation("clicked")
@@ -217,7 +247,7 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
 def stage_rows(spark, root: Path) -> dict[str, list]:
     """Every stage's main output without batch ids (a restart may cut batches differently), sorted."""
     out = {}
-    for stage in ("clicked", "click_through", "abandoned", "abandoned_per_window"):
+    for stage in ("clicked", "click_through", "abandoned", "abandoned_per_window", "same_window"):
         rows = read_output(spark, root / stage / "panes")
         out[stage] = sorted(map(tuple, rows.drop(columns=["batch_id"]).astype(str).values.tolist()))
     late = read_output(spark, root / "clicked" / "late")

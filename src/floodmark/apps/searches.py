@@ -7,6 +7,9 @@ each row in the window of the time the join gives it: the click's (``RIGHT``, th
 (``LEFT``). With ``how="left"`` every query is kept, clicked or not (its click columns null when it found none):
 ``clicks / rows`` is then the click-through rate of the queries of the window.
 
+The window join ``same_window`` pairs each query with its user's clicks of the same 30-second window (Flink's
+window join), with 30 s of allowed lateness: a click that comes late is paired in a LATE pane.
+
 Beside them, a keyed process function with event-time timers, :class:`AbandonedSearches`: per user, when the
 user's queries stop for :data:`QUIET_MS`, one row saying how many queries the search had, timed at its last
 query (the timer's output time holds the stage's watermark there); the window stage ``abandoned_per_window``
@@ -21,7 +24,7 @@ import pandas as pd
 
 from floodmark.apps.batch_files import write_batch_files
 from floodmark.core import aggregates, windows
-from floodmark.core.join import IntervalJoinSpec
+from floodmark.core.join import IntervalJoinSpec, WindowJoinSpec
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.core.process import ProcessContext, Timer
 from floodmark.core.spec import WindowSpec
@@ -34,6 +37,8 @@ QUIET_MS = 20_000
 CLICK_WITHIN_MS = 10_000
 """A click joins the queries of its user up to 10 s before it (bounds ``(0, 10 s)``)."""
 WINDOW_MS = 30_000
+WINDOW_LATENESS_MS = 30_000
+"""The window join's allowed lateness."""
 SOURCES = ("queries", "clicks")
 COLUMNS = {"queries": searches.QUERY_COLUMNS, "clicks": searches.CLICK_COLUMNS}
 SCHEMAS = {
@@ -85,7 +90,8 @@ ABANDONED_OUTPUT = {"queries": "long", "first_ms": "long", "last_ms": "long"}
 
 def search_stages(how: str = "inner", output_time: str = "RIGHT") -> list[JoinStage | WindowedStage | ProcessStage]:
     """The stages: the join ``clicked`` and the windows ``click_through`` over its rows; the process stage
-    ``abandoned`` (:class:`AbandonedSearches`) and the windows ``abandoned_per_window`` over its rows."""
+    ``abandoned`` (:class:`AbandonedSearches`) and the windows ``abandoned_per_window`` over its rows; the window
+    join ``same_window``."""
     join = JoinStage(
         "clicked", "queries", "clicks", ("user",), IntervalJoinSpec((0, CLICK_WITHIN_MS), how, output_time)
     )
@@ -101,7 +107,10 @@ def search_stages(how: str = "inner", output_time: str = "RIGHT") -> list[JoinSt
         ("abandoned",),
         WindowSpec(windows.Tumbling(WINDOW_MS), {"searches": aggregates.count(), "queries": aggregates.sum("queries")}),
     )
-    return [join, click_through, abandoned, per_window]
+    same_window = JoinStage(
+        "same_window", "queries", "clicks", ("user",), WindowJoinSpec(windows.Tumbling(WINDOW_MS), WINDOW_LATENESS_MS)
+    )
+    return [join, click_through, abandoned, per_window, same_window]
 
 
 def source_settings() -> dict[str, SourceSettings]:
@@ -126,7 +135,12 @@ def search_pipeline(spark, directory: Path, how: str = "inner", output_time: str
         time_of = SourceTime(settings.strategy, split="split", periodic_interval=settings.periodic_interval)
         pipeline.source(name, frame, "ts", time_of)
     for stage in search_stages(how, output_time):
-        if isinstance(stage, JoinStage):
+        if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
+            windowed = stage.spec
+            pipeline.window_join(
+                stage.name, stage.left, stage.right, stage.on, windowed.window, windowed.allowed_lateness
+            )
+        elif isinstance(stage, JoinStage):
             spec = stage.spec
             between = (spec.lower, spec.upper)
             pipeline.join(stage.name, stage.left, stage.right, stage.on, between, spec.how, spec.output_time)
@@ -165,3 +179,14 @@ def straight_searches(queries: pd.DataFrame) -> pd.DataFrame:
             previous = ts
         rows.append((user, count, first, previous))
     return pd.DataFrame(rows, columns=["user", "queries", "first_ms", "last_ms"])
+
+
+def straight_window_pairs(records: dict[str, pd.DataFrame], late: set[str] = frozenset()) -> pd.DataFrame:  # type: ignore[assignment]
+    """Every (query, click) pair of one user and one :data:`WINDOW_MS` window, computed straight from the records;
+    queries and clicks (by ``query`` / ``url``) in ``late`` left out. Columns ``user, query, url, window_start``."""
+    queries = records["queries"].dropna(subset=["ts"])
+    queries = queries[~queries["query"].isin(late)].assign(window_start=lambda f: f["ts"] // WINDOW_MS * WINDOW_MS)
+    clicks = records["clicks"][~records["clicks"]["url"].isin(late)]
+    clicks = clicks.assign(window_start=clicks["ts"] // WINDOW_MS * WINDOW_MS)
+    pairs = queries[["user", "query", "window_start"]].merge(clicks[["user", "url", "window_start"]])
+    return pairs.reset_index(drop=True)

@@ -5,7 +5,8 @@
    source and micro-batch.
 2. The pipeline of :mod:`floodmark.apps.searches` runs on Spark: a left join of each query with its user's clicks up
    to 10 s later, timed at the query, then the click-through of each 30-second window; beside it, each user's
-   abandoned searches found by event-time timers, counted per 30 seconds.
+   abandoned searches found by event-time timers, counted per 30 seconds; and a window join of the queries and
+   clicks of each 30-second window.
 3. The summary checks the join against the pairs computed straight from the records (every pair of on-time rows
    once, the late clicks reported with their side), and the timers against the searches computed straight.
 """
@@ -63,6 +64,8 @@ def run_searches_demo(output: Path, config: searches.SearchConfig, console: Cons
     searches_ok = sorted(map(tuple, abandoned[columns].values.tolist())) == sorted(
         map(tuple, straight_searches(records["queries"])[columns].values.tolist())
     )
+    same = read("same_window", "panes")
+    late_in_windows = int((same["timing"] == "LATE").sum()) if len(same) else 0
     click_through = read("click_through", "panes").sort_values("window_start")
     lines = [
         f"{len(query.reports)} batches; {query.reconciliation.describe()}",
@@ -71,6 +74,8 @@ def run_searches_demo(output: Path, config: searches.SearchConfig, console: Cons
         f"(clicked/late, with their side and lateness)",
         f"timers: {len(abandoned)} abandoned searches ({'equal to' if searches_ok else 'DIFFER FROM'} the straight "
         "computation)",
+        f"window join: {len(same)} (query, click) pairs of one user and 30-second window, {late_in_windows} of them "
+        "in LATE panes (clicks late within the 30 s allowed lateness)",
         "click-through per 30 s, by the queries' time (window start: joined rows with a click / joined rows):",
     ]
     for row in click_through.itertuples():

@@ -37,7 +37,15 @@ import pandas as pd
 
 from floodmark.core.aggregates import Several
 from floodmark.core.emitted import Emitted
-from floodmark.core.join import IntervalJoinOperator, JoinedRow, JoinEmitted, Side, restore_interval_join
+from floodmark.core.join import (
+    JoinedRow,
+    JoinEmitted,
+    Side,
+    WindowJoinedRow,
+    WindowJoinEmitted,
+    WindowJoinSpec,
+    join_operator,
+)
 from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import Pane
 from floodmark.core.process import (
@@ -171,6 +179,10 @@ EVENT_TIME = output.PANE_TIMESTAMP
 JOIN_TIME = "join_time"
 """A join stage's rows' event time (its spec's output time), what a downstream stage reads as event time."""
 
+WINDOW_JOIN_COLUMNS = (output.WINDOW_START, output.WINDOW_END, output.TIMING, output.PANE_INDEX)
+"""What a window join's rows say of the pane that paired them: its window (ms, end exclusive), timing (ON_TIME or
+LATE) and index."""
+
 OUTPUT_TIME = "output_time"
 """A process stage's rows' event time (the time each row was emitted at), what a downstream stage reads as event
 time."""
@@ -222,18 +234,20 @@ class JoinStage:
     :arg name: unique among the pipeline's sources and stages.
     :arg left, right: the source or stage whose rows are the join's left and right input (two different ones).
     :arg on: key columns both sides have (``()``: every row has the one key).
-    :arg spec: the join: bounds, kind, output time, allowed lateness.
+    :arg spec: an interval join (:class:`~floodmark.core.join.IntervalJoinSpec`: bounds, kind, output time,
+        allowed lateness) or a window join (:class:`~floodmark.core.join.WindowJoinSpec`: windows, allowed lateness).
 
     Output rows: the ``on`` columns, then every other column of the left row as ``left_<name>`` and of the right
-    row as ``right_<name>`` (the side's columns are null in a row the join kept without a partner), then
-    :data:`JOIN_TIME`, the row's event time (ms).
+    row as ``right_<name>`` (the side's columns are null in a row the join kept without a partner); for a window
+    join, :data:`WINDOW_JOIN_COLUMNS` (the pair's window and the pane that emitted it); then :data:`JOIN_TIME`,
+    the row's event time (ms).
     """
 
     name: str
     left: str
     right: str
     on: tuple[str, ...]
-    spec: IntervalJoinSpec
+    spec: IntervalJoinSpec | WindowJoinSpec
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on", (self.on,) if isinstance(self.on, str) else tuple(self.on))
@@ -247,7 +261,9 @@ class JoinStage:
     def side_of(self, upstream: str) -> Side:
         return Side.LEFT if upstream == self.left else Side.RIGHT
 
-    def rows(self, joined: Sequence[JoinedRow], columns: Mapping[Side, Sequence[str]] | None = None) -> pd.DataFrame:
+    def rows(
+        self, joined: Sequence[JoinedRow | WindowJoinedRow], columns: Mapping[Side, Sequence[str]] | None = None
+    ) -> pd.DataFrame:
         """The output rows of ``joined`` (see the class docstring).
 
         :arg columns: each side's input columns, so that a side without a row among ``joined`` still has its
@@ -263,6 +279,9 @@ class JoinStage:
                     record.update({f"{prefix}{c}": v for c, v in values.items() if c not in self.on})
                 else:
                     record.update({f"{prefix}{c}": None for c in known.get(side, ())})
+            if isinstance(row, WindowJoinedRow):
+                pane = (row.window.start, row.window.end, row.timing.value, row.pane_index)
+                record.update(zip(WINDOW_JOIN_COLUMNS, pane, strict=True))
             record[JOIN_TIME] = row.timestamp
             records.append(record)
         return pd.DataFrame(records) if records else pd.DataFrame({c: [] for c in [*self.on, JOIN_TIME]})
@@ -444,7 +463,11 @@ class MicroBatchPipeline:
         self.holds: dict[str, int | None] = {}
         self.oldest_pending: dict[str, int | None] = {}
         self.results = {name: StageResult() for name in self.stages}
-        self.joined: dict[str, JoinEmitted] = {s.name: JoinEmitted() for s in stages if isinstance(s, JoinStage)}
+        self.joined: dict[str, JoinEmitted | WindowJoinEmitted] = {
+            s.name: WindowJoinEmitted() if isinstance(s.spec, WindowJoinSpec) else JoinEmitted()
+            for s in stages
+            if isinstance(s, JoinStage)
+        }
         """Everything each join stage emitted."""
         self.join_columns: dict[str, dict[Side, list[str]]] = {name: {} for name in self.joined}
         """Each join stage's sides' input columns (as its inputs have shown them)."""
@@ -455,14 +478,14 @@ class MicroBatchPipeline:
 
     def run_batch(
         self, inputs: Mapping[str, pd.DataFrame], processing_time: int
-    ) -> dict[str, Emitted | JoinEmitted | ProcessEmitted]:
+    ) -> dict[str, Emitted | JoinEmitted | WindowJoinEmitted | ProcessEmitted]:
         """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
         watermarks = self.graph.input_watermarks()
         rows: dict[str, list[tuple[str, pd.DataFrame, str]]] = {name: [] for name in self.stages}
         for source, frame in inputs.items():
             for stage in self.graph.downstream(source):
                 rows[stage].append((source, frame, self.sources[source]))
-        out: dict[str, Emitted | JoinEmitted | ProcessEmitted] = {}
+        out: dict[str, Emitted | JoinEmitted | WindowJoinEmitted | ProcessEmitted] = {}
         for name in self.graph.order:
             stage = self.stages[name]
             parts = [(up, f, ts) for up, f, ts in rows[name] if len(f)]
@@ -501,10 +524,11 @@ class MicroBatchPipeline:
         self.results[stage.name].emitted.extend(emitted)
         return emitted
 
-    def _join(self, stage: JoinStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int) -> JoinEmitted:
+    def _join(
+        self, stage: JoinStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int
+    ) -> JoinEmitted | WindowJoinEmitted:
         """The join's batch as a runtime runs it: the watermark first, then the left rows, then the right rows."""
-        stored = self.snapshots[stage.name]
-        operator = IntervalJoinOperator(stage.spec) if stored is None else restore_interval_join(stage.spec, stored)
+        operator = join_operator(stage.spec, self.snapshots[stage.name])
         out = operator.advance_watermark(watermark)
         for side in (Side.LEFT, Side.RIGHT):
             for upstream, frame, ts in parts:

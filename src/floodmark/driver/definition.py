@@ -25,6 +25,7 @@ from typing import Any
 
 from floodmark import __version__
 from floodmark.core import aggregates, triggers, windows
+from floodmark.core.join import WindowJoinSpec
 from floodmark.core.join.spec import IntervalJoinSpec
 from floodmark.core.panes import AccumulationMode
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
@@ -277,7 +278,8 @@ class SourceDefinition:
 
 def describe_stage(stage: WindowedStage | JoinStage | ProcessStage) -> dict[str, Any]:
     """A stage as data: a window stage's upstreams, keys, derived columns and spec; a join's (``"kind": "join"``)
-    inputs, keys, bounds (ms), kind, output time and allowed lateness (ms); a process stage's (``"kind":
+    inputs, keys, bounds (ms), kind, output time and allowed lateness (ms); a window join's (``"kind":
+    "window_join"``) inputs, keys, window and allowed lateness; a process stage's (``"kind":
     "process"``) upstreams, keys, output columns and its function's class by import path (rebuilt with no
     arguments; ``None``: a class that does not import by name)."""
     if isinstance(stage, ProcessStage):
@@ -287,6 +289,15 @@ def describe_stage(stage: WindowedStage | JoinStage | ProcessStage) -> dict[str,
             "key_by": list(stage.key_by),
             "output": dict(stage.output),
             "function": import_path(type(stage.function)),
+        }
+    if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
+        return {
+            "kind": "window_join",
+            "left": stage.left,
+            "right": stage.right,
+            "on": list(stage.on),
+            "window": describe_window(stage.spec.window),
+            "allowed_lateness": stage.spec.allowed_lateness,
         }
     if isinstance(stage, JoinStage):
         spec = stage.spec
@@ -321,6 +332,9 @@ def stage_from(name: str, data: Mapping[str, Any]) -> WindowedStage | JoinStage 
         except TypeError as error:
             raise NotDescribable(f"stage {name!r}'s process function {path} needs arguments: {error}") from error
         return ProcessStage(name, tuple(data["upstream"]), tuple(data["key_by"]), function, dict(data["output"]))
+    if data.get("kind") == "window_join":
+        spec = WindowJoinSpec(window_from(data["window"]), int(data.get("allowed_lateness", 0)))
+        return JoinStage(name, data["left"], data["right"], tuple(data["on"]), spec)
     if data.get("kind") == "join":
         spec = IntervalJoinSpec(
             tuple(data["between"]), data["how"], data["output_time"], int(data.get("allowed_lateness", 0))

@@ -42,6 +42,7 @@ from pyspark.sql.types import (
 
 from floodmark.core import aggregates
 from floodmark.core.combine import accumulator_layout
+from floodmark.core.join import WindowJoinSpec
 from floodmark.core.join.spec import IntervalJoinSpec, Side
 from floodmark.core.spec import WindowSpec
 from floodmark.protocol import output, wire
@@ -276,10 +277,13 @@ class RowStageSemantics:
     def dead_letter_columns(self) -> list[str]:
         return [*self.key_columns, *names(output.DEAD_LETTER_COLUMNS)]
 
-    def check_names(self, what: str) -> None:
-        """A ``ValueError`` naming the output columns that clash with each other or with floodmark's."""
+    def check_names(self, what: str, own: Sequence[str] = ()) -> None:
+        """A ``ValueError`` naming the output columns that clash with each other or with floodmark's (but the
+        stage's ``own`` metadata columns)."""
         outputs = [*self.pane_columns(), *names(self.late_columns)]
-        taken = sorted({n for n in self.pane_columns() if n in output.RESERVED or outputs.count(n) > 1})
+        taken = sorted(
+            {n for n in self.pane_columns() if (n in output.RESERVED and n not in own) or outputs.count(n) > 1}
+        )
         if taken:
             raise ValueError(f"{what} {self.name!r}: output column name(s) {taken} clash: rename them")
 
@@ -294,7 +298,7 @@ class JoinSemantics(RowStageSemantics):
     """
 
     name: str
-    spec: IntervalJoinSpec
+    spec: IntervalJoinSpec | WindowJoinSpec
     key_columns: tuple[str, ...]
     key_types: tuple[DataType, ...]
     sides: tuple[tuple[tuple[str, DataType], ...], tuple[tuple[str, DataType], ...]]
@@ -302,7 +306,12 @@ class JoinSemantics(RowStageSemantics):
 
     @classmethod
     def of(
-        cls, name: str, spec: IntervalJoinSpec, on: Sequence[str], left: StructType, right: StructType
+        cls,
+        name: str,
+        spec: IntervalJoinSpec | WindowJoinSpec,
+        on: Sequence[str],
+        left: StructType,
+        right: StructType,
     ) -> JoinSemantics:
         """The semantics of joining inputs of schemas ``left`` and ``right`` on ``on``; a ``ValueError`` names what
         cannot run (a key column missing or of different types on the two sides: their rows would land in
@@ -334,18 +343,30 @@ class JoinSemantics(RowStageSemantics):
             key_types=tuple(types[Side.LEFT][c] for c in on),
             sides=values,  # type: ignore[arg-type]
         )
-        semantics.check_names("join stage")
+        semantics.check_names("join stage", [name for name, _ in semantics.window_columns])
         return semantics
 
     @property
+    def window_columns(self) -> tuple[tuple[str, DataType], ...]:
+        """A window join's rows' pane columns (``floodmark.core.pipeline.WINDOW_JOIN_COLUMNS``); none for an
+        interval join."""
+        if not isinstance(self.spec, WindowJoinSpec):
+            return ()
+        return tuple(
+            (name, SPARK_TYPES[output.TYPES[name]])
+            for name in (output.WINDOW_START, output.WINDOW_END, output.TIMING, output.PANE_INDEX)
+        )
+
+    @property
     def result_types(self) -> tuple[tuple[str, DataType], ...]:
-        """The joined rows' columns after the keys: ``left_<name>``, ``right_<name>``, :data:`JOIN_TIME`."""
+        """The joined rows' columns after the keys: ``left_<name>``, ``right_<name>``, a window join's
+        :attr:`window_columns`, :data:`JOIN_TIME`."""
         prefixed = [
             (f"{prefix}{name}", dtype)
             for prefix, columns in zip(("left_", "right_"), self.sides, strict=True)
             for name, dtype in columns
         ]
-        return (*prefixed, (JOIN_TIME, LongType()))
+        return (*prefixed, *self.window_columns, (JOIN_TIME, LongType()))
 
     def value_columns(self, side: Side) -> list[str]:
         """``side``'s value columns (unprefixed)."""

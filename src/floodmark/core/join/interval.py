@@ -77,11 +77,14 @@ class JoinEmitted:
     joined: list[JoinedRow] = field(default_factory=list)
     late: list[LateRow] = field(default_factory=list)
     bad: list[BadRecord] = field(default_factory=list)
+    accepted: int = 0
+    """Rows taken (not late, not bad): the reconciliation's count."""
 
     def extend(self, other: JoinEmitted) -> None:
         self.joined += other.joined
         self.late += other.late
         self.bad += other.bad
+        self.accepted += other.accepted
 
 
 @dataclass
@@ -126,6 +129,7 @@ class IntervalJoinOperator:
                 continue
             row = _Buffered(ts, self._seq, value, False, ts > self.watermark)
             self._seq += 1
+            out.accepted += 1
             self._probe(side, key, row, out)
             if self.spec.cleanup_time(side, ts) <= self.watermark:
                 self._drop(side, key, row, out)  # every partner it can have was buffered already
@@ -174,6 +178,14 @@ class IntervalJoinOperator:
     def next_cleanup(self) -> int | None:
         """The lowest watermark at which a buffered row leaves (the operator's next watermark deadline)."""
         return min((c[0][0] for c in self._cleanups.values() if c), default=None)
+
+    def next_watermark_deadline(self) -> int | None:
+        """Below this watermark a move emits nothing (:meth:`next_cleanup`)."""
+        return self.next_cleanup()
+
+    def state_size(self) -> int:
+        """What the operator keeps: buffered rows."""
+        return self.buffered()
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> bytes:

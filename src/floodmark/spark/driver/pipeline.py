@@ -41,6 +41,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
 
+from floodmark.core.join import WindowJoinSpec
 from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime, Side
 from floodmark.core.pipeline import (
     EVENT_TIME,
@@ -57,7 +58,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis, positive_millis
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
-from floodmark.core.windows import Window
+from floodmark.core.windows import Window, WindowAssigner
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings, aligned_sources
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
@@ -242,6 +243,32 @@ class Pipeline:
         self._check_new(name)
         stage = ProcessStage(name, upstream, key_by, function, output)  # type: ignore[arg-type]
         self._check_upstream(stage.name, stage.upstream)
+        self.stages[name] = stage
+        return name
+
+    def window_join(
+        self,
+        name: str,
+        left: str,
+        right: str,
+        on: str | Sequence[str],
+        window: WindowAssigner,
+        allowed_lateness: Duration = 0,
+    ) -> str:
+        """Add a window join of two sources or two stages (Flink's window join; the rules in
+        :mod:`floodmark.core.join.window_join`); returns its name.
+
+        Both inputs' rows are assigned to ``window``'s windows (tumbling, sliding, cumulate, sessions); per key and
+        window, every pair of a left and a right row is emitted when the window fires (the watermark, the MIN of
+        both inputs', passes its end: an ON_TIME pane), and a row that arrives within ``allowed_lateness`` after
+        that is paired with the window's rows in a LATE pane; each pair once. A row later than that goes to the
+        late output, once per window it missed. Rows (``<root>/<name>/panes``): the ``on`` columns, ``left_<name>``,
+        ``right_<name>``, ``window_start``, ``window_end``, ``timing``, ``pane_index`` and ``join_time`` (the
+        window's max timestamp: ``window_end - 1``). Pending windows hold the output watermark.
+        """
+        self._check_new(name)
+        stage = JoinStage(name, left, right, on, WindowJoinSpec(window, allowed_lateness))  # type: ignore[arg-type]
+        self._check_upstream(name, stage.upstream)
         self.stages[name] = stage
         return name
 
@@ -671,7 +698,10 @@ class Pipeline:
             event_time = _column(source.event_time)
             pipeline.source(name, frames[name], event_time, time, source.max_future_skew, source.time_zone)
         for stage in job.stages.values():
-            if isinstance(stage, JoinStage):
+            if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
+                spec = stage.spec
+                pipeline.window_join(stage.name, stage.left, stage.right, stage.on, spec.window, spec.allowed_lateness)
+            elif isinstance(stage, JoinStage):
                 spec = stage.spec
                 between = (spec.lower, spec.upper)
                 pipeline.join(

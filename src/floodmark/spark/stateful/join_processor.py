@@ -1,4 +1,5 @@
-"""The stateful processor of a join stage: one core interval join operator per bucket of keys, inside Spark.
+"""The stateful processor of a join stage: one core join operator (interval or window) per bucket of keys, inside
+Spark.
 
 Both inputs of a join reach the same ``(fm_stage, fm_bucket)`` group (their keys hash alike: the plan refuses key
 columns of different types), each block tagged with its side (:func:`floodmark.spark.blocks.pack`). Per bucket and
@@ -14,7 +15,8 @@ returns:
   can carry), buffered rows as open windows, the next cleanup as the next watermark deadline, and the counts
   (accepted: the rows that were not late).
 
-No join logic lives here: it is all in :mod:`floodmark.core.join`.
+A window join's rows also say which pane paired them (window, timing, pane index). No join logic lives here: it is
+all in :mod:`floodmark.core.join`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from floodmark.core.join import IntervalJoinOperator, JoinEmitted, Side, restore_interval_join
+from floodmark.core.join import JoinEmitted, Side, WindowJoinedRow, WindowJoinEmitted, join_operator
 from floodmark.core.join.interval import LateRow
 from floodmark.core.pipeline import key_array
 from floodmark.core.records import LateReason
@@ -70,8 +72,7 @@ class JoinBucketProcessor:
             return BucketOutput([], [])
         sides = blocks.unpack_sides(data_blocks)
         stored = state.load()
-        spec = self.stage.spec
-        operator = IntervalJoinOperator(spec) if stored is None else restore_interval_join(spec, stored)
+        operator = join_operator(self.stage.spec, stored)
         emitted = operator.advance_watermark(entry.watermark_for(self.stage.name))
         rows: list[pd.DataFrame] = []
         bad_in = accepted = 0
@@ -93,9 +94,9 @@ class JoinBucketProcessor:
             values = user_values(raw, binding)
             times = raw[binding.ts_column].to_numpy(dtype=np.int64).tolist()  # a float column where other rows had none
             added = operator.add(side, key_array(raw, self.stage.key_columns), times, values)
-            accepted += len(raw) - len(added.late) - len(added.bad)
+            accepted += added.accepted
             emitted.extend(added)
-        if stored is not None or operator.buffered():
+        if stored is not None or operator.state_size():
             state.store(operator.snapshot())
         rows += [self._late(emitted.late), self._bad(emitted)]
         gauge = {
@@ -104,8 +105,8 @@ class JoinBucketProcessor:
             wire.BUCKET: bucket,
             wire.HOLD: operator.output_hold(),
             wire.OLDEST_PENDING: None,
-            wire.OPEN_WINDOWS: operator.buffered(),
-            wire.NEXT_FIRE: operator.next_cleanup(),
+            wire.OPEN_WINDOWS: operator.state_size(),
+            wire.NEXT_FIRE: operator.next_watermark_deadline(),
             wire.NEXT_TIMER: None,
             wire.PANE_COUNT: len(emitted.joined),
             wire.LATE_COUNT: len(emitted.late),
@@ -116,7 +117,7 @@ class JoinBucketProcessor:
         return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
 
     # ----------------------------------------------------------------- output
-    def _joined(self, emitted: JoinEmitted) -> dict[str, Any]:
+    def _joined(self, emitted: JoinEmitted | WindowJoinEmitted) -> dict[str, Any]:
         """The joined rows as the row form's columns (lists of plain values)."""
         columns: dict[str, Any] = {wire.KIND: wire.PANE}
         keys = [key_dict(row.key, self.stage.key_columns, ()) for row in emitted.joined]
@@ -128,6 +129,12 @@ class JoinBucketProcessor:
             values = [row.left if side is Side.LEFT else row.right for row in emitted.joined]
             for name, at in zip(self.stage.value_columns(side), positions, strict=True):
                 columns[prefix + name] = [None if v is None else v[at] for v in values]
+        if self.stage.window_columns:
+            windowed = [row for row in emitted.joined if isinstance(row, WindowJoinedRow)]
+            columns[output.WINDOW_START] = np.array([row.window.start for row in windowed], dtype=np.int64)
+            columns[output.WINDOW_END] = np.array([row.window.end for row in windowed], dtype=np.int64)
+            columns[output.TIMING] = [row.timing.value for row in windowed]
+            columns[output.PANE_INDEX] = np.array([row.pane_index for row in windowed], dtype=np.int64)
         columns[p.JOIN_TIME] = np.array([row.timestamp for row in emitted.joined], dtype=np.int64)
         return columns
 
@@ -152,7 +159,7 @@ class JoinBucketProcessor:
         )
         return frame
 
-    def _bad(self, emitted: JoinEmitted) -> pd.DataFrame:
+    def _bad(self, emitted: JoinEmitted | WindowJoinEmitted) -> pd.DataFrame:
         """Rows the operator refused (the combiner applies the same rules first, so this stays empty; if the two
         ever disagreed, the row still reaches the dead letters rather than vanishing)."""
         if not emitted.bad:
