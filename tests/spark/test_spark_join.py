@@ -174,6 +174,9 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
         "click_through": [(r.batch_id, r.window_start, r.timing, r.rows, r.clicks) for r in delays.itertuples()],
         "abandoned": [(r.batch_id, r.user, r.queries, r.last_ms, r.output_time) for r in abandoned.itertuples()],
         "per_window": [(r.batch_id, r.window_start, r.timing, r.searches, r.queries) for r in per_window.itertuples()],
+        "same_window": [
+            (r.batch_id, r.left_query, r.right_url, r.window_start, r.timing, r.pane_index) for r in same.itertuples()
+        ],
     }
     for kind in expected:
         assert sorted(got[kind], key=str) == sorted(expected[kind], key=str), kind
