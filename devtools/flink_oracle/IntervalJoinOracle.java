@@ -39,6 +39,24 @@ public class IntervalJoinOracle {
 
     public static final long NO_WM = Long.MIN_VALUE;
 
+    static TypeInformation<Tuple5<String, String, Long, String, Long>> eventType() {
+        return Types.TUPLE(Types.STRING, Types.STRING, Types.LONG, Types.STRING, Types.LONG);
+    }
+
+    /** One event per line: side \t k \t ts \t id \t watermark_after ("" for none). */
+    static List<Tuple5<String, String, Long, String, Long>> parseEvents(String lines) {
+        List<Tuple5<String, String, Long, String, Long>> evs = new ArrayList<>();
+        for (String line : lines.split("\n")) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            long wm = f[4].isEmpty() ? NO_WM : Long.parseLong(f[4]);
+            evs.add(Tuple5.of(f[0], f[1], Long.parseLong(f[2]), f[3], wm));
+        }
+        return evs;
+    }
+
     /** Punctuated generator: after an event carrying watermark_after, emit exactly that watermark. */
     public static class PunctuatedGen implements WatermarkGenerator<Tuple5<String, String, Long, String, Long>> {
         @Override
@@ -132,17 +150,8 @@ public class IntervalJoinOracle {
      */
     public static List<String> run(StreamExecutionEnvironment env, String lines, long lowerMs, long upperMs,
                                    long pauseMs) throws Exception {
-        TypeInformation<Tuple5<String, String, Long, String, Long>> ti =
-                Types.TUPLE(Types.STRING, Types.STRING, Types.LONG, Types.STRING, Types.LONG);
-        List<Tuple5<String, String, Long, String, Long>> evs = new ArrayList<>();
-        for (String line : lines.split("\n")) {
-            if (line.isEmpty()) {
-                continue;
-            }
-            String[] f = line.split("\t", -1);
-            long wm = f[4].isEmpty() ? NO_WM : Long.parseLong(f[4]);
-            evs.add(Tuple5.of(f[0], f[1], Long.parseLong(f[2]), f[3], wm));
-        }
+        TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
+        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
         env.setParallelism(1);
         env.setBufferTimeout(0); // flush every record / watermark immediately
         env.getConfig().setAutoWatermarkInterval(0L); // no periodic watermarks at all
@@ -248,17 +257,8 @@ public class IntervalJoinOracle {
      * @return "S\tkey\tcount\tfirst\tlast\twatermark" lines in emission order
      */
     public static List<String> runTimers(StreamExecutionEnvironment env, String lines, long gapMs) throws Exception {
-        TypeInformation<Tuple5<String, String, Long, String, Long>> ti =
-                Types.TUPLE(Types.STRING, Types.STRING, Types.LONG, Types.STRING, Types.LONG);
-        List<Tuple5<String, String, Long, String, Long>> evs = new ArrayList<>();
-        for (String line : lines.split("\n")) {
-            if (line.isEmpty()) {
-                continue;
-            }
-            String[] f = line.split("\t", -1);
-            long wm = f[4].isEmpty() ? NO_WM : Long.parseLong(f[4]);
-            evs.add(Tuple5.of(f[0], f[1], Long.parseLong(f[2]), f[3], wm));
-        }
+        TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
+        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
         env.setParallelism(1);
         env.setBufferTimeout(0);
         env.getConfig().setAutoWatermarkInterval(0L);

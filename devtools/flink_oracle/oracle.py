@@ -148,21 +148,16 @@ def run_interval_join(inp, pause_ms):
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.add_jars("file://" + jar)  # also puts the jar on the gateway's context class loader
-    lines = []
     for e in inp["events"]:
-        side = e["side"]
-        if side not in ("L", "R"):
+        if e["side"] not in ("L", "R"):
             raise ValueError(f"side must be L or R: {e!r}")
-        wm = e.get("watermark_after")
-        for s in (str(e["k"]), str(e["id"])):
-            if "\t" in s or "\n" in s:
-                raise ValueError("tabs/newlines not allowed in k/id")
-        lines.append(
-            "\t".join([side, str(e["k"]), str(int(e["ts"])), str(e["id"]), "" if wm is None else str(int(wm))])
-        )
     jvm = get_gateway().jvm
     res = jvm.oracle.IntervalJoinOracle.run(
-        env._j_stream_execution_environment, "\n".join(lines), int(inp["lower_ms"]), int(inp["upper_ms"]), int(pause_ms)
+        env._j_stream_execution_environment,
+        _event_lines(inp["events"], lambda e: e["side"]),
+        int(inp["lower_ms"]),
+        int(inp["upper_ms"]),
+        int(pause_ms),
     )
     pairs, late_l, late_r = [], [], []
     for s in list(res):

@@ -43,6 +43,7 @@ from floodmark.spark.stateful.processor import (
     BucketOutput,
     blocks_to_run,
     dead_letter_rows,
+    gauge_row,
     key_dict,
     stats_rows,
     user_values,
@@ -99,21 +100,9 @@ class JoinBucketProcessor:
         if stored is not None or operator.state_size():
             state.store(operator.snapshot())
         rows += [self._late(emitted.late), self._bad(emitted)]
-        gauge = {
-            wire.KIND: wire.GAUGE,
-            wire.SEQ: entry.seq,
-            wire.BUCKET: bucket,
-            wire.HOLD: operator.output_hold(),
-            wire.OLDEST_PENDING: None,
-            wire.OPEN_WINDOWS: operator.state_size(),
-            wire.NEXT_FIRE: operator.next_watermark_deadline(),
-            wire.NEXT_TIMER: None,
-            wire.PANE_COUNT: len(emitted.joined),
-            wire.LATE_COUNT: len(emitted.late),
-            wire.BAD_COUNT: bad_in + len(emitted.bad),
-            wire.ACCEPTED: accepted,
-        }
-        rows.append(pd.DataFrame([gauge]))
+        counts = (len(emitted.joined), len(emitted.late), bad_in + len(emitted.bad), accepted)
+        hold, deadline = operator.output_hold(), operator.next_watermark_deadline()
+        rows.append(gauge_row(entry, bucket, hold, operator.state_size(), deadline, counts))
         return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
 
     # ----------------------------------------------------------------- output

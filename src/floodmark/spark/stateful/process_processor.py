@@ -40,6 +40,7 @@ from floodmark.spark.stateful.processor import (
     BucketOutput,
     blocks_to_run,
     dead_letter_rows,
+    gauge_row,
     key_dict,
     stats_rows,
     user_values,
@@ -90,21 +91,14 @@ class ProcessBucketProcessor:
             state.store(operator.snapshot())
         fitting, misfits = self._fitting(emitted.rows)
         rows += [self._bad(emitted, misfits)]
-        gauge = {
-            wire.KIND: wire.GAUGE,
-            wire.SEQ: entry.seq,
-            wire.BUCKET: bucket,
-            wire.HOLD: operator.output_hold(),
-            wire.OLDEST_PENDING: None,
-            wire.OPEN_WINDOWS: operator.keys(),
-            wire.NEXT_FIRE: operator.next_watermark_deadline(),
-            wire.NEXT_TIMER: operator.next_processing_deadline(),
-            wire.PANE_COUNT: len(fitting),
-            wire.LATE_COUNT: 0,
-            wire.BAD_COUNT: len(bad) + len(emitted.bad) + len(misfits),
-            wire.ACCEPTED: len(raw),  # every good record was handed to the function (a call that raised too)
-        }
-        rows.append(pd.DataFrame([gauge]))
+        # Every good record was handed to the function (a call that raised too): all are accepted.
+        counts = (len(fitting), 0, len(bad) + len(emitted.bad) + len(misfits), len(raw))
+        hold, deadline, timer = (
+            operator.output_hold(),
+            operator.next_watermark_deadline(),
+            operator.next_processing_deadline(),
+        )
+        rows.append(gauge_row(entry, bucket, hold, operator.keys(), deadline, counts, timer))
         return BucketOutput(rows, [self._columns(fitting)] if fitting else [])
 
     # ------------------------------------------------------------------ input

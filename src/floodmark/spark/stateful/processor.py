@@ -89,21 +89,19 @@ class WindowBucketProcessor:
         emitted = advance(operator, batch, watermark, entry.processing_time, partials)
         state.save(operator)
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
-        gauge = {
-            wire.KIND: wire.GAUGE,
-            wire.SEQ: entry.seq,
-            wire.BUCKET: bucket,
-            wire.HOLD: operator.output_hold(),
-            wire.OLDEST_PENDING: operator.oldest_pending_processing_time(),
-            wire.OPEN_WINDOWS: operator.window_count(),
-            wire.NEXT_FIRE: operator.next_watermark_deadline(),
-            wire.NEXT_TIMER: operator.next_processing_deadline(),
-            wire.PANE_COUNT: emitted.pane_count(),
-            wire.LATE_COUNT: len(emitted.late),
-            wire.BAD_COUNT: len(bad) + len(emitted.bad),
-            wire.ACCEPTED: emitted.accepted,
-        }
-        out.append(pd.DataFrame([gauge]))
+        counts = (emitted.pane_count(), len(emitted.late), len(bad) + len(emitted.bad), emitted.accepted)
+        out.append(
+            gauge_row(
+                entry,
+                bucket,
+                operator.output_hold(),
+                operator.window_count(),
+                operator.next_watermark_deadline(),
+                counts,
+                operator.next_processing_deadline(),
+                operator.oldest_pending_processing_time(),
+            )
+        )
         pane_columns = [self._pane_columns(frame) for frame in emitted.pane_frames if len(frame)]
         return BucketOutput(out, pane_columns)
 
@@ -219,6 +217,39 @@ def due(entry: ControlEntry, stage: str, bucket: int) -> bool:
     if not gauges.reported(stage, bucket):
         return True
     return gauges.due(stage, entry.watermark_for(stage), entry.processing_time, bucket) is not None
+
+
+def gauge_row(
+    entry: ControlEntry,
+    bucket: int,
+    hold: int | None,
+    open_windows: int,
+    next_fire: int | None,
+    counts: tuple[int, int, int, int],
+    next_timer: int | None = None,
+    oldest_pending: int | None = None,
+) -> pd.DataFrame:
+    """A bucket's GAUGE row after it ran with ``entry``: its hold, what it keeps (``open_windows``), its deadlines,
+    and ``counts``: the panes (or rows), late records and dead letters it emitted and the records it accepted."""
+    panes, late, bad, accepted = counts
+    return pd.DataFrame(
+        [
+            {
+                wire.KIND: wire.GAUGE,
+                wire.SEQ: entry.seq,
+                wire.BUCKET: bucket,
+                wire.HOLD: hold,
+                wire.OLDEST_PENDING: oldest_pending,
+                wire.OPEN_WINDOWS: open_windows,
+                wire.NEXT_FIRE: next_fire,
+                wire.NEXT_TIMER: next_timer,
+                wire.PANE_COUNT: panes,
+                wire.LATE_COUNT: late,
+                wire.BAD_COUNT: bad,
+                wire.ACCEPTED: accepted,
+            }
+        ]
+    )
 
 
 def dead_letter_rows(rows: pd.DataFrame, key_columns: Sequence[str], ts_column: str) -> pd.DataFrame:
