@@ -187,3 +187,33 @@ def test_stuck_and_buffering_are_told_apart_by_the_processing_time_lag():
     tail = stuck[16 : len(stuck) - 6]
     assert all(b[0] > a[0] and b[1] >= a[1] for a, b in itertools.pairwise(tail)), "both lags rise"
     assert tail[-1][1] > bound and tail[-1][0] > bound
+
+
+@given(
+    batches=st.lists(
+        st.tuples(st.integers(0, 1_000), st.integers(0, 1_000), st.none() | st.integers(0, 900)), min_size=1, max_size=6
+    ),
+    idle=st.booleans(),
+)
+def test_ending_the_sources_before_a_batch_is_advancing_with_them_at_max(batches, idle):
+    """``end_sources`` after batch N: the stages reading sources get what ``advance`` would have given them after
+    batch N had the sources been MAX then (the folded flush of ``Controller.begin_batch``); the stages reading
+    stages keep the input watermark they had for batch N (their upstreams have not run at MAX yet), which is
+    ``advance``'s too unless an upstream was idle (then ``advance`` counts it again, lower)."""
+    upstreams = {"ms": ["m"], "cs": ["c"], "mean": ["ms", "cs"], "late": ["mean", "m"]}
+    graph = StageGraph(["m", "c"], upstreams)
+    for m, c, hold in batches[:-1]:
+        graph.advance({"m": (m, False), "c": (c, idle)}, {"ms": hold, "mean": hold})
+    m, c, hold = batches[-1]
+    holds = {"ms": hold, "mean": hold}
+    at_max = StageGraph(["m", "c"], upstreams)
+    at_max.restore(graph.snapshot())
+    at_max.advance({"m": (MAX_TIMESTAMP, False), "c": (MAX_TIMESTAMP, False)}, holds)
+    graph.advance({"m": (m, False), "c": (c, idle)}, holds)
+    before = graph.input_watermarks()
+    ended = graph.end_sources()
+    assert ended["ms"] == ended["cs"] == MAX_TIMESTAMP == at_max.input_watermarks()["cs"]
+    assert ended["mean"] == before["mean"]
+    if not idle:
+        assert ended == at_max.input_watermarks()
+        assert graph.snapshot() == at_max.snapshot()

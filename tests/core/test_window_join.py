@@ -53,9 +53,9 @@ def test_every_pair_sharing_a_window_once_unless_late(assigner, lateness, script
         for w in assigner.assign_one(ts):
             if at < w.max_timestamp + lateness:
                 on_time[(side, key, i, w.start, w.end)] += 1
-    for (side, key, i, start, end) in on_time:
+    for side, key, i, start, end in on_time:
         if side is Side.LEFT:
-            for (other, key2, j, start2, end2) in on_time:
+            for other, key2, j, start2, end2 in on_time:
                 if other is Side.RIGHT and (key2, start2, end2) == (key, start, end):
                     expected[(key, i, j, start, end)] += 1
     got = Counter((p.key, p.left, p.right, p.window.start, p.window.end) for p in joined)

@@ -1,4 +1,5 @@
-"""The controller without Spark: end of input decided in the batch that read nothing, as a one-way latch."""
+"""The controller without Spark: end of input decided in the batch that read nothing (or, in a bounded run, as the
+batch planned to read nothing begins), as a one-way latch."""
 
 from __future__ import annotations
 
@@ -46,3 +47,38 @@ def test_a_direct_request_is_not_taken_back_by_a_source_that_is_not_done(tmp_pat
     assert ctl.on_batch(0, [], {}, {}).next_watermark < MAX_TIMESTAMP, "the source says it is not done"
     ctl.end_input()
     assert ctl.on_batch(1, [], {}, {}).next_watermark == MAX_TIMESTAMP
+
+
+def test_a_bounded_batch_planned_to_read_nothing_is_the_flush_itself(tmp_path):
+    """The batch Spark planned without new input runs at MAX (no batch that reads nothing before the flush); the
+    decision is logged, so a replay after a restart flushes in the same batch."""
+    ctl = controller(tmp_path)
+    planned_empty = {2}
+    ctl.engine = EngineHooks(reads_no_new_input=planned_empty.__contains__)
+    ctl.end_input_when(lambda: True)
+    for batch in (0, 1):
+        assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP
+        ctl.on_batch(batch, stats(3), {}, {})
+    assert ctl.begin_batch(2).watermark == MAX_TIMESTAMP
+    report = ctl.on_batch(2, [], {}, {})
+    assert report.watermark == report.next_watermark == MAX_TIMESTAMP
+    assert ctl.next_batch is not None and ctl.next_batch.waits_for_input, "nothing can fire after the flush"
+
+    replay = Controller(ctl.log, ctl.sources, ctl.upstreams, clock=ManualClock(0), engine=EngineHooks(2))
+    assert replay.begin_batch(2).watermark == MAX_TIMESTAMP, "the restart's first batch, but logged as the flush"
+    assert replay.logged(2) == ctl.logged(2)
+
+
+def test_the_flush_is_not_folded_into_a_restarts_first_batch_nor_into_an_unbounded_run(tmp_path):
+    ctl = controller(tmp_path)
+    ctl.engine = EngineHooks(reads_no_new_input=lambda batch: True)
+    for batch in (0, 1):
+        assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP, "no bounded run asked for"
+        ctl.on_batch(batch, stats(3), {}, {})
+    restarted = Controller(
+        ctl.log, ctl.sources, ctl.upstreams, clock=ManualClock(0), engine=EngineHooks(2, reads_no_new_input=bool)
+    )
+    restarted.end_input_when(lambda: True)
+    assert restarted.begin_batch(2).watermark < MAX_TIMESTAMP, "offsets planned before the restart say nothing"
+    restarted.on_batch(2, [], {}, {})
+    assert restarted.begin_batch(3).watermark == MAX_TIMESTAMP

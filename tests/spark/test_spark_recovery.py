@@ -161,7 +161,11 @@ def test_kill_minus_nine_with_cumulate_windows_and_an_idle_split_is_exactly_once
 
 
 def flush_batch(checkpoint: Path) -> int | None:
-    """The id of a bounded run's final flush (the batch after the one whose report ends the input), once known."""
+    """The id of a bounded run's final flush, once known: the batch logged as the end of input as it began (the
+    batch Spark planned to read nothing), or the batch after one whose report ends the input."""
+    logged = sorted(int(path.stem) for path in (checkpoint / "floodmark" / "control").glob("*.end"))
+    if logged:
+        return logged[0]
     metrics = checkpoint / "floodmark" / "metrics.jsonl"
     lines = metrics.read_text().splitlines() if metrics.exists() else []
     ending = [json.loads(line)["batch_id"] for line in lines if json.loads(line)["next_watermark"] == 2**63 - 1]
@@ -170,7 +174,8 @@ def flush_batch(checkpoint: Path) -> int | None:
 
 def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: object) -> list[str]:
     """Kill -9 the driver ``kills`` times, each after 1-3 more batches and a random 0-0.6 s into the next one,
-    the last one inside the final flush; then run it to the end. Returns where each kill landed."""
+    or at once when the final flush is running (the last kill waits for it); then run it to the end. Returns
+    where each kill landed."""
     landed = []
     for attempt in range(kills):
         driver = run_driver(*args)
@@ -181,15 +186,16 @@ def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: ob
             assert driver.poll() is None, f"the driver ended before kill {attempt + 1} of {kills}"
             assert time.monotonic() < deadline, f"no progress before kill {attempt + 1}"
             flush = flush_batch(checkpoint)
-            if final and flush is not None and (checkpoint / "spark" / "offsets" / str(flush)).exists():
-                break  # the flush batch has been planned: it is running now
-            if not final and batches_done(checkpoint) >= target:
+            # The flush is known as it begins (its logged end of input): the kill follows at once, inside its job.
+            flushing = flush is not None and (checkpoint / "spark" / "offsets" / str(flush)).exists()
+            if flushing or (not final and batches_done(checkpoint) >= target):
                 break
             time.sleep(0.02)
-        time.sleep(rng.uniform(0, 0.1) if final else rng.uniform(0, 0.6))
+        if not flushing:
+            time.sleep(rng.uniform(0, 0.6))
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait(timeout=60)
-        if final:
+        if flushing:
             assert not (checkpoint / "spark" / "commits" / str(flush)).exists(), "killed inside the final flush"
             landed.append(f"flush batch {flush}")
         else:

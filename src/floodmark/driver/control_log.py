@@ -12,6 +12,12 @@ after a crash, the sink computes entry N+1 again and the first write wins, so
 the replay sees exactly the values of the original run. This plus Spark's
 offset log makes the watermark sequence exactly-once across restarts.
 
+A bounded run can find its input exhausted as batch N begins (Spark planned it
+to read nothing new): batch N then runs as the end-of-input flush, written as a
+marker beside entry N (``<seq>.end``, also first write wins) before any task of
+the batch reads the entry, so a replay flushes in the same batch
+(:meth:`~floodmark.driver.controller.Controller.begin_batch`).
+
 The directory may be local or on any Hadoop file system
 (:mod:`floodmark.driver.checkpoint_files`); with the default local files this
 module needs no Spark and is unit-tested on its own. The entries themselves are
@@ -49,6 +55,17 @@ class ControlLog:
         """Write ``entry`` unless one with its ``seq`` exists; True if written."""
         return self.files.write_once(self.path(entry.seq), json.dumps(asdict(entry)))
 
+    def mark_end_of_input(self, seq: int) -> None:
+        """Record that batch ``seq`` runs as the end of input (kept if already recorded)."""
+        self.files.write_once(self._end_path(seq), "{}")
+
+    def ends_input(self, seq: int) -> bool:
+        """Whether batch ``seq`` was recorded to run as the end of input (:meth:`mark_end_of_input`)."""
+        return self.files.read_text(self._end_path(seq)) is not None
+
+    def _end_path(self, seq: int) -> str:
+        return join(self.directory, f"{seq:012d}.end")
+
     def read(self, seq: int) -> ControlEntry | None:
         text = self.files.read_text(self.path(seq))
         return None if text is None else ControlEntry.of(json.loads(text))
@@ -65,3 +82,4 @@ class ControlLog:
         """Delete entry ``seq`` if present: one call per batch instead of a listing (slow on object stores)."""
         if seq >= 0:
             self.files.delete(self.path(seq))
+            self.files.delete(self._end_path(seq))

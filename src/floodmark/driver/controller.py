@@ -61,6 +61,10 @@ def _not_known(batch_id: int) -> int | None:
     return None
 
 
+def _not_said(batch_id: int) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class EngineHooks:
     """What the engine running a query offers its controller, given at construction (the defaults: an engine
@@ -69,6 +73,8 @@ class EngineHooks:
     :ivar first_batch_id: the first batch this run of the query executes: 0, or the one after the last
         committed batch on a restart (see :meth:`Controller.ends_input`).
     :ivar planned_at: when the engine planned a batch (ms), if it says (Spark's offset log).
+    :ivar reads_no_new_input: whether the engine planned a batch to read no new input (only the ticks moved in
+        Spark's offset log), once it has planned it; False when it does not say.
     :ivar ticks: where the next batch without input is asked for (the tick source's schedule), or None.
     :ivar pause: told, before each batch is planned, which splits of each aligned source watermark alignment
         pauses (``{source: splits}``); None when the engine cannot pause splits.
@@ -76,6 +82,7 @@ class EngineHooks:
 
     first_batch_id: int = 0
     planned_at: Callable[[int], int | None] = _not_known
+    reads_no_new_input: Callable[[int], bool] = _not_said
     ticks: TickRequests | None = None
     pause: Callable[[dict[str, frozenset[str]]], None] | None = None
 
@@ -271,8 +278,9 @@ class Controller:
         self._end_of_input_requested = True
 
     def end_input_when(self, exhausted: Callable[[], bool]) -> None:
-        """End the input (the next watermark MAX, every window fires) after the first batch that reads nothing,
-        if ``exhausted()`` also says so then (a bounded run); called on the driver from the batch's sink."""
+        """End the input (watermark MAX, every window fires) at the first batch the engine planned to read
+        nothing (:meth:`begin_batch`), or after the first batch that read nothing, if ``exhausted()`` also says
+        so then (a bounded run); called on the driver from the batch's sink."""
         self._end_when_exhausted = exhausted
 
     @classmethod
@@ -332,7 +340,7 @@ class Controller:
         :raises LookupError: the log has no entry ``seq`` (never written, or pruned).
         """
         seq = self.log.latest_seq() if seq is None else seq
-        entry = None if seq is None else self.log.read(seq)
+        entry = None if seq is None else self.logged(seq)
         if entry is None:
             raise LookupError(
                 f"no control entry {seq} in {self.log.directory} (entries older than {KEPT_ENTRIES} batches are pruned)"
@@ -401,7 +409,7 @@ class Controller:
             return {}
         if entry is None:
             latest = self.log.latest_seq()
-            entry = self.log.read(latest) if latest is not None else None
+            entry = self.logged(latest) if latest is not None else None
         sources = self._graph(entry)[0] if entry is not None else {}
         paused = self.paused(sources) if entry is not None and not entry.end_of_input else {}
         if self.engine.pause is not None:
@@ -409,9 +417,25 @@ class Controller:
         return paused
 
     # ----------------------------------------------------------- the batches
+    def logged(self, seq: int) -> ControlEntry | None:
+        """Control entry ``seq`` as batch ``seq`` ran (or runs) with it: the logged entry, at the end of input
+        when the batch was recorded as the flush (:meth:`begin_batch`); None if the log does not have it."""
+        entry = self.log.read(seq)
+        if entry is None or entry.end_of_input or not self.log.ends_input(seq):
+            return entry
+        sources, graph = self._graph(entry)
+        inputs = graph.end_sources()
+        return replace(
+            entry,
+            end_of_input=True,
+            watermark=min(inputs.values()),
+            stage_watermarks=inputs,
+            coordinator=self._coordinator(sources, graph),
+        )
+
     def entry_for_batch(self, batch_id: int) -> ControlEntry:
-        """Control entry ``batch_id`` (batch N runs with entry N), which must exist."""
-        entry = self.log.read(batch_id)
+        """Control entry ``batch_id`` (batch N runs with entry N, :meth:`logged`), which must exist."""
+        entry = self.logged(batch_id)
         if entry is None:
             raise RuntimeError(
                 f"floodmark control entry {batch_id} is missing from {self.log.directory}: the checkpoint's "
@@ -426,13 +450,32 @@ class Controller:
         later: the entry was written when the previous batch ended, which is long before after an idle stretch
         (batches without input run only when needed: :mod:`floodmark.driver.next_batch`). Spark logs that time
         with the batch's offsets (``batchTimestampMs``), so a replayed batch gets the same value.
+
+        In a bounded run (:meth:`end_input_when`), a batch the engine planned to read no new input, other than
+        the first of this run, when ``exhausted()`` says so too, is the end of input itself: it runs with every
+        source's watermark MAX (``StageGraph.end_sources``) instead of reading nothing and leaving the flush to
+        the batch after it. The decision is recorded in the log before any task reads the entry, so a replay
+        flushes in the same batch.
         """
         entry = self.entry_for_batch(batch_id)
+        if self._input_exhausted_before(entry, batch_id):
+            self.log.mark_end_of_input(batch_id)
+            self._end_of_input_requested = True
+            entry = self.entry_for_batch(batch_id)
         planned = self.engine.planned_at(batch_id)
         if planned is not None and planned > entry.processing_time:
             entry = replace(entry, processing_time=planned)
         self._running_entry = entry
         return entry
+
+    def _input_exhausted_before(self, entry: ControlEntry, batch_id: int) -> bool:
+        return (
+            self._end_when_exhausted is not None
+            and not entry.end_of_input
+            and batch_id > self.engine.first_batch_id  # see ends_input: a restart's first batch says nothing
+            and self.engine.reads_no_new_input(batch_id)
+            and bool(self._end_when_exhausted())
+        )
 
     def running(self, batch_id: int) -> ControlEntry:
         """The entry batch ``batch_id`` runs with (:meth:`begin_batch`'s, or the logged one)."""

@@ -57,7 +57,7 @@ def explain_stage(
             " or keys kept) and query.stage_reconciliation say what it emitted"
         )
     batch = last_batch(controller) if batch is None else batch
-    ran = controller.log.read(batch)
+    ran = controller.logged(batch)
     if ran is None:
         raise LookupError(f"no control entry {batch} in {controller.log.directory}")
     applied = ran.watermark_for(stage.name)

@@ -26,6 +26,14 @@ stage ``s`` one batch after its upstream's watermark passed it.
 When every upstream of a stage is idle the stage is idle too (its downstream
 stages leave it out of their MIN) and its input watermark is the highest of its
 upstreams', never MIN_TIMESTAMP.
+
+When a bounded input turns out to be exhausted before batch ``N+1`` runs (it reads
+nothing new), the sources' watermarks become MAX for that batch already
+(:meth:`StageGraph.end_sources`): ``IW_s(N+1)`` is recomputed for the stages that
+read sources, with ``W_u = MAX`` for every source ``u``; stages that read stages
+keep theirs, since their upstreams have not yet run at MAX. That is what
+:meth:`StageGraph.advance` would have given after batch ``N`` had the sources been
+MAX then, so the flush starts one batch earlier and nothing else changes.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks.stage import StageWatermark
 
 
@@ -107,6 +116,18 @@ class StageGraph:
                     watermark, idle = self.watermarks[up].output_watermark, self.idle[up]
                 marks.update_upstream(up, watermark, idle)
             self.idle[stage] = all(idle for _, idle in marks.upstream.values())
+        return self.input_watermarks()
+
+    def end_sources(self) -> dict[str, int]:
+        """The input ended before the next batch (see the module docstring): every source's watermark is
+        ``MAX_TIMESTAMP`` and none is idle for it; returns the next batch's input watermarks."""
+        for stage in self.order:
+            marks = self.watermarks[stage]
+            read = [up for up in self.upstreams[stage] if up in self.sources]
+            for source in read:
+                marks.update_upstream(source, MAX_TIMESTAMP, False)
+            if read:
+                self.idle[stage] = all(idle for _, idle in marks.upstream.values())
         return self.input_watermarks()
 
     def snapshot(self) -> dict[str, Any]:

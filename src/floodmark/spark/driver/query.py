@@ -121,7 +121,13 @@ def engine_hooks(
     source's schedule, and ``pause`` (watermark alignment's, or None)."""
     spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller_files)
     ticks = TickSchedule(schedule_path(checkpoint))
-    hooks = EngineHooks(spark_checkpoint.first_batch_id(), spark_checkpoint.planned_at, ticks, pause)
+    hooks = EngineHooks(
+        first_batch_id=spark_checkpoint.first_batch_id(),
+        planned_at=spark_checkpoint.planned_at,
+        reads_no_new_input=spark_checkpoint.reads_no_new_input,
+        ticks=ticks,
+        pause=pause,
+    )
     return hooks, spark_checkpoint
 
 
@@ -480,14 +486,15 @@ class FloodmarkQuery:
     def finish_when_input_exhausted(
         self, timeout_s: float = 3600.0, exhausted: Callable[[], bool] | None = None
     ) -> None:
-        """End the input after the next batch that reads no records, then stop after the flush.
+        """End the input at the first batch Spark plans without new input, then stop after the flush.
 
-        Every input row is either a good record or a dead letter, so a batch with neither read nothing. The
-        controller decides at the end of that batch and the very next batch runs with every source's watermark
-        MAX; every stage, upstream first, gets it (one batch per level), and every window fires. The first
-        batch after a restart does not count: Spark may replay offsets it planned before the restart, when
-        newer input did not exist yet. After the flush no batch is asked for (nothing can fire): the query
-        stops once Spark has committed the flush and its trigger has ended.
+        That batch (its offsets and the previous batch's differ only in the ticks) runs as the flush itself:
+        every source's watermark is MAX for it, decided as it begins and logged before its tasks run
+        (``Controller.begin_batch``); every stage, upstream first, gets it (one batch per level), and every
+        window fires. Otherwise (the first batch of a restarted run: Spark may replay offsets it planned
+        before the restart, when newer input did not exist yet) a batch that read no good record and no
+        dead letter ends the input and the next batch flushes. After the flush no batch is asked for
+        (nothing can fire): the query stops once Spark has committed the flush and its trigger has ended.
 
         :arg exhausted: also required before ending (e.g. "the source has served its last offset"): a
             paced source can have batches without records before it is done. Called on the driver from

@@ -37,17 +37,25 @@ class SparkCheckpoint:
         return int(json.loads(lines[1]).get("batchTimestampMs", 0)) or None
 
     def planned_no_new_input(self, moving_sources: int = 1) -> bool:
-        """Whether the newest batch planned no new input: its offsets and the previous batch's differ in at
-        most ``moving_sources`` sources (those that move every batch: the ticks). An empty file in the middle
-        of a file input still moves that source. True when there are fewer than two batches.
+        """Whether the newest batch planned no new input (:meth:`reads_no_new_input`). True when there are fewer
+        than two batches.
 
         Called from batch N's sink, when ``offsets/N`` is the newest entry of the log.
         """
         batches = self._batches("offsets")
         if len(batches) < 2:
             return True
-        newest, previous = (self.files.read_text(join(self.directory, "offsets", str(b))) for b in batches[-1:-3:-1])
-        if newest is None or previous is None:
-            return True
-        changed = [a != b for a, b in zip(newest.splitlines()[2:], previous.splitlines()[2:], strict=False)]
+        return self._same_input(batches[-1], batches[-2], moving_sources, missing=True)
+
+    def reads_no_new_input(self, batch_id: int, moving_sources: int = 1) -> bool:
+        """Whether Spark planned batch ``batch_id`` to read no new input: its offsets and the previous batch's
+        differ in at most ``moving_sources`` sources (those that move every batch: the ticks). An empty file in
+        the middle of a file input still moves that source. False when either batch is not in the log."""
+        return batch_id > 0 and self._same_input(batch_id, batch_id - 1, moving_sources, missing=False)
+
+    def _same_input(self, batch: int, previous: int, moving_sources: int, missing: bool) -> bool:
+        texts = [self.files.read_text(join(self.directory, "offsets", str(b))) for b in (batch, previous)]
+        if texts[0] is None or texts[1] is None:
+            return missing
+        changed = [a != b for a, b in zip(texts[0].splitlines()[2:], texts[1].splitlines()[2:], strict=False)]
         return sum(changed) <= moving_sources
