@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--buckets", type=int, default=None, help="floodmark's state buckets (default: its own)")
     parser.add_argument("--other-buckets", type=int, default=None, help="a row with this many buckets as well")
+    parser.add_argument("--only", nargs="+", default=None, help="rows whose engine names contain one of these")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="floodmark-bench-batches-"))
     data = work / "in"
@@ -166,6 +167,8 @@ def main() -> None:
         engines[f"floodmark, JVM map side, {args.other_buckets} buckets"] = lambda w: floodmark(
             spark, data, w, "jvm", clock, args.other_buckets
         )
+    if args.only:
+        engines = {name: run for name, run in engines.items() if any(part in name for part in args.only)}
     for index, run in enumerate(engines.values()):
         run(work / f"warm-up-{index}")
     samples: dict[str, list[Sample]] = {name: [] for name in engines}

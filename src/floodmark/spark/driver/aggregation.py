@@ -68,7 +68,7 @@ class EventTimeAggregation:
     :arg max_future_skew: records whose event time is more than this ahead of processing time go to the
         dead-letter output (one corrupt far-future record must not push the watermark over every window);
         ``None`` disables.
-    :arg buckets: number of state buckets (default: max(8, ``spark.sql.shuffle.partitions``)).
+    :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``; see ``Pipeline``).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
         :class:`~floodmark.spark.driver.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
     :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see

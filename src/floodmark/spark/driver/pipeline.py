@@ -137,9 +137,11 @@ class Source:
 class Pipeline:
     """Sources and windowed stages, run as one streaming query (see the module docstring).
 
-    :arg buckets: state buckets per stage (default: max(8, ``spark.sql.shuffle.partitions``)). Several
-        buckets per partition keep each bucket's state blob small: the blob travels between the JVM and Python
-        every batch (~20 ms per MiB) and a single value is capped near 1 GiB.
+    :arg buckets: state buckets per stage (default: ``spark.sql.shuffle.partitions``, one per partition). A
+        bucket is one group of Spark's stateful operator: each costs its own state-store calls and Python call
+        in every batch that runs it, so more buckets than partitions only add work (6-7% per batch with 8 on
+        2 partitions, ``bench/batches.py``); its state is stored in parts of at most 16 MiB, so a large bucket
+        has no size cliff. Fixed when the checkpoint is created.
     :arg map_side: where records are combined before the shuffle (:mod:`floodmark.spark.map_side.jvm_combine`):
         ``"arrow"`` (default) sends every record to Python and combines there with Arrow; ``"jvm"`` lets Spark's
         own partial aggregation combine the records that are good and on time, and sends only those partials and
@@ -453,8 +455,8 @@ class Pipeline:
         )
 
     def bucket_count(self, spark: SparkSession) -> int:
-        """The state buckets per stage of a new checkpoint: as asked, else max(8, ``spark.sql.shuffle.partitions``)."""
-        return self.buckets or max(8, shuffle_partitions(spark))
+        """The state buckets per stage of a new checkpoint: as asked, else ``spark.sql.shuffle.partitions``."""
+        return self.buckets or shuffle_partitions(spark)
 
     # ---------------------------------------------------------------- running
     def build(
