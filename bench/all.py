@@ -7,11 +7,11 @@
 Every row reads the same Parquet files with both engines in the same Spark session (local[2]): native Spark
 (``withWatermark(5 s)`` + the closest aggregation, append mode, ``noop`` sink, ``availableNow``) and floodmark
 (``EventTimeAggregation`` with 4 splits, bounded out-of-orderness 5 s, panes written to Parquet,
-``run_to_completion``, which adds the end-of-input batch that fires the last windows: native never fires
-them). The input is ``--files`` files of ``--rows`` rows in all, one file per batch, timestamps over 10
-minutes of event time (``bench/throughput.py``'s generator). Before measuring, each engine runs once on the
-first workload (a cold JVM makes the first native run 2-3x slower); then the engines alternate ``--repeat``
-times on fresh checkpoints and the table shows medians (shared machines are noisy).
+``run_to_completion``, whose batch after the input fires the last windows: native also runs a batch after
+its input and never fires them). The input is ``--files`` files of ``--rows`` rows in all, one file per batch,
+timestamps over 10 minutes of event time (``bench/throughput.py``'s generator). Before measuring, each engine
+runs once on the first workload (a cold JVM makes the first native run 2-3x slower); then the engines alternate
+``--repeat`` times on fresh checkpoints and the table shows medians (shared machines are noisy).
 
 Columns: rows/s over the whole run and the ratio (floodmark / native); the first batch's seconds (Spark's
 ``triggerExecution``: it pays for Python worker start-up); floodmark's end-of-input flush batch (it fires every
