@@ -117,6 +117,18 @@ def test_first_batch_is_the_one_after_the_last_commit(tmp_path):
     assert SparkCheckpoint(str(tmp_path / "spark"), LocalFiles()).first_batch_id() == 3
 
 
+def test_a_batch_reads_no_new_input_when_only_the_ticks_moved(tmp_path):
+    """What ends a bounded run's input as its batch begins (``Controller.begin_batch``): Spark's offset log."""
+    offsets = tmp_path / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    header = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":5,"conf":{}}\n'
+    for batch, (ticks, files) in enumerate([(1, 0), (2, 1), (3, 1), (3, 2), (3, 2)]):
+        (offsets / str(batch)).write_text(f'{header}{{"seq": {ticks}}}\n{{"logOffset":{files}}}')
+    checkpoint = SparkCheckpoint(str(tmp_path / "spark"), LocalFiles())
+    assert [checkpoint.reads_no_new_input(b) for b in range(6)] == [False, False, True, False, True, False]
+    assert checkpoint.planned_no_new_input(), "the newest batch, 4, moved nothing"
+
+
 def test_checkpoint_and_output_as_uris_across_a_restart(spark, tmp_path, monkeypatch):
     """A file:// checkpoint goes through Hadoop's FileSystem, like hdfs:// or s3a:// on a cluster. The first run
     has the Python tick source and the restart the JVM one (spark/sources/ticks.py): a checkpoint made before the JVM

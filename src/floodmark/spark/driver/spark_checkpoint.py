@@ -49,13 +49,23 @@ class SparkCheckpoint:
 
     def reads_no_new_input(self, batch_id: int, moving_sources: int = 1) -> bool:
         """Whether Spark planned batch ``batch_id`` to read no new input: its offsets and the previous batch's
-        differ in at most ``moving_sources`` sources (those that move every batch: the ticks). An empty file in
-        the middle of a file input still moves that source. False when either batch is not in the log."""
+        differ in at most ``moving_sources`` sources, each a tick source (offset ``{"seq": n}``, floodmark's
+        Python and JVM tick sources alike), whatever moved in the others. An empty file in the middle of a file
+        input still moves that source. False when either batch is not in the log."""
         return batch_id > 0 and self._same_input(batch_id, batch_id - 1, moving_sources, missing=False)
 
     def _same_input(self, batch: int, previous: int, moving_sources: int, missing: bool) -> bool:
         texts = [self.files.read_text(join(self.directory, "offsets", str(b))) for b in (batch, previous)]
         if texts[0] is None or texts[1] is None:
             return missing
-        changed = [a != b for a, b in zip(texts[0].splitlines()[2:], texts[1].splitlines()[2:], strict=False)]
-        return sum(changed) <= moving_sources
+        changed = [a for a, b in zip(texts[0].splitlines()[2:], texts[1].splitlines()[2:], strict=False) if a != b]
+        return len(changed) <= moving_sources and all(_is_tick_offset(line) for line in changed)
+
+
+def _is_tick_offset(line: str) -> bool:
+    """Whether an offset log line is a tick source's (``{"seq": n}``)."""
+    try:
+        offset = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(offset, dict) and set(offset) == {"seq"}
