@@ -67,6 +67,10 @@ def test_a_bounded_batch_planned_to_read_nothing_is_the_flush_itself(tmp_path):
     replay = Controller(ctl.log, ctl.sources, ctl.upstreams, clock=ManualClock(0), engine=EngineHooks(2))
     assert replay.begin_batch(2).watermark == MAX_TIMESTAMP, "the restart's first batch, but logged as the flush"
     assert replay.logged(2) == ctl.logged(2)
+    replay.ensure_initial_entry()
+    assert ctl.log.ends_input(2), "kept while its entry is"
+    ctl.log.prune_end_markers(3)
+    assert not ctl.log.ends_input(2) and (tmp_path / f"{2:012d}.json").exists(), "a query start prunes old ones"
 
 
 def test_the_flush_is_not_folded_into_a_restarts_first_batch_nor_into_an_unbounded_run(tmp_path):

@@ -16,7 +16,9 @@ A bounded run can find its input exhausted as batch N begins (Spark planned it
 to read nothing new): batch N then runs as the end-of-input flush, written as a
 marker beside entry N (``<seq>.end``, also first write wins) before any task of
 the batch reads the entry, so a replay flushes in the same batch
-(:meth:`~floodmark.driver.controller.Controller.begin_batch`).
+(:meth:`~floodmark.driver.controller.Controller.begin_batch`). Reading an entry
+costs one more file read for its marker; markers older than the kept entries
+are deleted when a query starts.
 
 The directory may be local or on any Hadoop file system
 (:mod:`floodmark.driver.checkpoint_files`); with the default local files this
@@ -82,4 +84,10 @@ class ControlLog:
         """Delete entry ``seq`` if present: one call per batch instead of a listing (slow on object stores)."""
         if seq >= 0:
             self.files.delete(self.path(seq))
-            self.files.delete(self._end_path(seq))
+
+    def prune_end_markers(self, below: int) -> None:
+        """Delete the end-of-input records of batches below ``below`` (one listing: called once per query start,
+        since a record is written once per bounded run and a delete per batch would cost every batch a call)."""
+        for name in self.files.list_names(self.directory):
+            if name.endswith(".end") and name[:-4].isdigit() and int(name[:-4]) < below:
+                self.files.delete(join(self.directory, name))

@@ -364,6 +364,7 @@ class Controller:
             latest = 0
         entry = self.log.read(latest)
         assert entry is not None
+        self.log.prune_end_markers(latest - KEPT_ENTRIES)
         if sorted(entry.stage_watermarks) != sorted(self.upstreams):
             raise ValueError(
                 f"the checkpoint's control log ({self.log.directory}) is of a query with stages "
