@@ -418,11 +418,14 @@ class Controller:
         return paused
 
     # ----------------------------------------------------------- the batches
-    def logged(self, seq: int) -> ControlEntry | None:
+    def logged(self, seq: int, recorded_end: bool = True) -> ControlEntry | None:
         """Control entry ``seq`` as batch ``seq`` ran (or runs) with it: the logged entry, at the end of input
-        when the batch was recorded as the flush (:meth:`begin_batch`); None if the log does not have it."""
+        when the batch was recorded as the flush (:meth:`begin_batch`); None if the log does not have it.
+
+        :arg recorded_end: look for that record (one file read); False when the caller knows there is none.
+        """
         entry = self.log.read(seq)
-        if entry is None or entry.end_of_input or not self.log.ends_input(seq):
+        if entry is None or entry.end_of_input or not recorded_end or not self.log.ends_input(seq):
             return entry
         sources, graph = self._graph(entry)
         inputs = graph.end_sources()
@@ -458,7 +461,11 @@ class Controller:
         the batch after it. The decision is recorded in the log before any task reads the entry, so a replay
         flushes in the same batch.
         """
-        entry = self.entry_for_batch(batch_id)
+        # Only this run's begin_batch records a later batch as the end, so only a replay of the run's first batch
+        # can find a record without writing it: no file read per batch for it otherwise.
+        entry = self.logged(batch_id, recorded_end=batch_id <= self.engine.first_batch_id)
+        if entry is None:
+            entry = self.entry_for_batch(batch_id)  # raises: the entry is missing
         if self._input_exhausted_before(entry, batch_id):
             self.log.mark_end_of_input(batch_id)
             self._end_of_input_requested = True
