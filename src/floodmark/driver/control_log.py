@@ -16,8 +16,9 @@ A bounded run can find its input exhausted as batch N begins (Spark planned it
 to read nothing new): batch N then runs as the end-of-input flush, written as a
 marker beside entry N (``<seq>.end``, also first write wins) before any task of
 the batch reads the entry, so a replay flushes in the same batch
-(:meth:`~floodmark.driver.controller.Controller.begin_batch`). Reading an entry
-costs one more file read for its marker; markers older than the kept entries
+(:meth:`~floodmark.driver.controller.Controller.begin_batch`). A running query reads
+a marker only in its first batch (the one a restart replays) and ``explain`` for
+every entry it reads; markers older than the kept entries
 are deleted when a query starts.
 
 The directory may be local or on any Hadoop file system
