@@ -163,7 +163,9 @@ def test_kill_minus_nine_with_cumulate_windows_and_an_idle_split_is_exactly_once
 def flush_batch(checkpoint: Path) -> int | None:
     """The id of a bounded run's final flush, once known: the batch logged as the end of input as it began (the
     batch Spark planned to read nothing), or the batch after one whose report ends the input."""
-    logged = sorted(int(path.stem) for path in (checkpoint / "floodmark" / "control").glob("*.end"))
+    # A marker being written shows as a hidden temporary file ending in .end too: only finished ones count.
+    markers = (checkpoint / "floodmark" / "control").glob("*.end")
+    logged = sorted(int(path.stem) for path in markers if path.stem.isdigit())
     if logged:
         return logged[0]
     metrics = checkpoint / "floodmark" / "metrics.jsonl"
