@@ -246,6 +246,9 @@ def assign_batch(
         # Only an output time at or behind the input watermark can be at or behind its key's output watermark.
         behind = np.flatnonzero(out_times <= watermark)
         if len(behind):
+            # Windows that do not overlap return the timestamps themselves as output times: a copy, so that a
+            # record's event time (which late records carry) stays its own.
+            out_times = out_times.copy()
             key_watermarks = output_watermarks(keys[rows[behind]])
             out_times[behind] = spec.timestamp_combiner.element_holds(out_times[behind], key_watermarks)
     expired = window_expired(ends, spec.allowed_lateness, watermark) & (not keep_expired)
