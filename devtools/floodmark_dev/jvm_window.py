@@ -1,0 +1,188 @@
+"""The JVM window operator (``floodmark.window.WindowOperator`` in floodmark's jar) driven from Python without
+Spark, through its plain entry point ``floodmark.window.OperatorMain``, for the differential test against the
+Python core (``tests/core/test_jvm_window_operator.py``).
+
+One JVM (:class:`JvmWindowHost`) holds many operators; :class:`JvmWindowOperator` has the moves and gauges of
+:class:`floodmark.core.window.WindowOperator` and returns the same :class:`~floodmark.core.emitted.Emitted`, so a
+test drives both with one loop. The protocol is JSON lines (``OperatorMain``'s doc comment): a command per line
+on the JVM's stdin, an answer per line on its stdout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from floodmark.core.built_in_spec import built_in_form, value_fields
+from floodmark.core.emitted import Emitted
+from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
+from floodmark.core.spec import WindowSpec
+from floodmark.core.windows import Window
+from floodmark.jvm import java_executable, packaged_jars
+
+
+def classpath() -> str | None:
+    """floodmark's jar and the Jackson jars pyspark ships (the operator's only dependency), or None without the
+    jar (a source tree set up without Maven)."""
+    jars = packaged_jars()
+    found = importlib.util.find_spec("pyspark")
+    if not jars or found is None or found.origin is None:
+        return None
+    spark_jars = Path(found.origin).parent / "jars"
+    return ":".join([*map(str, jars), *map(str, sorted(spark_jars.glob("jackson-*.jar")))])
+
+
+class JvmWindowHost:
+    """One JVM running ``OperatorMain``; :meth:`operator` starts an operator in it. Close it when done."""
+
+    def __init__(self, path: str) -> None:
+        self.process = subprocess.Popen(
+            [java_executable(), "-cp", path, "floodmark.window.OperatorMain"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.ids = itertools.count()
+
+    def ask(self, command: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        if "error" in answer:
+            raise RuntimeError(f"the JVM window operator failed: {answer['error']}")
+        return answer
+
+    def operator(self, spec: WindowSpec, watermark: int, processing_time: int = 0) -> JvmWindowOperator:
+        return JvmWindowOperator(self, spec, watermark, processing_time)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+class JvmWindowOperator:
+    """A window operator in the JVM with :class:`floodmark.core.window.WindowOperator`'s moves and gauges
+    (``roundtrip`` snapshots and restores it, in the JVM)."""
+
+    def __init__(self, host: JvmWindowHost, spec: WindowSpec, watermark: int, processing_time: int) -> None:
+        form = built_in_form(spec)
+        if form is None:
+            raise ValueError(f"the JVM window operator has no built-in form of {spec}")
+        self.host, self.spec, self.id = host, spec, str(next(host.ids))
+        self.fields = value_fields(form)
+        self._move({"op": "new", "spec": form, "watermark": watermark, "processing_time": processing_time})
+
+    def _move(self, command: dict[str, Any]) -> None:
+        """Send a move; its answer (what it emitted, the gauges after it) is kept in :attr:`last`."""
+        self.last = self.host.ask({"id": self.id, **command})
+        self.gauges = self.last["gauges"]
+
+    def _emitted(self) -> Emitted:
+        answer = self.last
+        out = Emitted(accepted=answer["accepted"])
+        if answer["panes"]:
+            out.pane_frames.append(_pane_frame(answer["panes"], self.spec))
+        out.late = [
+            LateRecord(
+                key=r["key"],
+                window=Window(r["start"], r["end"]),
+                timestamp=r["timestamp"],
+                value=r["payload"],
+                watermark=r["watermark"],
+                lateness=r["lateness"],
+                horizon=r["horizon"],
+                reason=LateReason(r["reason"]),
+            )
+            for r in answer["late"]
+        ]
+        out.bad = [BadRecord(r["key"], r["payload"], None, r["reason"]) for r in answer["bad"]]
+        return out
+
+    def add_records(self, batch: RecordBatch) -> Emitted:
+        payload = batch.payload if batch.payload is not None else batch.columns.get(None)
+        records = [
+            {
+                "key": _plain(batch.keys[i]),
+                "ts": _timestamp(batch.timestamps[i]),
+                "values": [_number(batch.columns[f][i]) for f in self.fields],
+                "payload": None if payload is None else _plain(payload[i]),
+            }
+            for i in range(len(batch))
+        ]
+        self._move({"op": "add", "records": records})
+        return self._emitted()
+
+    def advance_watermark(self, watermark: int) -> Emitted:
+        self._move({"op": "wm", "to": watermark})
+        return self._emitted()
+
+    def advance_processing_time(self, processing_time: int) -> Emitted:
+        self._move({"op": "pt", "to": processing_time})
+        return self._emitted()
+
+    def roundtrip(self) -> None:
+        """Snapshot the operator and restore it from the bytes, in the JVM."""
+        self._move({"op": "roundtrip"})
+
+    def output_hold(self) -> int | None:
+        return self.gauges["output_hold"]
+
+    def oldest_pending_processing_time(self) -> int | None:
+        return self.gauges["oldest_pending"]
+
+    def window_count(self) -> int:
+        return self.gauges["window_count"]
+
+    def next_watermark_deadline(self) -> int | None:
+        return self.gauges["next_watermark_deadline"]
+
+    def next_processing_deadline(self) -> int | None:
+        return self.gauges["next_processing_deadline"]
+
+
+def _pane_frame(panes: list[dict[str, Any]], spec: WindowSpec) -> pd.DataFrame:
+    """The JVM's panes in the core's pane-frame form (``Emitted.pane_frames``)."""
+    columns: dict[str, Any] = {
+        "key": np.array([p["key"] for p in panes], dtype=object),
+        "window_start": np.array([p["start"] for p in panes], dtype=np.int64),
+        "window_end": np.array([p["end"] for p in panes], dtype=np.int64),
+        "timestamp": np.array([p["timestamp"] for p in panes], dtype=np.int64),
+        "timing": np.array([p["timing"] for p in panes], dtype=object),
+        "pane_index": np.array([p["pane_index"] for p in panes], dtype=np.int64),
+        "nonspeculative_index": np.array([p["nonspeculative_index"] for p in panes], dtype=np.int64),
+        "is_last": np.array([p["is_last"] for p in panes], dtype=bool),
+    }
+    names = list(panes[0]["value"])
+    single = names == ["value"] and built_in_form(spec)["aggregate"]["single"]  # type: ignore[index]
+    for name in names:
+        values = np.array([math.nan if p["value"][name] is None else p["value"][name] for p in panes])
+        columns["value" if single else f"value.{name}"] = values
+    return pd.DataFrame(columns)
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _timestamp(value: Any) -> int | None:
+    value = _plain(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool) or not float(value).is_integer():
+        raise ValueError(f"the JVM operator takes whole ms or none as timestamps, not {value!r}")
+    return int(value)
+
+
+def _number(value: Any) -> float | None:
+    value = _plain(value)
+    return None if value is None else float(value)

@@ -1,0 +1,41 @@
+package floodmark.window;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+
+/** Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null). */
+final class Keys {
+  private Keys() {}
+
+  static void write(DataOutputStream out, Object key) throws IOException {
+    if (key == null) {
+      out.writeByte(0);
+    } else if (key instanceof String s) {
+      out.writeByte(1);
+      out.writeUTF(s);
+    } else if (key instanceof Long || key instanceof Integer) {
+      out.writeByte(2);
+      out.writeLong(((Number) key).longValue());
+    } else if (key instanceof Double d) {
+      out.writeByte(3);
+      out.writeDouble(d);
+    } else if (key instanceof Boolean b) {
+      out.writeByte(4);
+      out.writeBoolean(b);
+    } else {
+      throw new IllegalArgumentException("a snapshot cannot hold a key of " + key.getClass().getName());
+    }
+  }
+
+  static Object read(DataInputStream in) throws IOException {
+    return switch (in.readByte()) {
+      case 0 -> null;
+      case 1 -> in.readUTF();
+      case 2 -> in.readLong();
+      case 3 -> in.readDouble();
+      case 4 -> in.readBoolean();
+      default -> throw new IOException("unknown key tag in a window operator snapshot");
+    };
+  }
+}

@@ -1,0 +1,158 @@
+package floodmark.window;
+
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The window operator behind a plain JVM entry point, without Spark: one JSON command per line on stdin, one
+ * JSON answer per line on stdout. The differential test drives it and the Python core with the same streams
+ * ({@code floodmark.testing.jvm_window}, which states the protocol).
+ *
+ * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time"}}, {@code {"op": "add", "id",
+ * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
+ * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "drop", "id"}}. Every answer carries what the
+ * move emitted and the gauges after it; an error answers {@code {"error": "..."}}.
+ */
+public final class OperatorMain {
+  /** Python's json writes NaN and Infinity as such: bad values the operator must see to report them. */
+  private static final ObjectMapper JSON =
+      JsonMapper.builder().enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build();
+
+  private OperatorMain() {}
+
+  public static void main(String[] args) throws Exception {
+    Map<String, WindowOperator> operators = new HashMap<>();
+    Map<String, WindowSpec> specs = new HashMap<>();
+    PrintStream stdout = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line = stdin.readLine(); line != null; line = stdin.readLine()) {
+      ObjectNode answer;
+      try {
+        answer = handle(JSON.readTree(line), operators, specs);
+      } catch (RuntimeException e) {
+        answer = JSON.createObjectNode().put("error", String.valueOf(e));
+      }
+      stdout.println(JSON.writeValueAsString(answer));
+      stdout.flush();
+    }
+  }
+
+  private static ObjectNode handle(
+      JsonNode command, Map<String, WindowOperator> operators, Map<String, WindowSpec> specs) {
+    String id = command.path("id").asText();
+    String op = command.path("op").asText();
+    if (op.equals("new")) {
+      WindowSpec spec = WindowSpec.fromJson(command.path("spec"));
+      specs.put(id, spec);
+      operators.put(
+          id, new WindowOperator(spec, command.path("watermark").asLong(), command.path("processing_time").asLong()));
+      return answer(new Emitted(), operators.get(id));
+    }
+    if (op.equals("drop")) {
+      operators.remove(id);
+      specs.remove(id);
+      return JSON.createObjectNode();
+    }
+    WindowOperator operator = operators.get(id);
+    if (operator == null) {
+      throw new IllegalArgumentException("no operator " + id);
+    }
+    Emitted emitted =
+        switch (op) {
+          case "add" -> operator.addRecords(records(command.path("records")));
+          case "wm" -> operator.advanceWatermark(command.path("to").asLong());
+          case "pt" -> operator.advanceProcessingTime(command.path("to").asLong());
+          case "roundtrip" -> {
+            operator = WindowOperator.restore(specs.get(id), operator.snapshot());
+            operators.put(id, operator);
+            yield new Emitted();
+          }
+          default -> throw new IllegalArgumentException("unknown op " + op);
+        };
+    return answer(emitted, operator);
+  }
+
+  private static List<Record> records(JsonNode array) {
+    List<Record> records = new ArrayList<>();
+    for (Iterator<JsonNode> it = array.elements(); it.hasNext(); ) {
+      JsonNode node = it.next();
+      JsonNode ts = node.path("ts");
+      JsonNode values = node.path("values");
+      double[] numbers = new double[values.size()];
+      for (int i = 0; i < numbers.length; i++) {
+        JsonNode value = values.get(i);
+        numbers[i] = value.isNull() ? Double.NaN : value.asDouble();
+      }
+      records.add(new Record(plain(node.path("key")), ts.isNull() ? null : ts.asLong(), numbers, plain(node.path("payload"))));
+    }
+    return records;
+  }
+
+  /** A JSON scalar as a key or payload: integers as Long (a key's type is part of its identity). */
+  private static Object plain(JsonNode node) {
+    if (node.isNull() || node.isMissingNode()) {
+      return null;
+    }
+    if (node.isIntegralNumber()) {
+      return node.asLong();
+    }
+    if (node.isNumber()) {
+      return node.asDouble();
+    }
+    if (node.isBoolean()) {
+      return node.asBoolean();
+    }
+    return node.asText();
+  }
+
+  private static ObjectNode answer(Emitted emitted, WindowOperator operator) {
+    ObjectNode out = JSON.createObjectNode();
+    ArrayNode panes = out.putArray("panes");
+    for (Pane pane : emitted.panes) {
+      ObjectNode node = panes.addObject();
+      node.putPOJO("key", pane.key());
+      node.put("start", pane.start()).put("end", pane.end());
+      node.set("value", JSON.valueToTree(pane.value()));
+      node.put("timestamp", pane.timestamp()).put("timing", pane.timing());
+      node.put("pane_index", pane.paneIndex()).put("nonspeculative_index", pane.nonspeculativeIndex());
+      node.put("is_last", pane.isLast());
+    }
+    ArrayNode late = out.putArray("late");
+    for (LateRecord record : emitted.late) {
+      ObjectNode node = late.addObject();
+      node.putPOJO("key", record.key());
+      node.put("start", record.start()).put("end", record.end()).put("timestamp", record.timestamp());
+      node.putPOJO("payload", record.payload());
+      node.put("watermark", record.watermark()).put("lateness", record.lateness());
+      node.put("horizon", record.horizon()).put("reason", record.reason());
+    }
+    ArrayNode bad = out.putArray("bad");
+    for (BadRecord record : emitted.bad) {
+      ObjectNode node = bad.addObject();
+      node.putPOJO("key", record.key());
+      node.putPOJO("payload", record.payload());
+      node.put("reason", record.reason());
+    }
+    out.put("accepted", emitted.accepted);
+    ObjectNode gauges = out.putObject("gauges");
+    gauges.putPOJO("output_hold", operator.outputHold());
+    gauges.putPOJO("oldest_pending", operator.oldestPending());
+    gauges.put("window_count", operator.windowCount());
+    gauges.putPOJO("next_watermark_deadline", operator.nextWatermarkDeadline());
+    gauges.putPOJO("next_processing_deadline", operator.nextProcessingDeadline());
+    return out;
+  }
+}

@@ -1,0 +1,441 @@
+package floodmark.window;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Windowed aggregation of one stage for many keys in the JVM: the semantics of the Python core's window operator
+ * ({@code floodmark.core.window.WindowOperator}, the reference) for built-in specs ({@link WindowSpec}), checked
+ * against it by a differential property test ({@code tests/jvm/test_window_operator_differential.py}).
+ *
+ * <p>Three moves, each returning what it emitted: {@link #advanceProcessingTime}, {@link #advanceWatermark} and
+ * {@link #addRecords}; a micro-batch calls them in that order. Boundaries are {@link Boundaries}': a window fires
+ * ON_TIME when the watermark reaches its max timestamp ({@code end - 1}, inclusive), is garbage collected at its
+ * horizon (max timestamp + allowed lateness, inclusive) after a last pane if it holds unemitted records, and
+ * records for it after that go to the late output (EXPIRED); in between, late records fire LATE panes, wait for
+ * the horizon or are refused (WINDOW_CLOSED), as the trigger says. Records without a usable timestamp or value
+ * are bad records. Nothing is dropped silently.
+ *
+ * <p>Records are taken one by one in arrival order, which gives the panes the Python core gives for a batch (it
+ * states that cutting a batch never changes them); the output watermark each key sees (the hold rule) is taken
+ * before a batch, as there. Sums are IEEE doubles added in arrival order.
+ */
+public final class WindowOperator {
+  private static final int SNAPSHOT_FORMAT = 1;
+
+  private record Id(Object key, long name) {}
+
+  private final WindowSpec spec;
+  private long watermark;
+  private long processingTime;
+  private final Map<Id, WindowRow> rows = new LinkedHashMap<>();
+
+  public WindowOperator(WindowSpec spec, long watermark, long processingTime) {
+    this.spec = spec;
+    this.watermark = watermark;
+    this.processingTime = processingTime;
+  }
+
+  public long watermark() {
+    return watermark;
+  }
+
+  public long processingTime() {
+    return processingTime;
+  }
+
+  // ------------------------------------------------------------------------------------------------ moves
+
+  /** Moves processing time up (a lower value is ignored) and fires the EARLY panes due by processing time. */
+  public Emitted advanceProcessingTime(long to) {
+    Emitted out = new Emitted();
+    if (to <= processingTime) {
+      return out;
+    }
+    processingTime = to;
+    Long delay = spec.trigger().earlyDelay();
+    if (delay == null) {
+      return out;
+    }
+    for (WindowRow row : rows.values()) {
+      if (waitingEarly(row) && row.pending != WindowRow.NO_TIME && row.pending <= processingTime - delay) {
+        emit(row, false, out);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Moves the input watermark up (a lower value is ignored): ON_TIME panes of the windows it reached, then the
+   * last panes of windows at their horizon that hold unemitted records, which are released.
+   */
+  public Emitted advanceWatermark(long to) {
+    Emitted out = new Emitted();
+    if (to <= watermark) {
+      return out;
+    }
+    watermark = to;
+    boolean onTime = spec.trigger().onTime();
+    boolean finishes = spec.trigger().finishesOnTime();
+    for (Iterator<WindowRow> it = rows.values().iterator(); it.hasNext(); ) {
+      WindowRow row = it.next();
+      boolean firing = onTime && !row.closed && !row.fired && Boundaries.reached(row.end, watermark);
+      boolean gone = Boundaries.expired(row.end, spec.allowedLateness(), watermark);
+      boolean last = gone && !row.closed && row.newCount > 0;
+      if (firing || last) {
+        boolean finished = firing && finishes;
+        emit(row, finished || gone, out);
+        if (firing) {
+          row.fired = true;
+        }
+        if (finished) {
+          row.closed = true;
+        }
+      }
+      if (gone) {
+        it.remove();
+      }
+    }
+    return out;
+  }
+
+  /** Adds records at the current watermark and processing time. */
+  public Emitted addRecords(List<Record> records) {
+    Emitted out = new Emitted();
+    List<Record> good = new ArrayList<>(records.size());
+    for (Record record : records) {
+      String reason = badReason(record);
+      if (reason == null) {
+        good.add(record);
+      } else {
+        out.bad.add(new BadRecord(record.key(), record.payload(), record.timestamp(), reason));
+      }
+    }
+    Map<Object, Long> keyWatermarks = keyOutputWatermarks(good);
+    long pairs = 0;
+    for (Record record : good) {
+      long ts = record.timestamp();
+      long[] windows = spec.window().assign(ts);
+      double[] own = spec.aggregate().of(record.values());
+      for (int i = 0; i < windows.length; i += 2) {
+        long start = windows[i];
+        long end = windows[i + 1];
+        pairs++;
+        if (Boundaries.expired(end, spec.allowedLateness(), watermark)) {
+          out.late.add(late(record, start, end, "EXPIRED"));
+          continue;
+        }
+        long outputTime = spec.window().outputTime(ts, start, end);
+        if (outputTime <= watermark && keyWatermarks.containsKey(record.key())) {
+          outputTime = spec.combiner().elementHold(outputTime, keyWatermarks.get(record.key()));
+        }
+        add(record, start, end, own, outputTime, out);
+      }
+    }
+    out.accepted = pairs - out.late.size();
+    return out;
+  }
+
+  private void add(Record record, long start, long end, double[] own, long outputTime, Emitted out) {
+    ColumnarTrigger trigger = spec.trigger();
+    if (!Boundaries.reached(end, watermark)) {
+      WindowRow row = rowFor(record.key(), start, end);
+      spec.aggregate().merge(row.acc, own);
+      addArrival(row, outputTime);
+      if (trigger.earlyCount() != null && row.newCount >= trigger.earlyCount()) {
+        emit(row, false, out);
+      }
+      return;
+    }
+    if (trigger.late() == LateFirings.AT_HORIZON) {
+      WindowRow row = rowFor(record.key(), start, end);
+      spec.aggregate().merge(row.acc, own);
+      addArrival(row, outputTime);
+      return;
+    }
+    WindowRow row = rowFor(record.key(), start, end);
+    if (row.closed) {
+      out.late.add(late(record, start, end, "WINDOW_CLOSED"));
+      return;
+    }
+    // A late record fires a LATE pane of its own: the record alone (DISCARDING) or everything so far.
+    boolean finishes = trigger.finishesOnTime();
+    double[] value = own;
+    if (spec.accumulating()) {
+      spec.aggregate().merge(row.acc, own);
+      value = row.acc;
+    }
+    Pane pane = fire(row, finishes, 1, spec.combiner().emptyHold(), spec.aggregate().results(value));
+    if (pane != null) {
+      out.panes.add(pane);
+    }
+    row.fired = true;
+    if (finishes) {
+      row.closed = true;
+    }
+    if (!spec.accumulating()) {
+      System.arraycopy(spec.aggregate().empty(), 0, row.acc, 0, row.acc.length);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ rules
+
+  /** Beam's hold rule: records hold the window's output time only before the watermark reaches it. */
+  private void addArrival(WindowRow row, long outputTime) {
+    row.newCount += 1;
+    if (row.pending == WindowRow.NO_TIME) {
+      row.pending = processingTime;
+    }
+    if (!Boundaries.reached(row.end, watermark)) {
+      row.held = true;
+      row.hold = spec.combiner().fold(row.hold, outputTime);
+    }
+  }
+
+  /** Fires {@code row} with its accumulators' value; DISCARDING restarts them. */
+  private void emit(WindowRow row, boolean isLast, Emitted out) {
+    Pane pane = fire(row, isLast, row.newCount, row.hold, spec.aggregate().results(row.acc));
+    if (pane != null) {
+      out.panes.add(pane);
+    }
+    if (!spec.accumulating()) {
+      System.arraycopy(spec.aggregate().empty(), 0, row.acc, 0, row.acc.length);
+    }
+  }
+
+  /**
+   * Decides a pane ({@code WindowTable.fire}'s rules) and starts the window over: EARLY before the watermark
+   * reaches the max timestamp; then ON_TIME if a record held the window, else LATE; LATE after any ON_TIME or
+   * LATE pane. Only an ON_TIME pane is emitted empty; null when the firing emitted nothing.
+   */
+  private Pane fire(WindowRow row, boolean isLast, long count, long hold, Map<String, Object> value) {
+    String timing =
+        row.hadNonearly ? "LATE" : Boundaries.reached(row.end, watermark) ? (row.held ? "ON_TIME" : "LATE") : "EARLY";
+    boolean emitted = count > 0 || timing.equals("ON_TIME");
+    boolean nonearly = emitted && !timing.equals("EARLY");
+    Pane pane = null;
+    if (emitted) {
+      pane =
+          new Pane(
+              row.key,
+              row.start,
+              row.end,
+              value,
+              spec.combiner().paneTimestamp(hold, row.maxTimestamp()),
+              timing,
+              row.paneIndex,
+              timing.equals("EARLY") ? -1 : row.nonspec,
+              isLast);
+      row.paneIndex += 1;
+    }
+    if (nonearly) {
+      row.nonspec += 1;
+      row.hadNonearly = true;
+      row.held = false;
+    }
+    row.hold = spec.combiner().emptyHold();
+    row.newCount = 0;
+    row.pending = WindowRow.NO_TIME;
+    return pane;
+  }
+
+  private boolean waitingEarly(WindowRow row) {
+    return !row.closed && !row.fired && !Boundaries.reached(row.end, watermark);
+  }
+
+  private WindowRow rowFor(Object key, long start, long end) {
+    Id id = new Id(key, spec.window().name(start, end));
+    WindowRow row = rows.get(id);
+    if (row == null) {
+      row = new WindowRow(key, start, end, spec.combiner().emptyHold(), spec.aggregate().empty());
+      rows.put(id, row);
+    }
+    return row;
+  }
+
+  private LateRecord late(Record record, long start, long end, String reason) {
+    long ts = record.timestamp();
+    return new LateRecord(
+        record.key(), start, end, ts, record.payload(), watermark, watermark - ts, spec.horizon(end), reason);
+  }
+
+  private String badReason(Record record) {
+    Long ts = record.timestamp();
+    if (ts == null) {
+      return "missing timestamp";
+    }
+    if (!Boundaries.inRange(ts)) {
+      return Boundaries.outOfRangeReason(ts);
+    }
+    List<String> fields = spec.aggregate().fields;
+    for (int i = 0; i < fields.size(); i++) {
+      double value = record.values()[i];
+      String label = fields.get(i) == null ? "value" : "field '" + fields.get(i) + "'";
+      if (Double.isNaN(value)) {
+        return label + " is missing";
+      }
+      if (Double.isInfinite(value)) {
+        return label + " is not a finite number: " + (value > 0 ? "inf" : "-inf");
+      }
+    }
+    return null;
+  }
+
+  /**
+   * For each key of {@code records}: MIN(watermark, one below the lowest output timestamp its pending panes will
+   * carry), the output watermark as the key sees it before the batch ({@code WindowTable.key_output_watermarks}).
+   * Only keys a combiner other than END_OF_WINDOW asks about are computed.
+   */
+  private Map<Object, Long> keyOutputWatermarks(List<Record> records) {
+    Map<Object, Long> out = new HashMap<>();
+    if (spec.combiner() == TimestampCombiner.END_OF_WINDOW) {
+      return out;
+    }
+    for (Record record : records) {
+      out.put(record.key(), watermark);
+    }
+    for (WindowRow row : rows.values()) {
+      if (row.held && !row.closed && out.containsKey(row.key)) {
+        long time = spec.combiner().paneTimestamp(row.hold, row.maxTimestamp());
+        long below = Math.max(time, Long.MIN_VALUE + 1) - 1;
+        out.put(row.key, Math.min(out.get(row.key), below));
+      }
+    }
+    return out;
+  }
+
+  // ----------------------------------------------------------------------------------------------- gauges
+
+  /** The lowest output timestamp a pending pane will carry (holds the output watermark), or null. */
+  public Long outputHold() {
+    Long lowest = null;
+    for (WindowRow row : rows.values()) {
+      if (row.held && !row.closed) {
+        long time = spec.combiner().paneTimestamp(row.hold, row.maxTimestamp());
+        lowest = lowest == null ? time : Math.min(lowest, time);
+      }
+    }
+    return lowest;
+  }
+
+  /** Processing time of the oldest record not yet emitted in a pane, or null. */
+  public Long oldestPending() {
+    Long oldest = null;
+    for (WindowRow row : rows.values()) {
+      if (row.pending != WindowRow.NO_TIME) {
+        oldest = oldest == null ? row.pending : Math.min(oldest, row.pending);
+      }
+    }
+    return oldest;
+  }
+
+  public int windowCount() {
+    return rows.size();
+  }
+
+  /** The lowest watermark at which {@link #advanceWatermark} would fire or release a window, or null. */
+  public Long nextWatermarkDeadline() {
+    Long next = null;
+    for (WindowRow row : rows.values()) {
+      long due = spec.horizon(row.end);
+      if (spec.trigger().onTime() && !row.closed && !row.fired) {
+        due = Math.min(due, row.maxTimestamp());
+      }
+      next = next == null ? due : Math.min(next, due);
+    }
+    return next;
+  }
+
+  /** The lowest processing time at which {@link #advanceProcessingTime} would fire an EARLY pane, or null. */
+  public Long nextProcessingDeadline() {
+    Long delay = spec.trigger().earlyDelay();
+    if (delay == null) {
+      return null;
+    }
+    Long next = null;
+    for (WindowRow row : rows.values()) {
+      if (waitingEarly(row) && row.pending != WindowRow.NO_TIME) {
+        next = next == null ? row.pending : Math.min(next, row.pending);
+      }
+    }
+    return next == null ? null : next + delay;
+  }
+
+  // --------------------------------------------------------------------------------------------- snapshot
+
+  /** Everything the operator holds, self-contained. Keys are strings, longs, doubles, booleans or null. */
+  public byte[] snapshot() {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeInt(SNAPSHOT_FORMAT);
+      out.writeLong(watermark);
+      out.writeLong(processingTime);
+      out.writeInt(rows.size());
+      for (WindowRow row : rows.values()) {
+        Keys.write(out, row.key);
+        out.writeLong(row.start);
+        out.writeLong(row.end);
+        out.writeLong(row.newCount);
+        out.writeLong(row.hold);
+        out.writeLong(row.paneIndex);
+        out.writeLong(row.nonspec);
+        out.writeLong(row.pending);
+        out.writeBoolean(row.held);
+        out.writeBoolean(row.hadNonearly);
+        out.writeBoolean(row.closed);
+        out.writeBoolean(row.fired);
+        for (double value : row.acc) {
+          out.writeDouble(value);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return bytes.toByteArray();
+  }
+
+  /** The operator that took {@code snapshot}, restored. */
+  public static WindowOperator restore(WindowSpec spec, byte[] snapshot) {
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(snapshot))) {
+      int format = in.readInt();
+      if (format != SNAPSHOT_FORMAT) {
+        throw new IllegalArgumentException("window operator snapshot format " + format + " is not readable here");
+      }
+      WindowOperator operator = new WindowOperator(spec, in.readLong(), in.readLong());
+      int count = in.readInt();
+      int width = spec.aggregate().columns.size();
+      for (int i = 0; i < count; i++) {
+        Object key = Keys.read(in);
+        long start = in.readLong();
+        long end = in.readLong();
+        WindowRow row = new WindowRow(key, start, end, spec.combiner().emptyHold(), new double[width]);
+        row.newCount = in.readLong();
+        row.hold = in.readLong();
+        row.paneIndex = in.readLong();
+        row.nonspec = in.readLong();
+        row.pending = in.readLong();
+        row.held = in.readBoolean();
+        row.hadNonearly = in.readBoolean();
+        row.closed = in.readBoolean();
+        row.fired = in.readBoolean();
+        for (int j = 0; j < width; j++) {
+          row.acc[j] = in.readDouble();
+        }
+        operator.rows.put(new Id(key, spec.window().name(start, end)), row);
+      }
+      return operator;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

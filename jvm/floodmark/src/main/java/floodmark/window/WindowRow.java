@@ -1,0 +1,43 @@
+package floodmark.window;
+
+/**
+ * What the operator holds for one open (key, window): the pane bookkeeping of {@code WindowTable}
+ * ({@code floodmark/core/window/table.py}, whose module docstring states the pane rules) and the accumulators.
+ */
+final class WindowRow {
+  static final long NO_TIME = Long.MAX_VALUE;
+
+  final Object key;
+  final long start;
+  final long end;
+  /** Records since the last pane. */
+  long newCount;
+  /** Their combined output time (the combiner's empty hold: none). */
+  long hold;
+  /** The next pane's index and non-speculative index. */
+  long paneIndex;
+  long nonspec;
+  /** Processing time (ms) of the oldest record since the last pane ({@link #NO_TIME}: none). */
+  long pending = NO_TIME;
+  /** A record arrived before the watermark reached the max timestamp, and no ON_TIME/LATE pane fired since. */
+  boolean held;
+  /** An ON_TIME or LATE pane was emitted. */
+  boolean hadNonearly;
+  /** The trigger finished: records go to the late output (WINDOW_CLOSED) until garbage collection. */
+  boolean closed;
+  /** The watermark fired the window (its ON_TIME or first late pane). */
+  boolean fired;
+  final double[] acc;
+
+  WindowRow(Object key, long start, long end, long emptyHold, double[] acc) {
+    this.key = key;
+    this.start = start;
+    this.end = end;
+    this.hold = emptyHold;
+    this.acc = acc;
+  }
+
+  long maxTimestamp() {
+    return Boundaries.maxTimestamp(end);
+  }
+}
