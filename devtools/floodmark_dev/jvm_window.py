@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from floodmark.core.built_in_spec import built_in_form, value_fields
+from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
@@ -122,6 +123,26 @@ class JvmWindowOperator:
         self._move({"op": "add", "records": records})
         return self._emitted()
 
+    def add_partials(self, partials: Partials) -> Emitted:
+        """The map side's partials (accumulators in the spec's columnar layout's column order, which the JVM's
+        ``AggregateLayout`` keeps)."""
+        layout = self.spec.columnar_layout
+        assert layout is not None
+        columns = [partials.accumulators[c.name] for c in layout.columns]
+        rows = [
+            {
+                "key": _plain(partials.keys[i]),
+                "start": int(partials.starts[i]),
+                "end": int(partials.ends[i]),
+                "count": int(partials.counts[i]),
+                "hold": int(partials.hold[i]),
+                "acc": [float(column[i]) for column in columns],
+            }
+            for i in range(len(partials))
+        ]
+        self._move({"op": "partials", "partials": rows})
+        return self._emitted()
+
     def advance_watermark(self, watermark: int) -> Emitted:
         self._move({"op": "wm", "to": watermark})
         return self._emitted()
@@ -133,6 +154,11 @@ class JvmWindowOperator:
     def roundtrip(self) -> None:
         """Snapshot the operator and restore it from the bytes, in the JVM."""
         self._move({"op": "roundtrip"})
+
+    @property
+    def watermark(self) -> int:
+        """The input watermark (ms) the operator was advanced to."""
+        return self.last["watermark"]
 
     def output_hold(self) -> int | None:
         return self.gauges["output_hold"]

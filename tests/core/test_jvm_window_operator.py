@@ -20,6 +20,9 @@ from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGA
 
 from floodmark import AccumulationMode, TimestampCombiner, aggregates, triggers, windows
 from floodmark.core.built_in_spec import built_in_form
+from floodmark.core.combine import combine
+from floodmark.core.emitted import Emitted
+from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_TIMESTAMP
 from floodmark.core.window import WindowOperator
@@ -98,13 +101,37 @@ def gauges(operator):
     )
 
 
-def assert_same_on_both_hosts(jvm, spec, moves):
+def combined(operator, records, ahead):
+    """Add ``records`` (a :class:`RecordBatch`) as a map side would: cut in two "partitions", each combined
+    (:func:`~floodmark.core.combine.combine`, with a watermark ``ahead`` of the operator's: that only keeps more
+    records raw), the partials first, then the records left raw."""
+    out, raws = Emitted(), []
+    for half in np.array_split(np.arange(len(records)), 2):
+        partials, raw = combine(operator.spec, operator.watermark + ahead, subset(records, half))
+        out.extend(operator.add_partials(partials))
+        raws.append(half[raw])
+    out.extend(operator.add_records(subset(records, np.concatenate(raws))))
+    return out
+
+
+def subset(records, positions):
+    columns = {name: values[positions] for name, values in records.columns.items()}
+    return RecordBatch(records.keys[positions], records.timestamps[positions], columns)
+
+
+def assert_same_on_both_hosts(jvm, spec, moves, ahead=None):
+    """Both hosts after every move; with ``ahead`` (specs that combine records), the JVM operator takes each
+    batch as partials and raw records."""
     assert built_in_form(spec) is not None
     python, java = WindowOperator(spec, -10), jvm.operator(spec, -10)
     watermark, now, next_id = -10, 0, 0
     for kind, arg in [*moves, ("end", None)]:
         if kind == "add":
-            both = [op.add_records(batch(arg, next_id)) for op in (python, java)]
+            records = batch(arg, next_id)
+            both = [
+                python.add_records(records),
+                java.add_records(records) if ahead is None else combined(java, records, ahead),
+            ]
             next_id += len(arg)
             java.roundtrip()
         elif kind == "pt":
@@ -122,6 +149,18 @@ def assert_same_on_both_hosts(jvm, spec, moves):
 @given(spec_strategy, st.lists(move, min_size=1, max_size=25))
 def test_the_jvm_operator_equals_the_python_core(jvm, spec, moves):
     assert_same_on_both_hosts(jvm, spec, moves)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec_strategy.filter(lambda spec: spec.combines_records),
+    st.lists(move, min_size=1, max_size=25),
+    st.integers(0, 10),
+)
+def test_partials_from_the_map_side_give_the_same_panes_on_the_jvm(jvm, spec, moves, ahead):
+    """The map side's partials (the Python combiner's), merged by the JVM operator, against every record added to
+    the Python core."""
+    assert_same_on_both_hosts(jvm, spec, moves, ahead)
 
 
 def test_specs_without_a_built_in_form_stay_on_the_python_host():

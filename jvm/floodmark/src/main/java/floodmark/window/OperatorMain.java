@@ -22,9 +22,10 @@ import java.util.Map;
  * ({@code floodmark.testing.jvm_window}, which states the protocol).
  *
  * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time"}}, {@code {"op": "add", "id",
- * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
+ * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "partials", "id", "partials": [{"key",
+ * "start", "end", "count", "hold", "acc": [...]}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
  * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "drop", "id"}}. Every answer carries what the
- * move emitted and the gauges after it; an error answers {@code {"error": "..."}}.
+ * move emitted, the operator's time and its gauges after it; an error answers {@code {"error": "..."}}.
  */
 public final class OperatorMain {
   /** Python's json writes NaN and Infinity as such: bad values the operator must see to report them. */
@@ -73,6 +74,7 @@ public final class OperatorMain {
     Emitted emitted =
         switch (op) {
           case "add" -> operator.addRecords(records(command.path("records")));
+          case "partials" -> operator.addPartials(partials(command.path("partials")));
           case "wm" -> operator.advanceWatermark(command.path("to").asLong());
           case "pt" -> operator.advanceProcessingTime(command.path("to").asLong());
           case "roundtrip" -> {
@@ -99,6 +101,27 @@ public final class OperatorMain {
       records.add(new Record(plain(node.path("key")), ts.isNull() ? null : ts.asLong(), numbers, plain(node.path("payload"))));
     }
     return records;
+  }
+
+  private static List<Partial> partials(JsonNode array) {
+    List<Partial> partials = new ArrayList<>();
+    for (Iterator<JsonNode> it = array.elements(); it.hasNext(); ) {
+      JsonNode node = it.next();
+      JsonNode acc = node.path("acc");
+      double[] values = new double[acc.size()];
+      for (int i = 0; i < values.length; i++) {
+        values[i] = acc.get(i).isNull() ? Double.NaN : acc.get(i).asDouble();
+      }
+      partials.add(
+          new Partial(
+              plain(node.path("key")),
+              node.path("start").asLong(),
+              node.path("end").asLong(),
+              node.path("count").asLong(),
+              node.path("hold").asLong(),
+              values));
+    }
+    return partials;
   }
 
   /** A JSON scalar as a key or payload: integers as Long (a key's type is part of its identity). */
@@ -147,6 +170,7 @@ public final class OperatorMain {
       node.put("reason", record.reason());
     }
     out.put("accepted", emitted.accepted);
+    out.put("watermark", operator.watermark()).put("processing_time", operator.processingTime());
     ObjectNode gauges = out.putObject("gauges");
     gauges.putPOJO("output_hold", operator.outputHold());
     gauges.putPOJO("oldest_pending", operator.oldestPending());

@@ -146,6 +146,31 @@ public final class WindowOperator {
     return out;
   }
 
+  /**
+   * Merges the map side's partial aggregates: the same panes as {@link #addRecords} of the records they were
+   * made of. Every window must be open (the watermark has not reached its max timestamp): records of windows it
+   * reached come as records (they fire LATE panes one by one or go to the late output with their payload).
+   *
+   * @throws IllegalArgumentException for a partial of a window the watermark has reached
+   */
+  public Emitted addPartials(List<Partial> partials) {
+    Emitted out = new Emitted();
+    for (Partial partial : partials) {
+      if (Boundaries.reached(partial.end(), watermark)) {
+        throw new IllegalArgumentException(
+            "partial aggregates for a window the watermark has already reached: the combiner and the operator "
+                + "disagree on the watermark");
+      }
+    }
+    for (Partial partial : partials) {
+      WindowRow row = rowFor(partial.key(), partial.start(), partial.end());
+      spec.aggregate().merge(row.acc, partial.acc());
+      addArrivals(row, partial.count(), partial.hold());
+      out.accepted += partial.count();
+    }
+    return out;
+  }
+
   private void add(Record record, long start, long end, double[] own, long outputTime, Emitted out) {
     ColumnarTrigger trigger = spec.trigger();
     if (!Boundaries.reached(end, watermark)) {
@@ -190,15 +215,22 @@ public final class WindowOperator {
 
   // ------------------------------------------------------------------------------------------------ rules
 
-  /** Beam's hold rule: records hold the window's output time only before the watermark reaches it. */
   private void addArrival(WindowRow row, long outputTime) {
-    row.newCount += 1;
+    addArrivals(row, 1, outputTime);
+  }
+
+  /**
+   * {@code count} records arrived for {@code row} now, with combined output time {@code hold}. Beam's hold rule:
+   * they hold the window's output time only before the watermark reaches its max timestamp.
+   */
+  private void addArrivals(WindowRow row, long count, long hold) {
+    row.newCount += count;
     if (row.pending == WindowRow.NO_TIME) {
       row.pending = processingTime;
     }
     if (!Boundaries.reached(row.end, watermark)) {
       row.held = true;
-      row.hold = spec.combiner().fold(row.hold, outputTime);
+      row.hold = spec.combiner().fold(row.hold, hold);
     }
   }
 
