@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, batch_of
+from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, SESSION_TRIGGERS, batch_of
 
 from floodmark import AccumulationMode, TimestampCombiner, aggregates, triggers, windows
 from floodmark.core.built_in_spec import built_in_form
@@ -163,8 +163,43 @@ def test_partials_from_the_map_side_give_the_same_panes_on_the_jvm(jvm, spec, mo
     assert_same_on_both_hosts(jvm, spec, moves, ahead)
 
 
+session_spec = st.builds(
+    WindowSpec,
+    st.sampled_from([windows.Sessions(3), windows.Sessions(5), windows.Sessions(12)]),
+    st.just(NUMERIC_AGGREGATE),
+    st.sampled_from(SESSION_TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.sampled_from(list(AccumulationMode)),
+    st.sampled_from(list(TimestampCombiner)),
+)
+session_record = st.tuples(
+    st.sampled_from("ab"),
+    st.one_of(st.integers(-5, 40), st.sampled_from(EDGE_TIMES)),
+    st.one_of(st.integers(0, 10).map(float), st.just(math.nan)),
+)
+session_move = st.one_of(
+    st.tuples(st.just("add"), st.lists(session_record, min_size=1, max_size=8)),
+    st.tuples(st.just("wm"), st.integers(0, 8)),
+    st.tuples(st.just("pt"), st.integers(0, 6)),
+)
+"""Two keys and a narrow time range: records merge sessions, and late ones bridge fired or closed sessions."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(session_spec, st.lists(session_move, min_size=1, max_size=25))
+def test_sessions_on_the_jvm_equal_the_python_core(jvm, spec, moves):
+    """Merging windows: a closed session refuses, then the merge (pane history restarts), then lateness on the
+    merged window; late records that bridge sessions, every combiner and every trigger sessions run with."""
+    assert_same_on_both_hosts(jvm, spec, moves)
+
+
 def test_specs_without_a_built_in_form_stay_on_the_python_host():
-    assert built_in_form(WindowSpec(windows.Sessions(5), aggregates.count())) is None
+    assert (
+        built_in_form(
+            WindowSpec(windows.Sessions(5), aggregates.count(), triggers.AfterWatermark(early=triggers.AfterCount(2)))
+        )
+        is None
+    )
     assert built_in_form(WindowSpec(windows.Tumbling(10), aggregates.collect_list())) is None
     assert built_in_form(WindowSpec(windows.Tumbling(10), aggregates.count(), triggers.AfterCount(2))) is None
     assert built_in_form(WindowSpec(windows.Tumbling(10), aggregates.count())) is not None

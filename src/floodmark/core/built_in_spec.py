@@ -3,13 +3,12 @@
 The Python core is the reference: :func:`built_in_form` describes a :class:`~floodmark.core.spec.WindowSpec` only
 when it is one the JVM window operator (``jvm/floodmark``, package ``floodmark.window``) runs with the same panes,
 late records, holds, gauges and deadlines, which a differential property test checks
-(``tests/jvm/test_window_operator_differential.py``). That is the columnar policy's specs with windows that do
-not merge:
+(``tests/core/test_jvm_window_operator.py``). That is the columnar policy's specs:
 
-* windows: tumbling, sliding, cumulate, global (not sessions);
+* windows: tumbling, sliding, cumulate, global and sessions;
 * triggers: the compiled forms (:func:`~floodmark.core.compiled_trigger.compile_trigger`): ``Default()``,
   ``Never()``, ``AfterWatermark`` with early firings every n records or d > 0 ms and late firings on every record
-  or none;
+  or none (not count firings with sessions: :attr:`~floodmark.core.spec.WindowSpec.columnar_trigger`);
 * aggregates: count, sum, min, max, mean, alone or in ``several`` (not ``collect_list`` or your own);
 * any allowed lateness, accumulation mode and timestamp combiner.
 
@@ -22,7 +21,7 @@ from typing import Any
 
 from floodmark.core.aggregates import Aggregate, Count, Max, Mean, Min, Several, Sum
 from floodmark.core.spec import WindowSpec
-from floodmark.core.windows import Cumulate, Global, Sliding, Tumbling, WindowAssigner
+from floodmark.core.windows import Cumulate, Global, Sessions, Sliding, Tumbling, WindowAssigner
 
 BUILT_IN_AGGREGATES: dict[type[Aggregate], str] = {Count: "count", Sum: "sum", Min: "min", Max: "max", Mean: "mean"}
 """The aggregates whose reductions the JVM host has, by the name its form gives them."""
@@ -75,6 +74,8 @@ def _window_form(window: WindowAssigner) -> dict[str, Any] | None:
         return {"kind": "cumulate", "step": window.step, "max_size": window.max_size, "offset": window.offset}
     if type(window) is Global:
         return {"kind": "global"}
+    if type(window) is Sessions:
+        return {"kind": "sessions", "gap": window.gap}
     return None
 
 

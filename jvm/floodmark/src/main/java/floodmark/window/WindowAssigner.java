@@ -1,7 +1,7 @@
 package floodmark.window;
 
 /**
- * Which windows a record belongs to (the non-merging assigners of {@code floodmark/core/windows.py}).
+ * Which windows a record belongs to (the assigners of {@code floodmark/core/windows.py}).
  *
  * <p>{@link #assign} lists a record's windows ordered by start, then end, as {@code [start0, end0, start1,
  * end1, ...]}; {@link #outputTime} is the time a record contributes to a window's pane timestamp.
@@ -17,6 +17,11 @@ public interface WindowAssigner {
   /** What tells a key's windows apart: the start, or the end when windows share starts (cumulate). */
   default long name(long start, long end) {
     return start;
+  }
+
+  /** Windows of one key merge when they overlap (sessions); a record then has one window of its own. */
+  default boolean isMerging() {
+    return false;
   }
 
   /** Flink's {@code TimeWindow.getWindowStartWithOffset}, with floor semantics for negative timestamps. */

@@ -39,6 +39,8 @@ public final class WindowOperator {
   private long watermark;
   private long processingTime;
   private final Map<Id, WindowRow> rows = new LinkedHashMap<>();
+  /** A key's open windows, for merging windows (sessions) only. */
+  private final Map<Object, List<WindowRow>> byKey = new HashMap<>();
 
   public WindowOperator(WindowSpec spec, long watermark, long processingTime) {
     this.spec = spec;
@@ -104,6 +106,7 @@ public final class WindowOperator {
       }
       if (gone) {
         it.remove();
+        forget(row);
       }
     }
     return out;
@@ -127,6 +130,11 @@ public final class WindowOperator {
       long ts = record.timestamp();
       long[] windows = spec.window().assign(ts);
       double[] own = spec.aggregate().of(record.values());
+      if (spec.window().isMerging()) {
+        pairs++;
+        addSession(record, windows[0], windows[1], own, holdOf(record, windows[0], windows[1], keyWatermarks), out);
+        continue;
+      }
       for (int i = 0; i < windows.length; i += 2) {
         long start = windows[i];
         long end = windows[i + 1];
@@ -135,11 +143,7 @@ public final class WindowOperator {
           out.late.add(late(record, start, end, "EXPIRED"));
           continue;
         }
-        long outputTime = spec.window().outputTime(ts, start, end);
-        if (outputTime <= watermark && keyWatermarks.containsKey(record.key())) {
-          outputTime = spec.combiner().elementHold(outputTime, keyWatermarks.get(record.key()));
-        }
-        add(record, start, end, own, outputTime, out);
+        add(record, start, end, own, holdOf(record, start, end, keyWatermarks), out);
       }
     }
     out.accepted = pairs - out.late.size();
@@ -169,6 +173,118 @@ public final class WindowOperator {
       out.accepted += partial.count();
     }
     return out;
+  }
+
+  /** The hold {@code record} adds to {@code [start, end)}: its output time, unless behind its key's output watermark. */
+  private long holdOf(Record record, long start, long end, Map<Object, Long> keyWatermarks) {
+    long outputTime = spec.window().outputTime(record.timestamp(), start, end);
+    if (outputTime <= watermark && keyWatermarks.containsKey(record.key())) {
+      return spec.combiner().elementHold(outputTime, keyWatermarks.get(record.key()));
+    }
+    return outputTime;
+  }
+
+  /**
+   * One record of merging windows: its window {@code [start, end)} against its key's open windows, in this order
+   * ({@code floodmark.core.window.sessions.merge_record}; Flink's {@code MergingWindowSet.addWindow}, then
+   * {@code isWindowLate}): a closed window it overlaps refuses it (WINDOW_CLOSED, the first by start); it merges
+   * with the open windows it overlaps (the first by start keeps its row and becomes their cover, a new window:
+   * its pane history restarts); only then, if the watermark has reached the merged window's horizon, it is
+   * EXPIRED and nothing changes. If the watermark has reached the merged window's max timestamp, the trigger's
+   * late behaviour applies at once.
+   */
+  private void addSession(Record record, long start, long end, double[] own, long hold, Emitted out) {
+    List<WindowRow> open = byKey.getOrDefault(record.key(), List.of());
+    List<WindowRow> touching = new ArrayList<>();
+    WindowRow refusing = null;
+    for (WindowRow row : open) {
+      if (row.intersects(start, end)) {
+        touching.add(row);
+        if (row.closed && (refusing == null || byWindow(row, refusing) < 0)) {
+          refusing = row;
+        }
+      }
+    }
+    if (refusing != null) {
+      out.late.add(late(record, refusing.start, refusing.end, "WINDOW_CLOSED"));
+      return;
+    }
+    touching.sort(WindowOperator::byWindow);
+    long mergedStart = start;
+    long mergedEnd = end;
+    for (WindowRow row : touching) {
+      mergedStart = Math.min(mergedStart, row.start);
+      mergedEnd = Math.max(mergedEnd, row.end);
+    }
+    if (Boundaries.expired(mergedEnd, spec.allowedLateness(), watermark)) {
+      out.late.add(late(record, mergedStart, mergedEnd, "EXPIRED"));
+      return;
+    }
+    WindowRow row;
+    if (touching.isEmpty()) {
+      row = rowFor(record.key(), start, end);
+    } else {
+      row = touching.get(0);
+      if (touching.size() > 1 || row.start != mergedStart || row.end != mergedEnd) {
+        merge(row, touching.subList(1, touching.size()), mergedStart, mergedEnd);
+      }
+    }
+    spec.aggregate().merge(row.acc, own);
+    addArrivals(row, 1, hold);
+    if (!Boundaries.reached(row.end, watermark) || spec.trigger().late() == LateFirings.AT_HORIZON) {
+      return;
+    }
+    boolean finishes = spec.trigger().finishesOnTime();
+    emit(row, finishes, out);
+    row.fired = true;
+    if (finishes) {
+      row.closed = true;
+    }
+  }
+
+  /**
+   * {@code target} becomes the window {@code [start, end)} and absorbs {@code others} (released), Java Beam's
+   * merge: records since the last pane add up, holds combine, the merged window holds if any member did, its
+   * oldest pending record is the members' oldest, accumulators merge; pane history starts over and the watermark
+   * has not fired the new window.
+   */
+  private void merge(WindowRow target, List<WindowRow> others, long start, long end) {
+    for (WindowRow other : others) {
+      target.newCount += other.newCount;
+      target.hold = spec.combiner().fold(target.hold, other.hold);
+      target.held |= other.held;
+      target.pending = Math.min(target.pending, other.pending);
+      spec.aggregate().merge(target.acc, other.acc);
+      rows.remove(idOf(other));
+      forget(other);
+    }
+    rows.remove(idOf(target));
+    target.start = start;
+    target.end = end;
+    rows.put(idOf(target), target);
+    target.paneIndex = 0;
+    target.nonspec = 0;
+    target.hadNonearly = false;
+    target.fired = false;
+  }
+
+  private static int byWindow(WindowRow a, WindowRow b) {
+    int byStart = Long.compare(a.start, b.start);
+    return byStart != 0 ? byStart : Long.compare(a.end, b.end);
+  }
+
+  private Id idOf(WindowRow row) {
+    return new Id(row.key, spec.window().name(row.start, row.end));
+  }
+
+  private void forget(WindowRow row) {
+    List<WindowRow> windows = byKey.get(row.key);
+    if (windows != null) {
+      windows.remove(row);
+      if (windows.isEmpty()) {
+        byKey.remove(row.key);
+      }
+    }
   }
 
   private void add(Record record, long start, long end, double[] own, long outputTime, Emitted out) {
@@ -291,6 +407,9 @@ public final class WindowOperator {
     if (row == null) {
       row = new WindowRow(key, start, end, spec.combiner().emptyHold(), spec.aggregate().empty());
       rows.put(id, row);
+      if (spec.window().isMerging()) {
+        byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(row);
+      }
     }
     return row;
   }
@@ -463,7 +582,10 @@ public final class WindowOperator {
         for (int j = 0; j < width; j++) {
           row.acc[j] = in.readDouble();
         }
-        operator.rows.put(new Id(key, spec.window().name(start, end)), row);
+        operator.rows.put(operator.idOf(row), row);
+        if (spec.window().isMerging()) {
+          operator.byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(row);
+        }
       }
       return operator;
     } catch (IOException e) {

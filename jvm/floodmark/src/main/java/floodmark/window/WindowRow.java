@@ -8,8 +8,9 @@ final class WindowRow {
   static final long NO_TIME = Long.MAX_VALUE;
 
   final Object key;
-  final long start;
-  final long end;
+  /** The window {@code [start, end)}; a session's grows when it merges. */
+  long start;
+  long end;
   /** Records since the last pane. */
   long newCount;
   /** Their combined output time (the combiner's empty hold: none). */
@@ -35,6 +36,10 @@ final class WindowRow {
     this.end = end;
     this.hold = emptyHold;
     this.acc = acc;
+  }
+
+  boolean intersects(long otherStart, long otherEnd) {
+    return start < otherEnd && otherStart < end;
   }
 
   long maxTimestamp() {

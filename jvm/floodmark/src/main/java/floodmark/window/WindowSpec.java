@@ -7,8 +7,8 @@ import java.util.Map;
 
 /**
  * Everything that defines one windowed aggregation the JVM host runs: a built-in spec, as
- * {@code floodmark.core.built_in_spec.built_in_form} describes it (non-merging windows, the columnar triggers,
- * count, sum, min, max and mean).
+ * {@code floodmark.core.built_in_spec.built_in_form} describes it (tumbling, sliding, cumulate, global and session
+ * windows, the columnar triggers, count, sum, min, max and mean).
  *
  * @param allowedLateness ms (>= 0) after a window's max timestamp, in watermark time, that it keeps its state
  * @param accumulating ACCUMULATING panes (each shows everything so far) rather than DISCARDING ones
@@ -36,6 +36,7 @@ public record WindowSpec(
           case "cumulate" -> new CumulateWindows(
               window.path("step").asLong(), window.path("max_size").asLong(), window.path("offset").asLong());
           case "global" -> new GlobalWindow();
+          case "sessions" -> new SessionWindows(window.path("gap").asLong());
           default -> throw new IllegalArgumentException("no built-in window " + window.path("kind").asText());
         };
     JsonNode aggregate = node.path("aggregate");
