@@ -155,6 +155,11 @@ class JvmWindowOperator:
         """Snapshot the operator and restore it from the bytes, in the JVM."""
         self._move({"op": "roundtrip"})
 
+    def windows_of(self, key: Any) -> set[Window]:
+        """The open windows of ``key``."""
+        self._move({"op": "windows", "key": _plain(key)})
+        return {Window(start, end) for start, end in self.last["windows"]}
+
     @property
     def watermark(self) -> int:
         """The input watermark (ms) the operator was advanced to."""

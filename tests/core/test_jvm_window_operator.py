@@ -13,7 +13,6 @@ and the deadlines (the next watermark and processing time at which something fir
 import math
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, SESSION_TRIGGERS, batch_of
@@ -26,18 +25,6 @@ from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_TIMESTAMP
 from floodmark.core.window import WindowOperator
-from floodmark_dev.jvm_window import JvmWindowHost, classpath
-
-PATH = classpath()
-pytestmark = pytest.mark.skipif(PATH is None, reason="floodmark's jar is not built (scripts/setup.sh needs Maven)")
-
-
-@pytest.fixture(scope="module")
-def jvm():
-    host = JvmWindowHost(PATH)
-    yield host
-    host.close()
-
 
 spec_strategy = st.builds(
     WindowSpec,

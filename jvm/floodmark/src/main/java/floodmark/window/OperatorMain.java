@@ -24,7 +24,8 @@ import java.util.Map;
  * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time"}}, {@code {"op": "add", "id",
  * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "partials", "id", "partials": [{"key",
  * "start", "end", "count", "hold", "acc": [...]}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
- * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "drop", "id"}}. Every answer carries what the
+ * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "windows", "id", "key"}} (the key's open
+ * windows, as {@code "windows": [[start, end], ...]}), {@code {"op": "drop", "id"}}. Every answer carries what the
  * move emitted, the operator's time and its gauges after it; an error answers {@code {"error": "..."}}.
  */
 public final class OperatorMain {
@@ -71,6 +72,14 @@ public final class OperatorMain {
     if (operator == null) {
       throw new IllegalArgumentException("no operator " + id);
     }
+    if (op.equals("windows")) {
+      ObjectNode answer = answer(new Emitted(), operator);
+      ArrayNode windows = answer.putArray("windows");
+      for (long[] window : operator.windowsOf(plain(command.path("key")))) {
+        windows.addArray().add(window[0]).add(window[1]);
+      }
+      return answer;
+    }
     Emitted emitted =
         switch (op) {
           case "add" -> operator.addRecords(records(command.path("records")));
@@ -98,7 +107,8 @@ public final class OperatorMain {
         JsonNode value = values.get(i);
         numbers[i] = value.isNull() ? Double.NaN : value.asDouble();
       }
-      records.add(new Record(plain(node.path("key")), ts.isNull() ? null : ts.asLong(), numbers, plain(node.path("payload"))));
+      // The payload goes back as it came (any JSON), in the record's late or bad output.
+      records.add(new Record(plain(node.path("key")), ts.isNull() ? null : ts.asLong(), numbers, node.path("payload")));
     }
     return records;
   }

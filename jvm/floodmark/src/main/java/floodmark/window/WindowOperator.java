@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -89,9 +88,15 @@ public final class WindowOperator {
     watermark = to;
     boolean onTime = spec.trigger().onTime();
     boolean finishes = spec.trigger().finishesOnTime();
-    for (Iterator<WindowRow> it = rows.values().iterator(); it.hasNext(); ) {
-      WindowRow row = it.next();
-      boolean firing = onTime && !row.closed && !row.fired && Boundaries.reached(row.end, watermark);
+    List<WindowRow> due = new ArrayList<>();
+    for (WindowRow row : rows.values()) {
+      if (Boundaries.reached(row.end, watermark)) { // every window at its horizon has been reached too
+        due.add(row);
+      }
+    }
+    due.sort(WindowOperator::byWindow); // panes in window order; a window's keys in their arrival order
+    for (WindowRow row : due) {
+      boolean firing = onTime && !row.closed && !row.fired;
       boolean gone = Boundaries.expired(row.end, spec.allowedLateness(), watermark);
       boolean last = gone && !row.closed && row.newCount > 0;
       if (firing || last) {
@@ -105,7 +110,7 @@ public final class WindowOperator {
         }
       }
       if (gone) {
-        it.remove();
+        rows.remove(idOf(row));
         forget(row);
       }
     }
@@ -488,6 +493,17 @@ public final class WindowOperator {
       }
     }
     return oldest;
+  }
+
+  /** The open windows of {@code key}, as {@code {start, end}} pairs (for tests and inspection: a scan). */
+  public List<long[]> windowsOf(Object key) {
+    List<long[]> out = new ArrayList<>();
+    for (WindowRow row : rows.values()) {
+      if (java.util.Objects.equals(row.key, key)) {
+        out.add(new long[] {row.start, row.end});
+      }
+    }
+    return out;
   }
 
   public int windowCount() {
