@@ -132,10 +132,11 @@ import json
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.sources.ticks import jvm_source_loadable
 check_session(spark)
-print(json.dumps([jvm_source_loadable(spark), spark.conf.get("spark.sql.session.timeZone")]))
+print(json.dumps([jvm_source_loadable(spark), spark.conf.get("spark.sql.session.timeZone"),
+                  spark.conf.get("spark.sql.extensions"), spark.catalog.functionExists("fm_unpack")]))
 """
     out = json.loads(run_block(BLOCKS["Install it in your own Spark"] + check, tmp_path))
-    assert out == [True, "UTC"]
+    assert out == [True, "UTC", "floodmark.Extensions", True]
 
 
 def test_every_python_block_of_the_readme_has_a_test():

@@ -23,6 +23,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.protocol.wire import KIND, OUTPUT, STAGE
 from floodmark.spark import plan as p
+from floodmark.spark.driver.session import EXTENSIONS, with_floodmark_extensions
 from floodmark.spark.outputs.batch_sink import StageRoute
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.outputs.unpack import UnpackOutput, use_jvm_unpack
@@ -198,3 +199,17 @@ def test_both_readers_give_the_same_rows_of_every_kind_in_the_same_order(spark, 
         got, want = jvm.collect(), python.collect()
         assert len(got) == int((rows["fm_kind"] == kind).sum()), kind
         assert [r.asDict() for r in got] == [r.asDict() for r in want], kind
+
+
+def test_the_session_has_floodmarks_functions_from_its_extensions(spark):
+    """floodmark's sessions carry ``floodmark.Extensions``: its SQL functions exist from the start, in every session
+    of the JVM, without a py4j registration (what a Spark Connect server needs); other extensions are kept."""
+    assert EXTENSIONS in spark.conf.get("spark.sql.extensions").split(",")
+    fresh = spark.newSession()  # its own function registry: nothing registered on it through py4j
+    names = {f.name for f in fresh.catalog.listFunctions() if f.name.startswith("fm_")}
+    assert {"fm_unpack", "fm_batch_watermark", "fm_batch_processing_time", "fm_row_position"} <= names
+    assert fresh.sql("select fm_try_error(1 / 0) as e").first()["e"].startswith("[DIVIDE_BY_ZERO]")
+    delta = "io.delta.sql.DeltaSparkSessionExtension"
+    assert with_floodmark_extensions(delta) == f"{delta},{EXTENSIONS}"
+    assert with_floodmark_extensions(f"{EXTENSIONS}, {delta}") == f"{EXTENSIONS},{delta}"
+    assert with_floodmark_extensions(None) == EXTENSIONS

@@ -16,7 +16,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, spark_jars
+from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, packaged_jars, spark_jars
 from floodmark.spark.stateful.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -104,16 +104,30 @@ def floodmark_jars() -> str:
     return spark_jars()
 
 
+EXTENSIONS = "floodmark.Extensions"
+"""floodmark's ``spark.sql.extensions`` class (in its jar): its SQL functions (``fm_unpack``, ``fm_try_value``, ...)
+and the JVM map side's planner strategy in every session, reached without py4j."""
+
+
+def with_floodmark_extensions(extensions: str | None) -> str:
+    """A ``spark.sql.extensions`` value (comma-separated classes, Spark applies each) with :data:`EXTENSIONS` added
+    to ``extensions``, yours (Delta Lake's, say) kept first."""
+    classes = [name.strip() for name in (extensions or "").split(",") if name.strip()]
+    return ",".join(classes if EXTENSIONS in classes else [*classes, EXTENSIONS])
+
+
 def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
     """``builder`` with what floodmark needs, for a session of your own (as delta-spark's
     ``configure_spark_with_delta_pip``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session time
     zone, and floodmark's jar
     (:func:`floodmark_jars`; with ``kafka``, also :func:`kafka_connector_jars`) added to any ``spark.jars`` the
-    builder already has. Call it before ``getOrCreate()``::
+    builder already has, with its session extensions (:data:`EXTENSIONS`) added to any ``spark.sql.extensions``.
+    Call it before ``getOrCreate()``::
 
         spark = configure_spark_with_floodmark(SparkSession.builder.appName("clicks")).getOrCreate()
 
-    Settings made on the builder before the call win, except ``spark.jars``, which is extended.
+    Settings made on the builder before the call win, except ``spark.jars`` and ``spark.sql.extensions``, which
+    are extended.
 
     Under ``spark-submit`` the driver's JVM is already running when the builder runs: its ``spark.jars``
     reaches the executors but not the driver, so also give ``spark-submit --jars "$(python -m floodmark.jvm)"``
@@ -131,6 +145,8 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
     for key, value in {**required_conf(), **PATIENT_CONF, "spark.sql.session.timeZone": "UTC"}.items():
         if key not in options:
             builder = builder.config(key, value)
+    if packaged_jars():
+        builder = builder.config("spark.sql.extensions", with_floodmark_extensions(options.get("spark.sql.extensions")))
     on_classpath = ",".join(filter(None, [options.get("spark.jars", ""), spark_jars(kafka)]))
     return builder.config("spark.jars", on_classpath) if on_classpath else builder
 
@@ -144,7 +160,8 @@ def local_session(
     """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default).
 
     Spark's Kafka connector is on its classpath when ``scripts/setup.sh`` has fetched it
-    (:func:`kafka_connector_jars`). The driver listens on loopback only (``SPARK_LOCAL_IP``, default
+    (:func:`kafka_connector_jars`), and floodmark's session extensions (:data:`EXTENSIONS`) are added to any
+    ``spark.sql.extensions`` of ``conf``. The driver listens on loopback only (``SPARK_LOCAL_IP``, default
     ``127.0.0.1``).
 
     :arg conf: more Spark settings, applied last (they win over floodmark's); read when the session's
@@ -234,7 +251,10 @@ def _session(master: str, app_name: str, shuffle_partitions: int | None, conf: d
     on_classpath = spark_jars(kafka=True)  # the connector when setup fetched it
     if on_classpath:
         settings["spark.jars"] = on_classpath
+    extensions = conf.get("spark.sql.extensions")
     settings.update(conf)
+    if packaged_jars():
+        settings["spark.sql.extensions"] = with_floodmark_extensions(extensions)
     if SparkContext._gateway is None:
         SparkContext._gateway = _launch_jvm(settings)
         SparkContext._jvm = SparkContext._gateway.jvm

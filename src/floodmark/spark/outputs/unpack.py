@@ -95,9 +95,13 @@ def use_jvm_unpack(spark: SparkSession) -> bool:
 
 
 def register_functions(spark: SparkSession) -> bool:
-    """Register floodmark's SQL functions (``fm_unpack``, ``fm_batch_watermark``, ``fm_batch_processing_time``)
-    on ``spark`` when its driver can load :data:`JVM_FUNCTIONS`; whether it could. Call before the query's
-    DataFrames are built (they are analysed as they are built) and before it starts."""
+    """Whether ``spark`` has floodmark's SQL functions (``fm_unpack``, ``fm_batch_watermark``, ...): from its
+    session extensions (``floodmark.Extensions``, which floodmark's sessions and
+    :func:`~floodmark.spark.driver.session.configure_spark_with_floodmark` set), else registered here through py4j
+    when its driver can load :data:`JVM_FUNCTIONS`. Call before the query's DataFrames are built (they are
+    analysed as they are built) and before it starts."""
+    if spark.catalog.functionExists(FUNCTION):
+        return True
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     if not jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FUNCTIONS):
