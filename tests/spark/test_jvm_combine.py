@@ -135,11 +135,11 @@ def shipped(spark, frame, entry: ControlEntry, combiner: TimestampCombiner) -> d
     """What the combiner rows of ``frame`` hold, in a form that does not depend on how rows were grouped."""
     context = spark.sparkContext
     context.setLocalProperty(batch_entry.BATCH_ID_PROPERTY, str(entry.seq))
-    batch_entry.publish(context, entry)
+    batch_entry.publish(spark, entry)
     try:
         collected = frame.collect()
     finally:
-        batch_entry.publish(context, None)
+        batch_entry.publish(spark, None)
         context.setLocalProperty(batch_entry.BATCH_ID_PROPERTY, None)  # type: ignore[arg-type]
     tables = sorted(
         (pa.ipc.open_stream(row[wire.BLOCK]).read_all() for row in collected),

@@ -33,7 +33,7 @@ from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import NOT_COMMITTED
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.ticks import TickSchedule, schedule_path
-from floodmark.spark.stateful import batch_entry, bucket_layout, state_codec
+from floodmark.spark.stateful import bucket_layout, state_codec
 
 FAILED_BATCH = re.compile(r"BatchFailed: (floodmark batch \d+ failed while .*)")
 """The line of a failed query's error that says which batch failed, while doing what, and why."""
@@ -148,18 +148,10 @@ def start_query(
     )
     if query_name:
         writer = writer.queryName(query_name)
-    # The query's thread inherits this thread's job properties when it is created: that is how the first
-    # batch it runs (0, or the one after the last committed batch on a restart) gets its entry.
-    first = controller.engine.first_batch_id
     if controller.engine.ticks is not None:
         controller.engine.ticks.request(0)  # the first batch runs at once, input or not
-    context = frame.sparkSession.sparkContext
-    previous = context.getLocalProperty(batch_entry.ENTRY_PROPERTY)
-    batch_entry.publish(context, controller.entry_for_batch(first))
-    try:
-        return writer.start()
-    finally:
-        context.setLocalProperty(batch_entry.ENTRY_PROPERTY, previous)  # type: ignore[arg-type]
+    # Every batch's entry, the first's included, is set by the sink on the query's own session as the batch begins.
+    return writer.start()
 
 
 @dataclass

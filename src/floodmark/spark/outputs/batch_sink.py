@@ -158,7 +158,7 @@ class BatchSink:
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
-        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.begin_batch(batch_id))
+        batch_entry.publish(frame.sparkSession, self.controller.begin_batch(batch_id))
         frame = frame.persist()
         try:
             leader = self.leader
@@ -207,7 +207,7 @@ class BatchSink:
         finally:
             frame.unpersist()
         # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
-        batch_entry.publish(frame.sparkSession.sparkContext, self.controller.next_entry)
+        batch_entry.publish(frame.sparkSession, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
 

@@ -1,15 +1,15 @@
-"""How the tasks of micro-batch N get control entry N: a Spark job property set by the driver.
+"""How the tasks of micro-batch N get control entry N: a SQL conf of the query's session, which Spark hands to
+every task of the batch as a job property.
 
-Spark copies the local properties of the thread that submits a job into every
-task (``TaskContext.getLocalProperty``), and a streaming query submits all of a
-micro-batch's jobs from its own thread; the ``foreachBatch`` sink of batch N
-runs on that thread too. So the driver publishes entry N+1 there at the end of
-batch N (:func:`publish`), and before ``start()`` on the caller's thread, which
-the query's thread inherits, for the first batch it runs. The tasks read it
-with :class:`CurrentBatchEntry` and check it against the batch id Spark sets
-(``streaming.sql.batchId``): a mismatch is an error, never a silent use of the
-wrong watermark. No file system is shared between driver and executors, so a
-checkpoint on HDFS or an object store works on a cluster.
+Spark copies a session's SQL confs whose names start with ``spark.`` into the local properties of every job a
+SQL execution of that session submits (``SQLExecution.withSQLConfPropagated``), and every job of micro-batch N
+is a SQL execution of the ``foreachBatch`` frame's session (the query's own copy of the session it started from)
+run by floodmark's sink. So the sink sets entry N there (:func:`publish`) before it computes the batch, and the
+tasks read it with :class:`CurrentBatchEntry` as the local property of the same name, checking it against the
+batch id Spark sets (``streaming.sql.batchId``): a mismatch is an error, never a silent use of the wrong
+watermark. This holds on a classic session and over Spark Connect alike (where the sink runs in the server's
+Python), and needs no file system shared by driver and executors, so a checkpoint on HDFS or an object store
+works on a cluster.
 
 Entries are immutable and written to the control log before they are published,
 so a batch replayed after a crash gets exactly the entry of its first attempt.
@@ -22,12 +22,14 @@ from dataclasses import asdict
 from typing import Any
 
 from py4j.clientserver import ClientServer
-from pyspark import SparkContext, TaskContext
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
 
 from floodmark.protocol.control import ControlEntry
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
-ENTRY_PROPERTY = "floodmark.control.entry"
+ENTRY_PROPERTY = "spark.floodmark.control.entry"
+"""The SQL conf (and so the job property) that carries the entry; ``spark.`` makes Spark propagate it."""
 
 
 def current_batch_id() -> int:
@@ -47,15 +49,18 @@ def encode(entry: ControlEntry) -> str:
 
 
 def session_problem(session: Any) -> str | None:
-    """Why control entries cannot travel as job properties in ``session`` (None: they can).
+    """Why floodmark cannot run its queries in ``session`` (None: it can).
 
-    They need a classic session (local properties live in the driver's SparkContext; Spark Connect has none)
+    It needs a classic session (parts of floodmark reach its JVM code through py4j, which Spark Connect has not)
     whose Python threads are pinned to JVM threads (py4j's ClientServer, PySpark's default): then the
     ``foreachBatch`` callback's calls run on the query's own thread.
     """
     context = getattr(session, "_sc", None)
     if context is None:
-        return "floodmark needs a classic SparkSession (Spark Connect sessions have no job properties)"
+        return (
+            "floodmark needs a classic SparkSession: Spark Connect sessions are not supported yet (parts of "
+            "floodmark reach its JVM code through py4j)"
+        )
     if not isinstance(context._gateway, ClientServer):
         return (
             "floodmark needs PySpark's pinned-thread mode (the default): unset PYSPARK_PIN_THREAD=false, so that "
@@ -64,9 +69,12 @@ def session_problem(session: Any) -> str | None:
     return None
 
 
-def publish(context: SparkContext, entry: ControlEntry | None) -> None:
-    """Make ``entry`` the one that jobs submitted from the calling thread carry (None removes it)."""
-    context.setLocalProperty(ENTRY_PROPERTY, None if entry is None else encode(entry))  # type: ignore[arg-type]
+def publish(session: SparkSession, entry: ControlEntry | None) -> None:
+    """Make ``entry`` the one that the jobs of ``session``'s SQL executions carry from now on (None removes it)."""
+    if entry is None:
+        session.conf.unset(ENTRY_PROPERTY)
+    else:
+        session.conf.set(ENTRY_PROPERTY, encode(entry))
 
 
 class CurrentBatchEntry:

@@ -10,7 +10,8 @@ import org.apache.spark.sql.types.{DataType, LongType}
 /** `fm_batch_watermark(stage)` and `fm_batch_processing_time()`: a value of the running micro-batch's floodmark
   * control entry, in ms: `stage`'s input watermark (`stage_watermarks[stage]`) or the batch's processing time.
   *
-  * The driver publishes entry N as the job property `floodmark.control.entry` of batch N's jobs (the Python
+  * The driver publishes entry N as the SQL conf `spark.floodmark.control.entry` of the query's session, which Spark
+  * hands to batch N's jobs as the job property of that name (the Python
   * side reads it with `floodmark.spark.stateful.batch_entry.CurrentBatchEntry`; this is the same rule for expressions).
   * The value is read once per task partition (`Nondeterministic.initialize`), not per row: it is constant in a
   * batch but differs between batches of one plan, so Spark must not fold it. An entry whose `seq` is not the
@@ -43,7 +44,7 @@ case class BatchEntryValue(field: String, stage: String)
 object BatchEntryValue {
   val WatermarkName = "fm_batch_watermark"
   val ProcessingTimeName = "fm_batch_processing_time"
-  val EntryProperty = "floodmark.control.entry"
+  val EntryProperty = "spark.floodmark.control.entry"
   val BatchIdProperty = "streaming.sql.batchId"
   private[batch] val Watermark = "watermark"
   private[batch] val ProcessingTime = "processing_time"
