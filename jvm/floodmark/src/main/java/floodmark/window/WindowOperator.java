@@ -15,7 +15,7 @@ import java.util.Map;
 /**
  * Windowed aggregation of one stage for many keys in the JVM: the semantics of the Python core's window operator
  * ({@code floodmark.core.window.WindowOperator}, the reference) for built-in specs ({@link WindowSpec}), checked
- * against it by a differential property test ({@code tests/jvm/test_window_operator_differential.py}).
+ * against it by a differential property test ({@code tests/core/test_jvm_window_operator.py}).
  *
  * <p>Three moves, each returning what it emitted: {@link #advanceProcessingTime}, {@link #advanceWatermark} and
  * {@link #addRecords}; a micro-batch calls them in that order. Boundaries are {@link Boundaries}': a window fires
