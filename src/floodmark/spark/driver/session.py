@@ -121,7 +121,8 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
     ``configure_spark_with_delta_pip``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session time
     zone, and floodmark's jar
     (:func:`floodmark_jars`; with ``kafka``, also :func:`kafka_connector_jars`) added to any ``spark.jars`` the
-    builder already has, with its session extensions (:data:`EXTENSIONS`) added to any ``spark.sql.extensions``.
+    builder already has, with its session extensions (:data:`EXTENSIONS`) added to any ``spark.sql.extensions``
+    (not under ``spark-submit``: give ``--conf spark.sql.extensions=floodmark.Extensions`` there).
     Call it before ``getOrCreate()``::
 
         spark = configure_spark_with_floodmark(SparkSession.builder.appName("clicks")).getOrCreate()
@@ -145,7 +146,11 @@ def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = 
     for key, value in {**required_conf(), **PATIENT_CONF, "spark.sql.session.timeZone": "UTC"}.items():
         if key not in options:
             builder = builder.config(key, value)
-    if packaged_jars():
+    # Under spark-submit the driver's JVM runs already (PySpark connects to it): a jar the builder adds never
+    # reaches it, and Spark would warn, with a stack trace, about an extension class it cannot load. There
+    # `--conf spark.sql.extensions=floodmark.Extensions` beside `--jars` sets it; without it floodmark registers
+    # its functions itself.
+    if packaged_jars() and "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.config("spark.sql.extensions", with_floodmark_extensions(options.get("spark.sql.extensions")))
     on_classpath = ",".join(filter(None, [options.get("spark.jars", ""), spark_jars(kafka)]))
     return builder.config("spark.jars", on_classpath) if on_classpath else builder
