@@ -83,6 +83,10 @@ class JvmWindowOperator:
         self.fields = value_fields(form)
         self._move({"op": "new", "spec": form, "watermark": watermark, "processing_time": processing_time})
 
+    def drop(self) -> None:
+        """Forget the operator in the JVM (one JVM serves a whole test session)."""
+        self.host.ask({"id": self.id, "op": "drop"})
+
     def _move(self, command: dict[str, Any]) -> None:
         """Send a move; its answer (what it emitted, the gauges after it) is kept in :attr:`last`."""
         self.last = self.host.ask({"id": self.id, **command})

@@ -130,6 +130,7 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None):
         assert emitted_form(both[1]) == emitted_form(both[0]), f"after {kind} {arg}"
         assert gauges(java) == gauges(python), f"gauges after {kind} {arg}"
     assert java.window_count() == 0, "everything is garbage collected at the end of input"
+    java.drop()
 
 
 @settings(max_examples=500, deadline=None)
