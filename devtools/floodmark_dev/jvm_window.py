@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from floodmark.core.built_in_spec import built_in_form, value_fields
+from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
@@ -80,7 +80,9 @@ class JvmWindowOperator:
         if form is None:
             raise ValueError(f"the JVM window operator has no built-in form of {spec}")
         self.host, self.spec, self.id = host, spec, str(next(host.ids))
-        self.fields = value_fields(form)
+        assert spec.columnar_layout is not None  # every spec with a built-in form has one
+        self.layout = spec.columnar_layout
+        self.fields = self.layout.value_fields  # the order the JVM's AggregateLayout takes a record's values in
         self._move({"op": "new", "spec": form, "watermark": watermark, "processing_time": processing_time})
 
     def drop(self) -> None:
@@ -96,7 +98,7 @@ class JvmWindowOperator:
         answer = self.last
         out = Emitted(accepted=answer["accepted"])
         if answer["panes"]:
-            out.pane_frames.append(_pane_frame(answer["panes"], self.spec))
+            out.pane_frames.append(_pane_frame(answer["panes"], self.layout.single))
         out.late = [
             LateRecord(
                 key=r["key"],
@@ -130,9 +132,7 @@ class JvmWindowOperator:
     def add_partials(self, partials: Partials) -> Emitted:
         """The map side's partials (accumulators in the spec's columnar layout's column order, which the JVM's
         ``AggregateLayout`` keeps)."""
-        layout = self.spec.columnar_layout
-        assert layout is not None
-        columns = [partials.accumulators[c.name] for c in layout.columns]
+        columns = [partials.accumulators[c.name] for c in self.layout.columns]
         rows = [
             {
                 "key": _plain(partials.keys[i]),
@@ -185,8 +185,9 @@ class JvmWindowOperator:
         return self.gauges["next_processing_deadline"]
 
 
-def _pane_frame(panes: list[dict[str, Any]], spec: WindowSpec) -> pd.DataFrame:
-    """The JVM's panes in the core's pane-frame form (``Emitted.pane_frames``)."""
+def _pane_frame(panes: list[dict[str, Any]], single: bool) -> pd.DataFrame:
+    """The JVM's panes in the core's pane-frame form (``Emitted.pane_frames``; ``single``: one aggregate, the column
+    ``value``)."""
     columns: dict[str, Any] = {
         "key": np.array([p["key"] for p in panes], dtype=object),
         "window_start": np.array([p["start"] for p in panes], dtype=np.int64),
@@ -197,9 +198,7 @@ def _pane_frame(panes: list[dict[str, Any]], spec: WindowSpec) -> pd.DataFrame:
         "nonspeculative_index": np.array([p["nonspeculative_index"] for p in panes], dtype=np.int64),
         "is_last": np.array([p["is_last"] for p in panes], dtype=bool),
     }
-    names = list(panes[0]["value"])
-    single = names == ["value"] and built_in_form(spec)["aggregate"]["single"]  # type: ignore[index]
-    for name in names:
+    for name in panes[0]["value"]:
         values = np.array([math.nan if p["value"][name] is None else p["value"][name] for p in panes])
         columns["value" if single else f"value.{name}"] = values
     return pd.DataFrame(columns)

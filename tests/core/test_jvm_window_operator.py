@@ -63,7 +63,7 @@ def batch(records, first_id):
     values = np.empty(len(records), dtype=object)
     values[:] = [v for _, _, v in records]
     made.columns["v"] = values
-    return type(made)(made.keys, timestamps, made.columns)
+    return RecordBatch(made.keys, timestamps, made.columns)
 
 
 def pane_form(p):

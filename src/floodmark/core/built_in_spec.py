@@ -55,16 +55,6 @@ def built_in_form(spec: WindowSpec) -> dict[str, Any] | None:
     }
 
 
-def value_fields(form: dict[str, Any]) -> list[str | None]:
-    """The record fields the form's aggregates read, each once, in the order the JVM operator takes a record's
-    values (``AggregateLayout.fields``): count reads none, mean reads its field once."""
-    fields: list[str | None] = []
-    for part in form["aggregate"]["parts"]:
-        if part["kind"] != "count" and part["field"] not in fields:
-            fields.append(part["field"])
-    return fields
-
-
 def _window_form(window: WindowAssigner) -> dict[str, Any] | None:
     if type(window) is Tumbling:
         return {"kind": "tumbling", "size": window.size, "offset": window.offset}

@@ -11,7 +11,7 @@ import java.util.Map;
  *
  * <p>Parts are count, sum, min, max and mean (a sum and a count). A window's accumulators are one {@code
  * double[]} in {@link #columns}' order; {@link #fields} are the record fields some accumulator reads, each once
- * (a record's values come in that order).
+ * (a record's values come in that order: {@code ColumnarLayout.value_fields}'s).
  */
 public final class AggregateLayout {
   /** One part: its name ({@code "value"} for a single aggregate), kind and the accumulators it reads. */
@@ -64,10 +64,15 @@ public final class AggregateLayout {
 
   public double[] empty() {
     double[] acc = new double[columns.size()];
+    reset(acc);
+    return acc;
+  }
+
+  /** Restarts {@code acc} empty, in place (a DISCARDING pane). */
+  public void reset(double[] acc) {
     for (int i = 0; i < acc.length; i++) {
       acc[i] = columns.get(i).reduction().empty();
     }
-    return acc;
   }
 
   /** One record's own accumulators ({@code values} in {@link #fields}' order). */

@@ -294,22 +294,16 @@ public final class WindowOperator {
 
   private void add(Record record, long start, long end, double[] own, long outputTime, Emitted out) {
     ColumnarTrigger trigger = spec.trigger();
-    if (!Boundaries.reached(end, watermark)) {
-      WindowRow row = rowFor(record.key(), start, end);
+    WindowRow row = rowFor(record.key(), start, end);
+    boolean reached = Boundaries.reached(end, watermark);
+    if (!reached || trigger.late() == LateFirings.AT_HORIZON) {
       spec.aggregate().merge(row.acc, own);
-      addArrival(row, outputTime);
-      if (trigger.earlyCount() != null && row.newCount >= trigger.earlyCount()) {
+      addArrivals(row, 1, outputTime);
+      if (!reached && trigger.earlyCount() != null && row.newCount >= trigger.earlyCount()) {
         emit(row, false, out);
       }
       return;
     }
-    if (trigger.late() == LateFirings.AT_HORIZON) {
-      WindowRow row = rowFor(record.key(), start, end);
-      spec.aggregate().merge(row.acc, own);
-      addArrival(row, outputTime);
-      return;
-    }
-    WindowRow row = rowFor(record.key(), start, end);
     if (row.closed) {
       out.late.add(late(record, start, end, "WINDOW_CLOSED"));
       return;
@@ -330,15 +324,11 @@ public final class WindowOperator {
       row.closed = true;
     }
     if (!spec.accumulating()) {
-      System.arraycopy(spec.aggregate().empty(), 0, row.acc, 0, row.acc.length);
+      spec.aggregate().reset(row.acc);
     }
   }
 
   // ------------------------------------------------------------------------------------------------ rules
-
-  private void addArrival(WindowRow row, long outputTime) {
-    addArrivals(row, 1, outputTime);
-  }
 
   /**
    * {@code count} records arrived for {@code row} now, with combined output time {@code hold}. Beam's hold rule:
@@ -362,7 +352,7 @@ public final class WindowOperator {
       out.panes.add(pane);
     }
     if (!spec.accumulating()) {
-      System.arraycopy(spec.aggregate().empty(), 0, row.acc, 0, row.acc.length);
+      spec.aggregate().reset(row.acc);
     }
   }
 
