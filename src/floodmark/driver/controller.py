@@ -266,8 +266,6 @@ class Controller:
         """The run's reconciliation, kept up to date by :meth:`record`."""
         self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
         self._end_of_input_requested = False
-        self.next_entry: ControlEntry | None = None
-        """The entry the latest ``on_batch`` wrote (or found) for the next batch."""
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
         self._running_entry: ControlEntry | None = None
@@ -620,7 +618,6 @@ class Controller:
         batch keeps the one its first attempt wrote)."""
         replayed = not self.log.write(entry)
         written = self.entry_for_batch(entry.seq)
-        self.next_entry = written
         self.log.prune_one(entry.seq - 1 - KEPT_ENTRIES)  # the one entry this batch moves out of the kept range
         return written, replayed
 

@@ -206,8 +206,6 @@ class BatchSink:
             report = self.controller.on_batch(batch_id, stats, gauges, counts, first_dead_letter)
         finally:
             frame.unpersist()
-        # Last: every job of this batch has been submitted with entry N; the next batch's carry entry N+1.
-        batch_entry.publish(frame.sparkSession, self.controller.next_entry)
         for listener in self.listeners:
             listener(report)
 
