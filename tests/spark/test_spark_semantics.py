@@ -213,8 +213,8 @@ def plan_time(handle) -> int:
     return handle.reports[-1].next_processing_time
 
 
-@pytest.mark.parametrize("map_side", ["arrow", "jvm"])
-def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, tmp_path, map_side):
+@pytest.mark.parametrize(("map_side", "host"), [("arrow", "python"), ("jvm", "python"), ("arrow", "jvm"), ("jvm", "jvm")])
+def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, tmp_path, map_side, host):
     batches = [
         frame([(1 * SECOND, "a", 0, 1.0), (70 * SECOND, "a", 0, 1.0)]),  # watermark -> 70 s - 1 ms
         frame([(5 * SECOND, "a", 0, 1.0)]),  # window [0, 60 s) fired, within 20 s lateness: LATE pane
@@ -236,6 +236,7 @@ def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, t
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(0), split="p"),
         max_future_skew=aggregates_skew(),
         map_side=map_side,
+        host=host,
     )
     agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
     panes = read_output(spark, tmp_path / "out" / "panes").sort_values(["window_start", "pane_index"])

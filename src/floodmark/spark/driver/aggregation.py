@@ -50,6 +50,7 @@ from floodmark.spark.driver.query import FloodmarkQuery
 from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.inputs import MapSide
+from floodmark.spark.stateful.jvm_level import Host
 
 SOURCE, STAGE = AGGREGATION_SOURCE, AGGREGATION_STAGE
 """The names of an aggregation's source and stage in its query's graph (``BatchReport.stages`` has the stage)."""
@@ -71,6 +72,8 @@ class EventTimeAggregation:
     :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``; see ``Pipeline``).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
         :class:`~floodmark.spark.driver.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
+    :arg host: ``"python"`` (default) or ``"jvm"``: where the stateful step runs (see
+        :class:`~floodmark.spark.driver.pipeline.Pipeline`).
     :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see
         :meth:`Pipeline.source <floodmark.spark.driver.pipeline.Pipeline.source>`).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
@@ -87,11 +90,12 @@ class EventTimeAggregation:
         buckets: int | None = None,
         map_side: MapSide = "arrow",
         time_zone: str = "UTC",
+        host: Host = "python",
     ) -> None:
         if not key_by:
             raise ValueError("key_by needs at least one column")
         self.spec = spec
-        self.pipeline = Pipeline(buckets=buckets, map_side=map_side)
+        self.pipeline = Pipeline(buckets=buckets, map_side=map_side, host=host)
         self.pipeline.source(SOURCE, source, event_time, time, max_future_skew, time_zone)
         self.pipeline.stage(STAGE, SOURCE, spec, key_by=key_by)
         self.plan: p.RuntimePlan = self.pipeline.plans(source.sparkSession)[STAGE]

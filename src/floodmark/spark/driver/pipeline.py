@@ -31,6 +31,7 @@ next control entry with every stage's watermark.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -79,6 +80,7 @@ from floodmark.spark.driver.query import (
     engine_hooks,
     fixed_bucket_layout,
     shuffle_partitions,
+    stage_hosts,
     start_query,
 )
 from floodmark.spark.driver.restarts import Restarts
@@ -86,14 +88,17 @@ from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
 from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
-from floodmark.spark.outputs.unpack import use_jvm_unpack
+from floodmark.spark.outputs.unpack import register_functions, use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.sources.inputs import MapSide, combined_input
 from floodmark.spark.sources.kafka import alignment_keys, pause_partitions
 from floodmark.spark.sources.ticks import schedule_path, tick_rows
-from floodmark.spark.stateful import bucket_layout, state_codec
+from floodmark.spark.stateful import bucket_layout, jvm_level, state_codec
+from floodmark.spark.stateful.jvm_level import Host
 from floodmark.spark.stateful.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
 from floodmark.spark.stateful.levels import CARRIER, StageLevel
+
+_LOG = logging.getLogger("floodmark")
 
 _PANDAS_TO_SPARK: dict[str, DataType] = {"i": LongType(), "u": LongType(), "f": DoubleType(), "b": BooleanType()}
 
@@ -149,15 +154,23 @@ class Pipeline:
         slower with many keys or sliding windows (``docs/PERFORMANCE.md``). Same panes either way; a stage
         ``"jvm"`` cannot serve (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in
         the log.
+    :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"python"`` (default), on
+        ``transformWithStateInPandas``; ``"jvm"``, on Spark's own ``transformWithState`` with the window operator
+        in floodmark's jar, for the stages it can host (one source, no stage reading or fed by it, a spec built into
+        it: :func:`~floodmark.spark.stateful.jvm_level.why_not`; the log says why another stays on Python). Same
+        panes, late records and dead letters either way. Fixed when the checkpoint is created (recorded there).
     """
 
-    def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow") -> None:
+    def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow", host: Host = "python") -> None:
         if map_side not in ("arrow", "jvm"):
             raise ValueError(f"map_side must be 'arrow' or 'jvm', not {map_side!r}")
+        if host not in ("python", "jvm"):
+            raise ValueError(f"host must be 'python' or 'jvm', not {host!r}")
         self.sources: dict[str, Source] = {}
         self.stages: dict[str, WindowedStage | JoinStage | ProcessStage] = {}
         self.buckets = buckets
         self.map_side = map_side
+        self.host = host
 
     # ----------------------------------------------------------- definition
     def source(
@@ -478,6 +491,8 @@ class Pipeline:
             )
         states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
         plans = {n: replace(plan, state=states[n]) for n, plan in unbound.items()}
+        existing = log.latest_seq() is not None
+        hosts = stage_hosts(log.files, checkpoint, existing, lambda: self._hosts(spark, plans, graph))
         engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
@@ -519,6 +534,10 @@ class Pipeline:
             rows = rows.unionByName(more, allowMissingColumns=True)
         levels = sorted(set(graph.levels.values()))
         for level in levels:
+            stages = [n for n in order if graph.levels[n] == level]
+            if all(hosts.get(n) == "jvm" for n in stages):
+                rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}))
+                continue
             host = StageLevel(
                 {n: plans[n] for n in order if graph.levels[n] == level},
                 {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order},
@@ -532,6 +551,31 @@ class Pipeline:
                 processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
                 rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
         return rows, controller, plans, spark_checkpoint
+
+    def _hosts(self, spark: SparkSession, plans: dict[str, p.RuntimePlan], graph: StageGraph) -> dict[str, str]:
+        """Where each stage of a new checkpoint runs: on the JVM where asked and every stage of its level can
+        (:func:`~floodmark.spark.stateful.jvm_level.why_not`), else on Python (the log says why)."""
+        if self.host == "python":
+            return {n: "python" for n in graph.order}
+        reasons: dict[str, str | None] = {}
+        for name in graph.order:
+            stage = self.stages[name]
+            if len(stage.upstream) != 1 or stage.upstream[0] not in self.sources:
+                reasons[name] = "stages that read several inputs or other stages run on the Python host"
+                continue
+            schema = self.sources[stage.upstream[0]].frame.schema
+            reasons[name] = jvm_level.why_not(plans[name], schema, graph.levels[name], len(graph.downstream(name)))
+        if any(reason is None for reason in reasons.values()) and not register_functions(spark):
+            reasons = {n: reason or "this session cannot load floodmark's jar" for n, reason in reasons.items()}
+        for name in graph.order:
+            level = graph.levels[name]
+            blocked = [n for n in graph.order if graph.levels[n] == level and reasons[n] is not None]
+            if reasons[name] is None and blocked:
+                reasons[name] = f"it shares a level of the graph with {blocked}, which run on the Python host"
+        for name, reason in reasons.items():
+            if reason is not None:
+                _LOG.warning("floodmark: stage %s runs on the Python host, not the JVM: %s", name or "(one)", reason)
+        return {n: "python" if reasons[n] else "jvm" for n in graph.order}
 
     def _pause(self) -> Callable[[dict[str, frozenset[str]]], None] | None:
         """How watermark alignment pauses the Kafka partitions of the sources that ask for it (None: no source

@@ -111,6 +111,31 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
     return writing
 
 
+HOSTS_RECORD = "hosts.json"
+"""The checkpoint's record of where each stage runs (``{"hosts": {stage: "python" | "jvm"}}``), written when the
+checkpoint is created: a stage's state is the host's own (the JVM host's is its operator's snapshot)."""
+
+
+def stage_hosts(
+    files: checkpoint_files.CheckpointFiles,
+    checkpoint: str,
+    existing: bool,
+    choose: Callable[[], dict[str, str]],
+) -> dict[str, str]:
+    """Where each stage of the query at ``checkpoint`` runs: as recorded there, else as ``choose`` decides for a new
+    checkpoint (then recorded); every stage on the Python host in a checkpoint created before hosts were recorded
+    (``existing`` and no record)."""
+    path = checkpoint_files.join(checkpoint, "floodmark", HOSTS_RECORD)
+    text = files.read_text(path)
+    if text is not None:
+        return dict(json.loads(text)["hosts"])
+    if existing:
+        return {}
+    hosts = choose()
+    files.write_once(path, json.dumps({"hosts": hosts}))
+    return dict(json.loads(files.read_text(path) or "{}").get("hosts", hosts))
+
+
 def engine_hooks(
     checkpoint: str,
     controller_files: checkpoint_files.CheckpointFiles,

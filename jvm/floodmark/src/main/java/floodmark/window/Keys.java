@@ -3,8 +3,13 @@ package floodmark.window;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 
-/** Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null). */
+/**
+ * Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null, and lists of them: a key of
+ * several columns).
+ */
 final class Keys {
   private Keys() {}
 
@@ -23,6 +28,12 @@ final class Keys {
     } else if (key instanceof Boolean b) {
       out.writeByte(4);
       out.writeBoolean(b);
+    } else if (key instanceof List<?> parts) {
+      out.writeByte(5);
+      out.writeInt(parts.size());
+      for (Object part : parts) {
+        write(out, part);
+      }
     } else {
       throw new IllegalArgumentException("a snapshot cannot hold a key of " + key.getClass().getName());
     }
@@ -35,6 +46,14 @@ final class Keys {
       case 2 -> in.readLong();
       case 3 -> in.readDouble();
       case 4 -> in.readBoolean();
+      case 5 -> {
+        int size = in.readInt();
+        List<Object> parts = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+          parts.add(read(in));
+        }
+        yield parts; // null parts allowed: a list equals any list of the same values
+      }
       default -> throw new IOException("unknown key tag in a window operator snapshot");
     };
   }

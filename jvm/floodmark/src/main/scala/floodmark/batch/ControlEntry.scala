@@ -1,0 +1,65 @@
+package floodmark.batch
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import org.apache.spark.TaskContext
+
+/** The running micro-batch's floodmark control entry (`floodmark.protocol.control.ControlEntry`, as JSON): its
+  * batch (`seq`), processing time and stages' input watermarks (ms), and what each state bucket last reported.
+  *
+  * The driver publishes entry N as the SQL conf `spark.floodmark.control.entry` of the query's session, which Spark
+  * hands to batch N's jobs as the job property of that name. [[ControlEntry.current]] refuses an entry whose `seq`
+  * is not the task's batch id (`streaming.sql.batchId`), or a task outside a micro-batch: never a silent use of
+  * another batch's watermark.
+  */
+final class ControlEntry private (node: JsonNode) {
+  val seq: Long = node.path("seq").asLong(-1)
+
+  /** The batch's processing time (ms). */
+  def processingTime: Long = number(node.path(ControlEntry.ProcessingTime), ControlEntry.ProcessingTime)
+
+  /** `stage`'s input watermark for the batch (ms). */
+  def watermark(stage: String): Long = number(node.path("stage_watermarks").path(stage), s"watermark for stage '$stage'")
+
+  /** Whether the batch lets `stage`'s `bucket` fire, collect or clean up without input, by what it last reported
+    * (`BucketGauges.due` for one bucket, `floodmark/protocol/control.py`: its watermark deadline `fm_next_fire`
+    * reached, or its processing-time deadline `fm_next_timer`); true if it has not reported yet. */
+  def due(stage: String, bucket: Int): Boolean = {
+    val report = node.path("buckets").path(s"$stage/$bucket")
+    if (report.isMissingNode || report.isNull) return true
+    // The report holds the GAUGES in order: hold, oldest pending, open windows, next fire, next timer.
+    val nextFire = report.path(3)
+    val nextTimer = report.path(4)
+    (nextFire.canConvertToLong && watermark(stage) >= nextFire.asLong) ||
+    (nextTimer.canConvertToLong && processingTime >= nextTimer.asLong)
+  }
+
+  private def number(value: JsonNode, what: String): Long = {
+    if (!value.canConvertToLong) throw new IllegalStateException(s"floodmark control entry $seq has no $what")
+    value.asLong
+  }
+}
+
+object ControlEntry {
+  val EntryProperty = "spark.floodmark.control.entry"
+  val BatchIdProperty = "streaming.sql.batchId"
+  private[batch] val ProcessingTime = "processing_time"
+
+  private val mapper = new ObjectMapper()
+
+  /** The entry of the micro-batch the running task belongs to. */
+  def current(): ControlEntry = {
+    val context = TaskContext.get()
+    val batchId = if (context == null) null else context.getLocalProperty(BatchIdProperty)
+    if (batchId == null)
+      throw new IllegalStateException("floodmark's operators run only inside a streaming micro-batch (no batch id)")
+    val text = context.getLocalProperty(EntryProperty)
+    if (text == null)
+      throw new IllegalStateException(
+        s"micro-batch $batchId carries no floodmark control entry: the query must be started by floodmark " +
+          "(classic PySpark, pinned threads: the default)")
+    val entry = new ControlEntry(mapper.readTree(text))
+    if (entry.seq != batchId.toLong)
+      throw new IllegalStateException(s"micro-batch $batchId carries floodmark control entry ${entry.seq}, not its own")
+    entry
+  }
+}

@@ -1,0 +1,244 @@
+package floodmark.host
+
+import java.io.ByteArrayOutputStream
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+import floodmark.batch.ControlEntry
+import floodmark.window.{Emitted, Partial, Record, WindowOperator}
+import org.apache.arrow.vector.ipc.ArrowStreamWriter
+import org.apache.spark.sql.{DataFrame, Encoders, Row}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.execution.arrow.ArrowWriter
+import org.apache.spark.sql.streaming.{ListState, OutputMode, StatefulProcessor, TTLConfig, TimeMode, TimerValues}
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+/** The JVM host of a level of window stages: Spark's own `transformWithState` over the carrier rows, grouped by
+  * `(fm_stage, fm_bucket)`, running `floodmark.window.WindowOperator` per bucket; what the Python host
+  * (`floodmark.spark.stateful.levels.StageLevel` with `floodmark.spark.stateful.processor.WindowBucketProcessor`)
+  * does for the same stages, in the same carrier protocol (`floodmark/protocol/wire.py`): IN blocks and TICK rows
+  * in; STATS rows, one GAUGE row and one OUTPUT block (Arrow IPC in the stage's emitted schema) per bucket that
+  * ran out. Rows of stages of other levels pass through unchanged.
+  *
+  * A bucket's state is its operator's snapshot, in chunks of at most `LevelPlan.stateValueBytes` (no 1 GiB cliff).
+  */
+object WindowLevel {
+
+  /** `rows` (carrier rows) through the level `plan` describes (`LevelPlan`'s JSON); called from Python. */
+  def apply(rows: DataFrame, plan: String): DataFrame = {
+    val carrier = LevelPlan.parse(plan).carrier
+    val stage = rows.schema.fieldIndex("fm_stage")
+    val bucket = rows.schema.fieldIndex("fm_bucket")
+    rows
+      .groupByKey((row: Row) => (row.getString(stage), row.getInt(bucket)))(
+        Encoders.tuple(Encoders.STRING, Encoders.scalaInt))
+      .transformWithState(new WindowLevelProcessor(plan), TimeMode.None(), OutputMode.Append())(Encoders.row(carrier))
+  }
+}
+
+/** See [[WindowLevel]]. */
+final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(String, Int), Row, Row] {
+  @transient private lazy val plan = LevelPlan.parse(planText)
+  @transient private var chunks: ListState[Array[Byte]] = _
+
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
+    chunks = getHandle.getListState[Array[Byte]]("operator", Encoders.BINARY, TTLConfig.NONE)
+
+  override def handleInputRows(key: (String, Int), rows: Iterator[Row], timerValues: TimerValues): Iterator[Row] =
+    plan.stages.get(key._1) match {
+      case None => rows.toList.iterator
+      case Some(stage) =>
+        val blocks = rows.filter(row => row.getAs[String]("fm_kind") == "IN" && row.getAs[Array[Byte]]("fm_block") != null)
+          .map(_.getAs[Array[Byte]]("fm_block")).toList
+        new WindowBucket(stage, key._2, plan, chunks).run(blocks).iterator
+    }
+}
+
+/** One bucket's batch (see [[WindowLevel]]). */
+private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan, chunks: ListState[Array[Byte]]) {
+  private val out = ArrayBuffer.empty[Row]
+  private val emitted = ArrayBuffer.empty[InternalRow]
+  private val emittedOrdinals = stage.emitted.fieldNames.zipWithIndex.toMap
+
+  /** A record of the batch, kept for its late output: its place in the input and its row. */
+  private final case class Raw(order: java.lang.Long, key: Any, ts: java.lang.Long, values: Array[Double], row: InternalRow,
+      columns: InputBlocks.Columns)
+
+  def run(blocks: Seq[Array[Byte]]): Seq[Row] = {
+    val entry = ControlEntry.current()
+    val stored = chunks.exists()
+    if (blocks.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
+    val raws = ArrayBuffer.empty[Raw]
+    val partials = new java.util.ArrayList[Partial]()
+    var deadLetters = 0L
+    InputBlocks.foreach(blocks) { columns =>
+      var i = 0
+      while (i < columns.rows) {
+        columns.string("fm_row", i) match {
+          case "R" =>
+            raws += Raw(columns.long("fm_order", i), key(columns, i), columns.long(stage.tsColumn, i),
+              stage.valueFields.map(columns.double(_, i)).toArray, columns.copy(i), columns)
+          case "P" =>
+            partials.add(new Partial(key(columns, i), columns.long("fm_window_start", i), columns.long("fm_window_end", i),
+              columns.long("fm_count", i), columns.long("fm_hold", i), stage.accumulators.map(columns.double(_, i)).toArray))
+          case "B" =>
+            deadLetters += 1
+            val row = emittedRow("BAD", key(columns, i))
+            set(row, "event_time", columns.long(stage.tsColumn, i))
+            set(row, "reason", utf8(columns.string("fm_reason", i)))
+            set(row, "record", utf8(columns.string("fm_record", i)))
+            emitted += row
+          case "S" =>
+            out += carrierRow("STATS", Map(
+              "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long("fm_count", i),
+              "fm_min_ts" -> columns.long("fm_min_ts", i), "fm_max_ts" -> columns.long("fm_max_ts", i)))
+          case other => throw new IllegalStateException(s"unknown combiner row kind $other")
+        }
+        i += 1
+      }
+    }
+    // The JVM map side's records cross a second shuffle: their input order is their fm_order (nulls last).
+    val ordered = if (raws.exists(_.order != null)) raws.sortBy(r => if (r.order == null) Long.MaxValue else r.order.longValue) else raws
+    val records = new java.util.ArrayList[Record](ordered.size)
+    ordered.zipWithIndex.foreach { case (raw, at) => records.add(new Record(raw.key, raw.ts, raw.values, Integer.valueOf(at))) }
+
+    val operator = if (stored) WindowOperator.restore(stage.spec, read()) else new WindowOperator(stage.spec, Long.MinValue, 0L)
+    val moves = Seq(
+      operator.advanceProcessingTime(entry.processingTime),
+      operator.advanceWatermark(entry.watermark(stage.name))) ++
+      (if (partials.isEmpty) Nil else Seq(operator.addPartials(partials))) ++
+      (if (records.isEmpty) Nil else Seq(operator.addRecords(records)))
+    write(operator.snapshot())
+
+    var panes, late, bad, accepted = 0L
+    for (move <- moves) {
+      accepted += move.accepted
+      for (record <- move.late.asScala) {
+        late += 1
+        val raw = ordered(record.payload.asInstanceOf[Integer].intValue)
+        val row = emittedRow("LATE", record.key)
+        set(row, "window_start", record.start)
+        set(row, "window_end", record.end)
+        set(row, "event_time", record.timestamp)
+        set(row, "watermark", record.watermark)
+        set(row, "lateness", record.lateness)
+        set(row, "horizon", record.horizon)
+        set(row, "reason", utf8(record.reason))
+        set(row, "record", utf8(json(raw)))
+        emitted += row
+      }
+      for (record <- move.bad.asScala) {
+        bad += 1
+        val raw = ordered(record.payload.asInstanceOf[Integer].intValue)
+        val row = emittedRow("BAD", record.key)
+        set(row, "event_time", record.timestamp)
+        set(row, "reason", utf8(record.reason))
+        set(row, "record", utf8(json(raw)))
+        emitted += row
+      }
+    }
+    for (move <- moves; pane <- move.panes.asScala) {
+      panes += 1
+      val row = emittedRow("PANE", pane.key)
+      set(row, "window_start", pane.start)
+      set(row, "window_end", pane.end)
+      set(row, "pane_timestamp", pane.timestamp)
+      set(row, "timing", utf8(pane.timing))
+      set(row, "pane_index", pane.paneIndex)
+      set(row, "nonspeculative_index", pane.nonspeculativeIndex)
+      set(row, "is_last", pane.isLast)
+      for ((name, value) <- pane.value.asScala) set(row, name, result(value, stage.emitted(name).dataType))
+      emitted += row
+    }
+    if (emitted.nonEmpty)
+      out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
+    out += carrierRow("GAUGE", Map(
+      "fm_seq" -> entry.seq, "fm_hold" -> operator.outputHold, "fm_oldest_pending" -> operator.oldestPending,
+      "fm_open_windows" -> operator.windowCount.toLong, "fm_next_fire" -> operator.nextWatermarkDeadline,
+      "fm_next_timer" -> operator.nextProcessingDeadline, "fm_pane_count" -> panes, "fm_late_count" -> late,
+      "fm_bad_count" -> (deadLetters + bad), "fm_accepted" -> accepted))
+    out.toSeq
+  }
+
+  // ------------------------------------------------------------------ input
+  private def key(columns: InputBlocks.Columns, row: Int): Any = stage.keyColumns match {
+    case Seq(one) => columns.key(one, row)
+    case several => java.util.Arrays.asList(several.map(columns.key(_, row).asInstanceOf[AnyRef]): _*)
+  }
+
+  private def json(raw: Raw): String = PythonJson.obj(stage.userColumns.map { name =>
+    val at = raw.columns.ordinal(name)
+    val dataType = raw.columns.dataType(name)
+    (name, raw.row.get(at, dataType), dataType, raw.columns.zone(name))
+  })
+
+  // ------------------------------------------------------------------ state
+  private def read(): Array[Byte] = {
+    val parts = chunks.get().toArray
+    if (parts.length == 1) parts(0) else parts.flatten
+  }
+
+  private def write(snapshot: Array[Byte]): Unit = {
+    val size = plan.stateValueBytes
+    chunks.put(if (snapshot.length <= size) Array(snapshot) else snapshot.grouped(size).toArray)
+  }
+
+  // ----------------------------------------------------------------- output
+  private def emittedRow(kind: String, key: Any): GenericInternalRow = {
+    val row = new GenericInternalRow(stage.emitted.length)
+    set(row, "fm_kind", utf8(kind))
+    val parts: Seq[Any] = stage.keyColumns match {
+      case Seq(_) => Seq(key)
+      case _ => key.asInstanceOf[java.util.List[_]].asScala.toSeq
+    }
+    for ((name, value) <- stage.keyColumns.zip(parts)) set(row, name, keyValue(value, stage.emitted(name).dataType))
+    row
+  }
+
+  private def set(row: GenericInternalRow, name: String, value: Any): Unit = row.update(emittedOrdinals(name), value)
+
+  private def utf8(text: String): UTF8String = if (text == null) null else UTF8String.fromString(text)
+
+  /** A key as its column holds it (the operator keys integral columns as longs, floating ones as doubles). */
+  private def keyValue(value: Any, dataType: DataType): Any = (value, dataType) match {
+    case (null, _) => null
+    case (s: String, _) => UTF8String.fromString(s)
+    case (n: java.lang.Long, IntegerType | DateType) => n.intValue
+    case (n: java.lang.Long, ShortType) => n.shortValue
+    case (n: java.lang.Long, ByteType) => n.byteValue
+    case (d: java.lang.Double, FloatType) => d.floatValue
+    case (other, _) => other
+  }
+
+  /** A pane's result as its column holds it: a NaN or missing result is null (as in the Python host's Arrow
+    * conversion, `nan_is_null`). */
+  private def result(value: Any, dataType: DataType): Any = (value, dataType) match {
+    case (null, _) => null
+    case (n: Number, LongType) => n.longValue
+    case (n: Number, DoubleType) => if (n.doubleValue.isNaN) null else n.doubleValue
+    case (other, _) => throw new IllegalStateException(s"a pane result $other for a column of ${dataType.simpleString}")
+  }
+
+  private def outputBlock(): Array[Byte] = {
+    val writer = ArrowWriter.create(stage.emitted, "UTC", true, false)
+    val root = writer.root
+    try {
+      emitted.foreach(writer.write)
+      writer.finish()
+      val bytes = new ByteArrayOutputStream()
+      val stream = new ArrowStreamWriter(root, null, bytes)
+      stream.start()
+      stream.writeBatch()
+      stream.end()
+      bytes.toByteArray
+    } finally root.close()
+  }
+
+  private def carrierRow(kind: String, values: Map[String, Any]): Row = {
+    val all = values ++ Map("fm_stage" -> stage.name, "fm_kind" -> kind, "fm_bucket" -> bucket)
+    Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name => all.getOrElse(name, null)))
+  }
+}

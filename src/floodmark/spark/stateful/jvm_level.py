@@ -1,0 +1,111 @@
+"""The JVM host of a level of window stages: ``floodmark.host.WindowLevel`` in floodmark's jar.
+
+Spark's own ``transformWithState`` with a Scala processor that runs ``floodmark.window.WindowOperator`` (the core's
+semantics in Java, held equal to :mod:`floodmark.core` by ``tests/core/test_jvm_window_operator.py``) per bucket, in
+the carrier protocol the Python host speaks (:mod:`floodmark.spark.stateful.levels`): the driver, the sinks, the
+reports and reconciliation read its rows alike. No Python worker runs on the stateful side.
+
+:func:`why_not` says which stages it cannot host yet; :func:`level_plan` writes what it needs to know of a level's
+stages (every rule about columns stays here, on the Python side); :func:`jvm_level` applies it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Literal
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from floodmark.core.built_in_spec import built_in_form
+from floodmark.spark import plan as p
+
+Host = Literal["python", "jvm"]
+"""Where a stage's stateful step runs (``Pipeline(host=...)``)."""
+
+JSON_TYPES = (
+    StringType,
+    LongType,
+    IntegerType,
+    ShortType,
+    ByteType,
+    DoubleType,
+    FloatType,
+    BooleanType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
+"""The column types whose values the JVM host writes into a late record's JSON as the Python host does
+(``floodmark.host.PythonJson``)."""
+
+
+def why_not(plan: p.RuntimePlan, schema: StructType, level: int, downstream: int) -> str | None:
+    """Why the stage of ``plan`` (a window stage over input rows of ``schema``, at ``level`` of its graph, read by
+    ``downstream`` stages) stays on the Python host; None: the JVM can host it."""
+    semantics = plan.stage
+    if not isinstance(semantics, p.StageSemantics):
+        return "joins and process stages run on the Python host"
+    if built_in_form(semantics.spec) is None:
+        return "its spec is not built into the JVM operator (a composite trigger, collect_list or your own aggregate)"
+    if level != 1 or downstream:
+        return "stages that read or feed other stages run on the Python host"
+    types: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
+    other = [
+        f"{name} ({types[name].simpleString()})"
+        for name in (*plan.input.user_columns, *semantics.key_columns)
+        if name in types and not isinstance(types[name], JSON_TYPES)
+    ]
+    if other:
+        return f"columns {sorted(set(other))} have no JSON form in the JVM host"
+    return None
+
+
+def level_plan(plans: Mapping[str, p.RuntimePlan]) -> str:
+    """What ``floodmark.host.LevelPlan`` reads: the level's stages (each hostable: :func:`why_not`), the carrier rows'
+    schema and the largest state value."""
+    from floodmark.spark.stateful.levels import CARRIER
+
+    stages = []
+    for name, plan in plans.items():
+        semantics = plan.stage
+        assert isinstance(semantics, p.StageSemantics)
+        layout = semantics.spec.columnar_layout
+        assert layout is not None  # a spec with a built-in form has one
+        accumulators = dict(semantics.accumulator_columns())
+        stages.append(
+            {
+                "name": name,
+                "spec": built_in_form(semantics.spec),
+                "keys": list(semantics.key_columns),
+                "ts": plan.input.ts_column,
+                "values": [field or "" for field in layout.value_fields],
+                "accumulators": [accumulators[column.name].name for column in layout.columns] if accumulators else [],
+                "user_columns": list(plan.input.user_columns),
+                "emitted": semantics.emitted_schema().json(),
+            }
+        )
+    state_bytes = next(iter(plans.values())).state.state_value_bytes
+    return json.dumps({"stages": stages, "carrier": CARRIER.json(), "state_value_bytes": state_bytes})
+
+
+def jvm_level(rows: DataFrame, plan: str) -> DataFrame:
+    """``rows`` (carrier rows) through the JVM host of the level ``plan`` (:func:`level_plan`) describes."""
+    spark = rows.sparkSession
+    hosted = spark._jvm.floodmark.host.WindowLevel.apply(rows._jdf, plan)  # type: ignore[union-attr]
+    return DataFrame(hosted, spark)
