@@ -213,7 +213,9 @@ def plan_time(handle) -> int:
     return handle.reports[-1].next_processing_time
 
 
-@pytest.mark.parametrize(("map_side", "host"), [("arrow", "python"), ("jvm", "python"), ("arrow", "jvm"), ("jvm", "jvm")])
+@pytest.mark.parametrize(
+    ("map_side", "host"), [("arrow", "python"), ("jvm", "python"), ("arrow", "jvm"), ("jvm", "jvm")]
+)
 def test_late_panes_late_output_and_dead_letters_keep_the_query_running(spark, tmp_path, map_side, host):
     batches = [
         frame([(1 * SECOND, "a", 0, 1.0), (70 * SECOND, "a", 0, 1.0)]),  # watermark -> 70 s - 1 ms
