@@ -1,0 +1,143 @@
+"""The JVM host (``host="jvm"``: ``floodmark.host.WindowLevel`` on Spark's own ``transformWithState``) against the
+Python host, on the same input in real Spark: the same panes, late records (their ``record`` JSON to the character)
+and dead letters, and the same reconciliation.
+
+One query per host with two stages on one source (a tumbling count with early and late firings, and sessions
+with the earliest output time), over columns of every type whose values a late record's JSON holds: text
+outside ASCII, integers with nulls, doubles at Python's exponent bounds, NaN, -0.0, floats, booleans,
+timestamps with microseconds, dates. The window operator's rules themselves are held equal to the core's by
+``tests/core/test_jvm_window_operator.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pandas as pd
+import pytest
+from spark_helpers import read_output
+
+from floodmark import AccumulationMode, TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
+from floodmark.spark import Pipeline, SourceTime
+
+pytestmark = pytest.mark.spark
+
+SECOND = 1_000
+SCHEMA = "ts LONG, k STRING, n INT, v DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP, d DATE, p INT"
+ODD_DOUBLES = [1e16, 1.5e-05, 0.1, -0.0, math.nan, None, 123456789.125, 1e300, 9999999999999998.0, 0.0001, -2.5e-7]
+KEYS = ["a", 'é\n"x', "日本", "b"]
+
+
+def rows(batch: int) -> list[tuple]:
+    """Batch ``batch``'s records: on-time ones moving the watermark on, late ones behind it, a bad one."""
+    base = batch * 20 * SECOND
+    out = []
+    for i in range(12):
+        key = KEYS[i % len(KEYS)]
+        value = ODD_DOUBLES[(i + batch) % len(ODD_DOUBLES)]
+        stamp = dt.datetime(2026, 11, 27, 12, 0, i, 250 * i + batch)
+        out.append(
+            (
+                base + i * 700,
+                key,
+                None if i % 5 == 0 else i - 3,
+                value,
+                0.1 * i,
+                i % 3 == 0 or None,
+                stamp,
+                dt.date(2026, 1, 1 + i),
+                i % 2,
+            )
+        )
+    if batch >= 2:  # behind the watermark: late panes within the lateness, late records beyond it
+        out += [(base - 21 * SECOND + j * 400, KEYS[j], j, ODD_DOUBLES[j], 1.5, False, None, None, 0) for j in range(4)]
+        finite = [v for v in ODD_DOUBLES if v is not None and not math.isnan(v)]
+        out += [
+            (
+                base - 60 * SECOND + j * 100,
+                KEYS[j % 3],
+                j,
+                v,
+                2.5e-8 * j,
+                True,
+                dt.datetime(1999, 12, 31, 0, 0, j),
+                None,
+                1,
+            )
+            for j, v in enumerate(finite)
+        ]
+    out.append((None, "bad", 1, 1.0, 1.0, True, None, None, 0))
+    return out
+
+
+def run(spark, tmp_path, host: str):
+    directory = tmp_path / "in"
+    if not directory.exists():
+        directory.mkdir()
+        for batch in range(5):
+            spark.createDataFrame(rows(batch), SCHEMA).coalesce(1).write.parquet(str(directory / f"b{batch}"))
+            # one folder per batch, read in path order by the file source's maxFilesPerTrigger=1
+    frame = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .option("recursiveFileLookup", "true")
+        .parquet(str(directory))
+    )
+    pipeline = Pipeline(host=host)  # type: ignore[arg-type]
+    pipeline.source(
+        "events", frame, "ts", SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(2 * SECOND), split="p")
+    )
+    pipeline.stage(
+        "counts",
+        "events",
+        WindowSpec(
+            windows.Tumbling(10 * SECOND),
+            {
+                "c": aggregates.count(),
+                "total": aggregates.sum("v"),
+                "avg": aggregates.mean("n"),
+                "low": aggregates.min("f"),
+                "high": aggregates.max("v"),
+            },
+            trigger=triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+            allowed_lateness=5 * SECOND,
+            accumulation=AccumulationMode.ACCUMULATING,
+        ),
+        key_by="k",
+    )
+    pipeline.stage(
+        "sessions",
+        "events",
+        WindowSpec(
+            windows.Sessions(3 * SECOND),
+            {"c": aggregates.count(), "s": aggregates.sum("n")},
+            timestamp_combiner=TimestampCombiner.EARLIEST,
+        ),
+        key_by=["k", "b"],
+    )
+    out = tmp_path / host
+    outputs = {stage: str(out / stage) for stage in ("counts", "sessions")}
+    query = pipeline.run_to_completion(str(tmp_path / f"ckpt-{host}"), outputs, timeout_s=600)
+    return query, out
+
+
+def sorted_output(spark, path) -> pd.DataFrame:
+    frame = read_output(spark, path).drop(columns=["batch_id"], errors="ignore")
+    return frame.sort_values(list(frame.columns), ignore_index=True) if len(frame) else frame
+
+
+def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
+    python, python_out = run(spark, tmp_path, "python")
+    jvm, jvm_out = run(spark, tmp_path, "jvm")
+    assert (tmp_path / "ckpt-jvm" / "floodmark" / "hosts.json").read_text().count('"jvm"') == 2
+    for stage in ("counts", "sessions"):
+        for kind in ("panes", "late", "dead_letter"):
+            expected = sorted_output(spark, python_out / stage / kind)
+            actual = sorted_output(spark, jvm_out / stage / kind)
+            pd.testing.assert_frame_equal(actual, expected, obj=f"{stage} {kind}")
+        assert jvm.stage_reconciliation(stage) == python.stage_reconciliation(stage), stage
+    late = sorted_output(spark, jvm_out / "counts" / "late")
+    for text in (r"\u00e9", r"\u65e5", "1e+16", "1.5e-05", "-0.0", "0.0001", "-2.5e-07", "1999-12-31 00:00:03"):
+        assert late["record"].str.contains(text, regex=False).any(), text
+    assert len(sorted_output(spark, jvm_out / "counts" / "dead_letter"))
