@@ -81,11 +81,18 @@ def native(spark, data: Path, work: Path, sink: str) -> Sample:
 
 
 def floodmark(
-    spark, data: Path, work: Path, map_side: str, clock: DriverClock, buckets: int | None = None, fold: bool = True
+    spark,
+    data: Path,
+    work: Path,
+    map_side: str,
+    clock: DriverClock,
+    buckets: int | None = None,
+    fold: bool = True,
+    host: str = "python",
 ) -> Sample:
     """``fold=False``: the end of input as before session 29, decided after a batch that read nothing, the flush
     in the batch after it (``Controller.begin_batch`` told that no batch is the end of input as it begins)."""
-    agg = aggregation(spark, data, map_side=map_side)  # type: ignore[arg-type]
+    agg = aggregation(spark, data, map_side=map_side, host=host)  # type: ignore[arg-type]
     agg.pipeline.buckets = buckets
     clock.driver_ms = []
     folds = Controller._input_exhausted_before
@@ -160,6 +167,12 @@ def main() -> None:
         "floodmark, Arrow map side": lambda w: floodmark(spark, data, w, "arrow", clock, args.buckets),
         "floodmark, JVM map side": lambda w: floodmark(spark, data, w, "jvm", clock, args.buckets),
     }
+    engines["floodmark, JVM map side, JVM host"] = lambda w: floodmark(
+        spark, data, w, "jvm", clock, args.buckets, host="jvm"
+    )
+    engines["floodmark, Arrow map side, JVM host"] = lambda w: floodmark(
+        spark, data, w, "arrow", clock, args.buckets, host="jvm"
+    )
     engines["floodmark, JVM map side, flush after an empty batch"] = lambda w: floodmark(
         spark, data, w, "jvm", clock, args.buckets, fold=False
     )

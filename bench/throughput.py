@@ -47,6 +47,7 @@ from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.triggers import Default, Trigger
 from floodmark.spark import EventTimeAggregation, SourceTime, local_session
 from floodmark.spark.sources.inputs import MapSide
+from floodmark.spark.stateful.jvm_level import Host
 
 SCHEMA = "ts LONG, k STRING, p INT"
 
@@ -134,9 +135,10 @@ def aggregation(
     trigger: Trigger | None = None,
     spec: WindowSpec | None = None,
     map_side: MapSide = "arrow",
+    host: Host = "python",
 ) -> EventTimeAggregation:
     """The benchmark's pipeline: ``spec`` (default: a 1-minute tumbling count per key, with ``trigger``), 4 splits,
-    bound 5 s (one file per batch), combined before the shuffle on ``map_side``."""
+    bound 5 s (one file per batch), combined before the shuffle on ``map_side``, its stateful step on ``host``."""
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
     return EventTimeAggregation(
         stream,
@@ -147,6 +149,7 @@ def aggregation(
             WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=["0", "1", "2", "3"]
         ),
         map_side=map_side,
+        host=host,
     )
 
 
