@@ -71,13 +71,35 @@ def rows(batch: int) -> list[tuple]:
     return out
 
 
-def run(spark, tmp_path, host: str):
-    directory = tmp_path / "in"
-    if not directory.exists():
-        directory.mkdir()
-        for batch in range(5):
+def run(spark, tmp_path, host: str, restart_after: int | None = None):
+    """The query on ``host``, to the end of input; with ``restart_after``, stopped once it has read that many
+    batches and started again from its checkpoint for the rest."""
+    directory = tmp_path / f"in-{host}"
+    directory.mkdir()
+
+    def write(batches: range) -> None:
+        for batch in batches:  # a folder of one file per batch: the file source's maxFilesPerTrigger=1 reads it alone
             spark.createDataFrame(rows(batch), SCHEMA).coalesce(1).write.parquet(str(directory / f"b{batch}"))
-            # one folder per batch, read in path order by the file source's maxFilesPerTrigger=1
+
+    write(range(restart_after or 5))
+    handles = []
+    if restart_after is not None:
+        first = pipeline(spark, directory, host).start(str(tmp_path / f"ckpt-{host}"), outputs(tmp_path, host))
+        first.processAllAvailable()
+        first.stop()
+        handles.append(first)
+        write(range(restart_after, 5))
+    query = pipeline(spark, directory, host).run_to_completion(
+        str(tmp_path / f"ckpt-{host}"), outputs(tmp_path, host), timeout_s=600
+    )
+    return [*handles, query], tmp_path / host
+
+
+def outputs(tmp_path, host: str) -> dict[str, str]:
+    return {stage: str(tmp_path / host / stage) for stage in ("counts", "sessions")}
+
+
+def pipeline(spark, directory, host: str) -> Pipeline:
     frame = (
         spark.readStream.schema(SCHEMA)
         .option("maxFilesPerTrigger", 1)
@@ -116,10 +138,15 @@ def run(spark, tmp_path, host: str):
         ),
         key_by=["k", "b"],
     )
-    out = tmp_path / host
-    outputs = {stage: str(out / stage) for stage in ("counts", "sessions")}
-    query = pipeline.run_to_completion(str(tmp_path / f"ckpt-{host}"), outputs, timeout_s=600)
-    return query, out
+    return pipeline
+
+
+def totals(handles, stage: str) -> tuple[int, ...]:
+    """``stage``'s reconciliation over the runs of ``handles`` (each handle's covers its own run)."""
+    parts = [handle.stage_reconciliation(stage) for handle in handles]
+    return tuple(
+        sum(getattr(r, name) for r in parts) for name in ("input_rows", "dead_letters", "in_windows", "late", "panes")
+    )
 
 
 def sorted_output(spark, path) -> pd.DataFrame:
@@ -129,14 +156,15 @@ def sorted_output(spark, path) -> pd.DataFrame:
 
 def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     python, python_out = run(spark, tmp_path, "python")
-    jvm, jvm_out = run(spark, tmp_path, "jvm")
+    jvm, jvm_out = run(spark, tmp_path, "jvm", restart_after=3)  # the JVM operators' state across a restart
+    assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
     assert (tmp_path / "ckpt-jvm" / "floodmark" / "hosts.json").read_text().count('"jvm"') == 2
     for stage in ("counts", "sessions"):
         for kind in ("panes", "late", "dead_letter"):
             expected = sorted_output(spark, python_out / stage / kind)
             actual = sorted_output(spark, jvm_out / stage / kind)
             pd.testing.assert_frame_equal(actual, expected, obj=f"{stage} {kind}")
-        assert jvm.stage_reconciliation(stage) == python.stage_reconciliation(stage), stage
+        assert totals(jvm, stage) == totals(python, stage), stage
     late = sorted_output(spark, jvm_out / "counts" / "late")
     for text in (r"\u00e9", r"\u65e5", "1e+16", "1.5e-05", "-0.0", "0.0001", "-2.5e-07", "1999-12-31 00:00:03"):
         assert late["record"].str.contains(text, regex=False).any(), text
