@@ -70,6 +70,7 @@ from throughput import aggregation as throughput_aggregation
 from floodmark import WindowSpec, aggregates, triggers, windows
 from floodmark.spark import EventTimeAggregation, local_session
 from floodmark.spark.sources.inputs import MapSide
+from floodmark.spark.stateful.jvm_level import Host
 
 SPLITS = ["0", "1", "2", "3"]
 
@@ -83,6 +84,7 @@ class Workload:
     native_window: Callable[[Column], Column]
     spec: WindowSpec
     map_side: MapSide = "arrow"
+    host: Host = "python"
     native_ends: Callable[[Column], Column] | None = None
     """Window ends per record (ms) that native Spark groups on besides ``native_window`` (see ``native_counts``)."""
 
@@ -104,11 +106,26 @@ def workloads(quick: bool) -> dict[str, Workload]:
             WindowSpec(windows.Tumbling(60_000), count),
             map_side="jvm",
         ),
+        "tumbling-100-jvm-host": Workload(
+            "tumbling 1 min, 100 keys, JVM map side and host",
+            100,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
+            map_side="jvm",
+            host="jvm",
+        ),
         "tumbling-100k": Workload(
             "tumbling 1 min, 100k keys",
             100_000,
             lambda t: F.window(t, "1 minute"),
             WindowSpec(windows.Tumbling(60_000), count),
+        ),
+        "tumbling-100k-jvm-host": Workload(
+            "tumbling 1 min, 100k keys, JVM host",
+            100_000,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
+            host="jvm",
         ),
         "tumbling-1m": Workload(
             f"tumbling 60 min, {big // 1000}k keys",
@@ -139,6 +156,13 @@ def workloads(quick: bool) -> dict[str, Workload]:
             100_000,
             lambda t: F.session_window(t, "1 minute"),
             WindowSpec(windows.Sessions(60_000), count),
+        ),
+        "sessions-jvm-host": Workload(
+            "sessions gap 1 min, 100k users, JVM host",
+            100_000,
+            lambda t: F.session_window(t, "1 minute"),
+            WindowSpec(windows.Sessions(60_000), count),
+            host="jvm",
         ),
         "early": Workload(
             "early firings every 1 s, 100k keys",
@@ -222,7 +246,7 @@ def native_run(spark, workload: Workload, data: Path, checkpoint: Path) -> Run:
 
 
 def aggregation(spark, workload: Workload, data: Path) -> EventTimeAggregation:
-    return throughput_aggregation(spark, data, spec=workload.spec, map_side=workload.map_side)
+    return throughput_aggregation(spark, data, spec=workload.spec, map_side=workload.map_side, host=workload.host)
 
 
 def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
