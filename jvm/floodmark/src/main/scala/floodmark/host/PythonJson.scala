@@ -72,9 +72,16 @@ object PythonJson {
     else if (d == 0.0) (if (1.0 / d < 0) "-0.0" else "0.0")
     else {
       val exact = new BigDecimal(d)
-      // The shortest decimal that reads back as d (Python's repr, David Gay's algorithm's result).
+      // The shortest decimal that reads back as d, the nearest of that length (Python's repr, David Gay's
+      // algorithm's result): at each length, the two decimals around d, the nearer first.
+      def candidates(digits: Int): Seq[BigDecimal] = {
+        val down = exact.round(new MathContext(digits, RoundingMode.DOWN))
+        val up = exact.round(new MathContext(digits, RoundingMode.UP))
+        val nearest = exact.round(new MathContext(digits, RoundingMode.HALF_EVEN))
+        Seq(nearest, if (nearest.compareTo(down) == 0) up else down)
+      }
       val shortest = (1 to 17).iterator
-        .map(p => exact.round(new MathContext(p, RoundingMode.HALF_EVEN)))
+        .flatMap(candidates)
         .find(_.doubleValue == d)
         .get
         .stripTrailingZeros
@@ -90,6 +97,64 @@ object PythonJson {
         sign + mantissa + "e" + (if (exponent < 0) "-" else "+") + (if (magnitude < 10) "0" else "") + magnitude
       }
     }
+
+  /** Python's `repr` of a string (a reason quotes the raw text it could not read): single quotes unless the text
+    * has one and no double quote; backslash escapes for the quote, backslash, tab, newline and return; `\xNN`,
+    * `\uNNNN` or `\UNNNNNNNN` for what Python does not print (controls, separators but the space, format,
+    * private-use and lone surrogate characters). Characters the JVM's Unicode tables do not assign are printed:
+    * Python's newer tables assign many of them (those unassigned in both are escaped by Python only). */
+  def repr(text: String): String = {
+    val quote = if (text.contains('\'') && !text.contains('"')) '"' else '\''
+    val out = new java.lang.StringBuilder().append(quote)
+    text.codePoints.forEach { c =>
+      if (c == quote || c == '\\') out.append('\\').appendCodePoint(c)
+      else if (c == '\t') out.append("\\t")
+      else if (c == '\n') out.append("\\n")
+      else if (c == '\r') out.append("\\r")
+      else if (c < 0x20 || c == 0x7f) out.append(f"\\x$c%02x")
+      else if (c < 0x7f) out.appendCodePoint(c)
+      else if (printable(c)) out.appendCodePoint(c)
+      else if (c <= 0xff) out.append(f"\\x$c%02x")
+      else if (c <= 0xffff) out.append(f"\\u$c%04x")
+      else out.append(f"\\U$c%08x")
+    }
+    out.append(quote).toString
+  }
+
+  private def printable(c: Int): Boolean = Character.getType(c) match {
+    case Character.CONTROL | Character.FORMAT | Character.PRIVATE_USE | Character.SURROGATE |
+        Character.LINE_SEPARATOR | Character.PARAGRAPH_SEPARATOR | Character.SPACE_SEPARATOR =>
+      false
+    case _ => true
+  }
+
+  /** `str()` of a split column's value as floodmark labels a split (`combiner._split_label`: integral floats as
+    * integers, `""` for null), from the value as Spark holds it internally. */
+  def label(value: Any, dataType: DataType, zone: ZoneId): String =
+    if (value == null) ""
+    else
+      dataType match {
+        case StringType => value.toString
+        case LongType | IntegerType | ShortType | ByteType => value.asInstanceOf[Number].longValue.toString
+        case DoubleType | FloatType =>
+          val d = value.asInstanceOf[Number].doubleValue
+          if (d.isNaN) ""
+          else if (!d.isInfinite && d == Math.rint(d)) new BigDecimal(d).toBigInteger.toString
+          else if (d.isInfinite) (if (d > 0) "inf" else "-inf")
+          else double(d)
+        case BooleanType => if (value.asInstanceOf[Boolean]) "True" else "False"
+        case DateType => LocalDate.ofEpochDay(value.asInstanceOf[Int].toLong).toString
+        case TimestampType => wallClock(value.asInstanceOf[Long], zone)
+        case TimestampNTZType => wallClock(value.asInstanceOf[Long], ZoneOffset.UTC)
+        case _ => value.toString
+      }
+
+  /** `text` as a JSON string, as Python's `json.dumps` writes it. */
+  def jsonString(text: String): String = {
+    val out = new java.lang.StringBuilder()
+    string(out, text)
+    out.toString
+  }
 
   /** A JSON string as Python writes it with `ensure_ascii`: `\uXXXX` (lower-case hex) for every character outside
     * printable ASCII but the short escapes. */
