@@ -2,11 +2,14 @@
 Python host, on the same input in real Spark: the same panes, late records (their ``record`` JSON to the character)
 and dead letters, and the same reconciliation.
 
-One query per host with two stages on one source (a tumbling count with early and late firings, and sessions
-with the earliest output time), over columns of every type whose values a late record's JSON holds: text
-outside ASCII, integers with nulls, doubles at Python's exponent bounds, NaN, -0.0, floats, booleans,
-timestamps with microseconds, dates. The window operator's rules themselves are held equal to the core's by
-``tests/core/test_jvm_window_operator.py``.
+One query per host with three stages on one source (a tumbling aggregation with late firings, one with early
+count firings, and sessions with the earliest output time), over columns of every type whose values a late
+record's JSON holds: text outside ASCII, integers with nulls, doubles at Python's exponent bounds, NaN, -0.0,
+floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records are of every
+kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values). The JVM
+host runs twice: after the Arrow map side (restarted after three batches: its state across a restart), and after
+the JVM map side, whose rows it reads itself (the combiner's record rules in ``floodmark.host.RecordRules``). The
+window operator's rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from floodmark.spark import Pipeline, SourceTime
 pytestmark = pytest.mark.spark
 
 SECOND = 1_000
-SCHEMA = "ts LONG, k STRING, n INT, v DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP, d DATE, p INT"
+SCHEMA = "ts LONG, k STRING, n INT, v DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP, d DATE, p INT, at STRING"
+STAGES = ("counts", "early", "sessions")
+AHEAD = 4_102_444_800_000
+"""2100-01-01: a record more than a year ahead of processing time (a dead letter)."""
 ODD_DOUBLES = [1e16, 1.5e-05, 0.1, -0.0, math.nan, None, 123456789.125, 1e300, 9999999999999998.0, 0.0001, -2.5e-7]
 KEYS = ["a", 'é\n"x', "日本", "b"]
 
@@ -68,13 +74,25 @@ def rows(batch: int) -> list[tuple]:
             for j, v in enumerate(finite)
         ]
     out.append((None, "bad", 1, 1.0, 1.0, True, None, None, 0))
-    return out
+    out.append((base, "inf", 1, math.inf, 1.0, True, None, None, 0))
+    out.append((AHEAD, "ahead", 1, 1.0, 1.0, True, None, None, 0))
+    events = [(*row, iso(row[0])) for row in out]
+    events.append((base, "text", 1, 1.0, 1.0, True, None, None, 0, "not a 'time'"))
+    return events
 
 
-def run(spark, tmp_path, host: str, restart_after: int | None = None):
-    """The query on ``host``, to the end of input; with ``restart_after``, stopped once it has read that many
-    batches and started again from its checkpoint for the rest."""
-    directory = tmp_path / f"in-{host}"
+def iso(ms: int | None) -> str | None:
+    """``ms`` since the epoch as ISO-8601 text in UTC (the source's event time)."""
+    if ms is None:
+        return None
+    return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds") + "Z"
+
+
+def run(spark, tmp_path, host: str, map_side: str = "arrow", restart_after: int | None = None):
+    """The query on ``host`` after ``map_side``, to the end of input; with ``restart_after``, stopped once it has read
+    that many batches and started again from its checkpoint for the rest."""
+    name = f"{host}-{map_side}"
+    directory = tmp_path / f"in-{name}"
     directory.mkdir()
 
     def write(batches: range) -> None:
@@ -84,44 +102,58 @@ def run(spark, tmp_path, host: str, restart_after: int | None = None):
     write(range(restart_after or 5))
     handles = []
     if restart_after is not None:
-        first = pipeline(spark, directory, host).start(str(tmp_path / f"ckpt-{host}"), outputs(tmp_path, host))
+        first = pipeline(spark, directory, host, map_side).start(
+            str(tmp_path / f"ckpt-{name}"), outputs(tmp_path, name)
+        )
         first.processAllAvailable()
         first.stop()
         handles.append(first)
         write(range(restart_after, 5))
-    query = pipeline(spark, directory, host).run_to_completion(
-        str(tmp_path / f"ckpt-{host}"), outputs(tmp_path, host), timeout_s=600
+    query = pipeline(spark, directory, host, map_side).run_to_completion(
+        str(tmp_path / f"ckpt-{name}"), outputs(tmp_path, name), timeout_s=600
     )
-    return [*handles, query], tmp_path / host
+    return [*handles, query], tmp_path / name
 
 
-def outputs(tmp_path, host: str) -> dict[str, str]:
-    return {stage: str(tmp_path / host / stage) for stage in ("counts", "sessions")}
+def outputs(tmp_path, name: str) -> dict[str, str]:
+    return {stage: str(tmp_path / name / stage) for stage in STAGES}
 
 
-def pipeline(spark, directory, host: str) -> Pipeline:
+def pipeline(spark, directory, host: str, map_side: str) -> Pipeline:
     frame = (
         spark.readStream.schema(SCHEMA)
         .option("maxFilesPerTrigger", 1)
         .option("recursiveFileLookup", "true")
         .parquet(str(directory))
     )
-    pipeline = Pipeline(host=host)  # type: ignore[arg-type]
+    pipeline = Pipeline(host=host, map_side=map_side)  # type: ignore[arg-type]
     pipeline.source(
-        "events", frame, "ts", SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(2 * SECOND), split="p")
+        "events",
+        frame,
+        "at",
+        SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(2 * SECOND), split="p"),
+        max_future_skew=365 * 24 * 3600 * SECOND,  # of processing time: only AHEAD is too far ahead
     )
+    parts = {
+        "c": aggregates.count(),
+        "total": aggregates.sum("v"),
+        "avg": aggregates.mean("n"),
+        "low": aggregates.min("f"),
+        "high": aggregates.max("v"),
+    }
+    late_firings = triggers.AfterWatermark(late=triggers.AfterCount(1))  # combined on the JVM map side
     pipeline.stage(
         "counts",
         "events",
+        WindowSpec(windows.Tumbling(10 * SECOND), parts, trigger=late_firings, allowed_lateness=5 * SECOND),
+        key_by="k",
+    )
+    pipeline.stage(
+        "early",
+        "events",
         WindowSpec(
-            windows.Tumbling(10 * SECOND),
-            {
-                "c": aggregates.count(),
-                "total": aggregates.sum("v"),
-                "avg": aggregates.mean("n"),
-                "low": aggregates.min("f"),
-                "high": aggregates.max("v"),
-            },
+            windows.Sliding(10 * SECOND, 5 * SECOND),
+            parts,
             trigger=triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
             allowed_lateness=5 * SECOND,
             accumulation=AccumulationMode.ACCUMULATING,
@@ -158,14 +190,20 @@ def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     python, python_out = run(spark, tmp_path, "python")
     jvm, jvm_out = run(spark, tmp_path, "jvm", restart_after=3)  # the JVM operators' state across a restart
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
-    assert (tmp_path / "ckpt-jvm" / "floodmark" / "hosts.json").read_text().count('"jvm"') == 2
-    for stage in ("counts", "sessions"):
-        for kind in ("panes", "late", "dead_letter"):
-            expected = sorted_output(spark, python_out / stage / kind)
-            actual = sorted_output(spark, jvm_out / stage / kind)
-            pd.testing.assert_frame_equal(actual, expected, obj=f"{stage} {kind}")
-        assert totals(jvm, stage) == totals(python, stage), stage
+    assert (tmp_path / "ckpt-jvm-arrow" / "floodmark" / "hosts.json").read_text().count('"jvm"') == len(STAGES)
+    direct, direct_out = run(spark, tmp_path, "jvm", "jvm")
+    for name, handles, out in (("jvm", jvm, jvm_out), ("direct", direct, direct_out)):
+        for stage in STAGES:
+            for kind in ("panes", "late", "dead_letter"):
+                expected = sorted_output(spark, python_out / stage / kind)
+                actual = sorted_output(spark, out / stage / kind)
+                pd.testing.assert_frame_equal(actual, expected, obj=f"{name}: {stage} {kind}")
+            assert totals(handles, stage) == totals(python, stage), (name, stage)
     late = sorted_output(spark, jvm_out / "counts" / "late")
     for text in (r"\u00e9", r"\u65e5", "1e+16", "1.5e-05", "-0.0", "0.0001", "-2.5e-07", "1999-12-31 00:00:03"):
         assert late["record"].str.contains(text, regex=False).any(), text
-    assert len(sorted_output(spark, jvm_out / "counts" / "dead_letter"))
+    reasons = " | ".join(sorted_output(spark, direct_out / "counts" / "dead_letter")["reason"])
+    for reason in ("missing timestamp", "unparsable timestamp: \"not a 'time'\"", "ahead of processing time"):
+        assert reason in reasons, reason
+    for reason in ("field 'v' is missing", "field 'v' is not a finite number: inf", "field 'n' is missing"):
+        assert reason in reasons, reason

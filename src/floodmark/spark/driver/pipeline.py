@@ -507,6 +507,7 @@ class Pipeline:
             bucket_layout.label_column([v for n in order for v in layout.of(n)], F.col("tick")).alias(wire.BUCKET),
         )
         inputs = [ticks]
+        direct: dict[str, dict[str, Any]] = {}  # the stages whose JVM host reads the JVM map side's rows
         reporting: set[str] = set()  # a source read by several stages reports its statistics once
         corrupt = p.corrupt_record_column(spark)
         for name in order:
@@ -522,13 +523,20 @@ class Pipeline:
                 )
                 reporting.add(source_name)
                 combined = combined_input(
-                    source.frame, source.event_time, source.time.split, source_plan, self.map_side, source.time_zone
+                    source.frame,
+                    source.event_time,
+                    source.time.split,
+                    source_plan,
+                    self.map_side,
+                    source.time_zone,
+                    direct=hosts.get(name) == "jvm",
                 )
-                inputs.append(
-                    combined.select(
-                        F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND), wire.BUCKET, wire.BLOCK
-                    )
-                )
+                stage_columns = [F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND)]
+                if wire.BLOCK in combined.columns:
+                    inputs.append(combined.select(*stage_columns, wire.BUCKET, wire.BLOCK))
+                else:  # the JVM map side's rows, read as they are by the JVM host
+                    direct[name] = jvm_level.direct_input(source_plan, spark)
+                    inputs.append(combined.select(*stage_columns, "*"))
         rows = inputs[0]
         for more in inputs[1:]:
             rows = rows.unionByName(more, allowMissingColumns=True)
@@ -536,7 +544,7 @@ class Pipeline:
         for level in levels:
             stages = [n for n in order if graph.levels[n] == level]
             if all(hosts.get(n) == "jvm" for n in stages):
-                rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}))
+                rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
                 continue
             host = StageLevel(
                 {n: plans[n] for n in order if graph.levels[n] == level},

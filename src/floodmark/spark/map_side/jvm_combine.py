@@ -194,6 +194,15 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
 def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCombiner) -> DataFrame:
     """``data`` (the input with ``fm_bucket``, the event time in ms and the split) -> ``(fm_bucket, fm_block)`` rows,
     as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
+    aggregated = aggregated_in_jvm(data, plan)
+    return aggregated.mapInArrow(AggregatedInJvm(combiner, data.columns), blocks.SCHEMA)
+
+
+def aggregated_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan) -> DataFrame:
+    """``data`` (as :func:`combined_in_jvm` takes it) -> the partial aggregation's rows: one per (key, bucket[,
+    split], window) of the records it combined (``fm_order`` null; ``fm_row_count``, ``fm_min_ts``, ``fm_max_ts``:
+    their records, lowest and highest event time), and every record it left alone, whole (``fm_order``: its place
+    in the input). The JVM host reads these rows as they are (``floodmark.host.DirectInput``)."""
     windows = window_columns(plan)
     record_columns = data.columns
     ts, on = F.col(plan.input.ts_column), F.col(_DIRECT)
@@ -241,8 +250,7 @@ def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCo
     partial = jvm.floodmark.combine.PartialAggregate.plan(
         inputs._jdf.logicalPlan(), _strings(spark, grouped), _strings(spark, aggregates)
     )
-    aggregated = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, partial), spark)
-    return aggregated.mapInArrow(AggregatedInJvm(combiner, record_columns), blocks.SCHEMA)
+    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, partial), spark)
 
 
 def _strings(spark: SparkSession, values: list[str]):

@@ -113,11 +113,15 @@ def combined_input(
     plan: p.RuntimePlan,
     map_side: MapSide = "arrow",
     time_zone: str = "UTC",
+    direct: bool = False,
 ) -> DataFrame:
     """``source`` through the map side of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``).
 
     :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
         for the records that are good and on time (:mod:`floodmark.spark.map_side.jvm_combine`), where the plan allows.
+    :arg direct: the stage runs on the JVM host, which reads the JVM map side's rows as they are: where the JVM map
+        side serves, its rows (:func:`~floodmark.spark.map_side.jvm_combine.aggregated_in_jvm`, no ``fm_block``
+        column) instead of blocks.
     """
     ms, raw, error = event_time_ms(source, event_time, time_zone)
     # The split travels as the user's own column (no copy, no string per record); only an expression
@@ -159,4 +163,6 @@ def combined_input(
         _LOG.warning("floodmark: %s combines records in Python (Arrow), not in the JVM: %s", stage, why_not)
         return data.mapInArrow(combiner, blocks.SCHEMA)
     _LOG.info("floodmark: %s combines on-time records in the JVM (Spark's partial aggregation)", stage)
+    if direct:
+        return jvm_combine.aggregated_in_jvm(data, plan)
     return jvm_combine.combined_in_jvm(data, plan, combiner)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     BooleanType,
     ByteType,
@@ -33,7 +33,9 @@ from pyspark.sql.types import (
 )
 
 from floodmark.core.built_in_spec import built_in_form
+from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.spark import plan as p
+from floodmark.spark.map_side.combiner import AggregatedInJvm
 
 Host = Literal["python", "jvm"]
 """Where a stage's stateful step runs (``Pipeline(host=...)``)."""
@@ -76,9 +78,31 @@ def why_not(plan: p.RuntimePlan, schema: StructType, level: int, downstream: int
     return None
 
 
-def level_plan(plans: Mapping[str, p.RuntimePlan]) -> str:
-    """What ``floodmark.host.LevelPlan`` reads: the level's stages (each hostable: :func:`why_not`), the carrier rows'
-    schema and the largest state value."""
+def direct_input(plan: p.RuntimePlan, spark: SparkSession) -> dict[str, Any]:
+    """What the JVM host needs to read the JVM map side's rows of ``plan`` (a source's map-side plan) itself
+    (``floodmark.host.DirectInput``): the combiner's columns and record rules' parameters."""
+    binding = plan.input
+    return {
+        "split": binding.split_column,
+        "source": binding.source,
+        "split_stats": binding.split_stats,
+        "corrupt": binding.corrupt_column,
+        "text": binding.text_column,
+        "ts_raw": p.TS_RAW,
+        "ts_error": p.TS_ERROR,
+        "numeric": list(plan.stage.numeric_fields),
+        "records": AggregatedInJvm.RECORDS,
+        "earliest": EARLIEST_EVENT_TIME,
+        "latest": LATEST_EVENT_TIME,
+        "max_future_skew": binding.max_future_skew_ms,
+        "time_zone": spark.conf.get("spark.sql.session.timeZone"),
+    }
+
+
+def level_plan(plans: Mapping[str, p.RuntimePlan], direct: Mapping[str, dict[str, Any]] | None = None) -> str:
+    """What ``floodmark.host.LevelPlan`` reads: the level's stages (each hostable: :func:`why_not`; ``direct``: the
+    :func:`direct_input` of those that read the JVM map side's rows), the carrier rows' schema and the largest state
+    value."""
     from floodmark.spark.stateful.levels import CARRIER
 
     stages = []
@@ -98,6 +122,7 @@ def level_plan(plans: Mapping[str, p.RuntimePlan]) -> str:
                 "accumulators": [accumulators[column.name].name for column in layout.columns] if accumulators else [],
                 "user_columns": list(plan.input.user_columns),
                 "emitted": semantics.emitted_schema().json(),
+                "direct": (direct or {}).get(name),
             }
         )
     state_bytes = next(iter(plans.values())).state.state_value_bytes

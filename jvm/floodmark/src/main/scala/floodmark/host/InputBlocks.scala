@@ -32,7 +32,8 @@ object InputBlocks {
       }
       for (reader <- ordered) {
         val root = reader.getVectorSchemaRoot
-        val schema = StructType(root.getSchema.getFields.asScala.map(field => StructField(field.getName, sparkType(field))).toSeq)
+        val fields = root.getSchema.getFields.asScala.map(field => StructField(field.getName, sparkType(field)))
+        val schema = StructType(fields.toSeq)
         val zones = root.getSchema.getFields.asScala.map { field =>
           field.getType match {
             case t: ArrowType.Timestamp if t.getTimezone != null => ZoneId.of(t.getTimezone)
@@ -84,7 +85,8 @@ object InputBlocks {
 
     def isNull(name: String, row: Int): Boolean = !has(name) || vector(name).isNullAt(row)
 
-    def string(name: String, row: Int): String = if (isNull(name, row)) null else vector(name).getUTF8String(row).toString
+    def string(name: String, row: Int): String =
+      if (isNull(name, row)) null else vector(name).getUTF8String(row).toString
 
     /** A long column's value, or null. */
     def long(name: String, row: Int): java.lang.Long =

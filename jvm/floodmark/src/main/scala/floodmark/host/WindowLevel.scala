@@ -6,7 +6,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 import floodmark.batch.ControlEntry
-import floodmark.window.{Emitted, Partial, Record, WindowOperator}
+import floodmark.window.{Partial, Record, WindowOperator}
 import org.apache.arrow.vector.ipc.ArrowStreamWriter
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -49,11 +49,16 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
 
   override def handleInputRows(key: (String, Int), rows: Iterator[Row], timerValues: TimerValues): Iterator[Row] =
     plan.stages.get(key._1) match {
-      case None => rows.toList.iterator
+      case None => // another level's rows, in the carrier's columns
+        rows.map(row => Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name =>
+          if (row.schema.fieldNames.contains(name)) row.getAs[Any](name) else null))).toList.iterator
       case Some(stage) =>
-        val blocks = rows.filter(row => row.getAs[String]("fm_kind") == "IN" && row.getAs[Array[Byte]]("fm_block") != null)
-          .map(_.getAs[Array[Byte]]("fm_block")).toList
-        new WindowBucket(stage, key._2, plan, chunks).run(blocks).iterator
+        val in = rows.filter(_.getAs[String]("fm_kind") == "IN").toList
+        val bucket = new WindowBucket(stage, key._2, plan, chunks)
+        val out =
+          if (stage.direct.isDefined) bucket.runDirect(in)
+          else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]]("fm_block"))))
+        out.iterator
     }
 }
 
@@ -63,27 +68,40 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
   private val emitted = ArrayBuffer.empty[InternalRow]
   private val emittedOrdinals = stage.emitted.fieldNames.zipWithIndex.toMap
 
-  /** A record of the batch, kept for its late output: its place in the input and its row. */
-  private final case class Raw(order: java.lang.Long, key: Any, ts: java.lang.Long, values: Array[Double], row: InternalRow,
-      columns: InputBlocks.Columns)
+  /** A record of the batch: its place in the input and, for its late output, its columns as JSON. */
+  private final case class Raw(
+      order: java.lang.Long,
+      key: Any,
+      ts: java.lang.Long,
+      values: Array[Double],
+      record: () => String)
 
+  private val raws = ArrayBuffer.empty[Raw]
+  private val partials = new java.util.ArrayList[Partial]()
+  private var deadLetters = 0L
+
+  /** The batch with the IN blocks the map side packed (the Arrow combiner's, or `AggregatedInJvm`'s). */
   def run(blocks: Seq[Array[Byte]]): Seq[Row] = {
     val entry = ControlEntry.current()
     val stored = chunks.exists()
     if (blocks.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
-    val raws = ArrayBuffer.empty[Raw]
-    val partials = new java.util.ArrayList[Partial]()
-    var deadLetters = 0L
     InputBlocks.foreach(blocks) { columns =>
       var i = 0
       while (i < columns.rows) {
         columns.string("fm_row", i) match {
           case "R" =>
+            val row = columns.copy(i)
             raws += Raw(columns.long("fm_order", i), key(columns, i), columns.long(stage.tsColumn, i),
-              stage.valueFields.map(columns.double(_, i)).toArray, columns.copy(i), columns)
+              stage.valueFields.map(columns.double(_, i)).toArray, () => json(row, columns))
           case "P" =>
-            partials.add(new Partial(key(columns, i), columns.long("fm_window_start", i), columns.long("fm_window_end", i),
-              columns.long("fm_count", i), columns.long("fm_hold", i), stage.accumulators.map(columns.double(_, i)).toArray))
+            partials.add(
+              new Partial(
+                key(columns, i),
+                columns.long("fm_window_start", i),
+                columns.long("fm_window_end", i),
+                columns.long("fm_count", i),
+                columns.long("fm_hold", i),
+                stage.accumulators.map(columns.double(_, i)).toArray))
           case "B" =>
             deadLetters += 1
             val row = emittedRow("BAD", key(columns, i))
@@ -100,12 +118,76 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
         i += 1
       }
     }
-    // The JVM map side's records cross a second shuffle: their input order is their fm_order (nulls last).
-    val ordered = if (raws.exists(_.order != null)) raws.sortBy(r => if (r.order == null) Long.MaxValue else r.order.longValue) else raws
-    val records = new java.util.ArrayList[Record](ordered.size)
-    ordered.zipWithIndex.foreach { case (raw, at) => records.add(new Record(raw.key, raw.ts, raw.values, Integer.valueOf(at))) }
+    advance(entry, stored)
+  }
 
-    val operator = if (stored) WindowOperator.restore(stage.spec, read()) else new WindowOperator(stage.spec, Long.MinValue, 0L)
+  /** The batch with the JVM map side's rows as they are (see [[DirectInput]]): the aggregated rows become partials
+    * and split statistics; the records it left alone are checked by the combiner's rules ([[RecordRules]]), the
+    * bad ones becoming dead letters and the good ones records, in input order, counted in the statistics. */
+  def runDirect(rows: Seq[Row]): Seq[Row] = {
+    val entry = ControlEntry.current()
+    val stored = chunks.exists()
+    if (rows.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
+    val direct = stage.direct.get
+    val stats = scala.collection.mutable.LinkedHashMap.empty[String, Array[Long]]
+    def count(split: String, records: Long, low: Long, high: Long): Unit =
+      if (direct.splitStats) {
+        val label = direct.source.fold(split)(source => s"$source/$split")
+        val known = stats.getOrElseUpdate(label, Array(0L, Long.MaxValue, Long.MinValue))
+        known(0) += records
+        known(1) = Math.min(known(1), low)
+        known(2) = Math.max(known(2), high)
+      }
+    def split(row: RowColumns): String = direct.split.fold("0")(name => row.label(name, direct.timeZone))
+    val (aggregated, alone) = rows.map(new RowColumns(_)).partition(_.long("fm_order") == null)
+    for (row <- aggregated) {
+      partials.add(new Partial(row.key(stage.keyColumns), row.long("fm_window_start"), row.long("fm_window_end"),
+        row.long("fm_count"), row.long("fm_hold"), stage.accumulators.map(row.double).toArray))
+      val records = row.long(direct.records)
+      if (records != null && records > 0) count(split(row), records, row.long("fm_min_ts"), row.long("fm_max_ts"))
+    }
+    for (row <- alone.sortBy(_.long("fm_order").longValue)) {
+      val ts = row.long(stage.tsColumn)
+      val reason = direct.rules.reason(
+        direct.corrupt.exists(row.string(_) != null), ts, row.string(direct.tsRaw), row.string(direct.tsError),
+        entry.processingTime, direct.numeric.map(name => name -> row.double(name)))
+      val key = row.key(stage.keyColumns)
+      if (reason != null) {
+        deadLetters += 1
+        val dead = emittedRow("BAD", key)
+        set(dead, "event_time", ts)
+        set(dead, "reason", utf8(reason))
+        // The original text where the input kept it (the text column has every row's), else the columns as JSON.
+        val text = (direct.text ++ direct.corrupt).flatMap(column => Option(row.string(column))).headOption
+        set(dead, "record", utf8(text.getOrElse(row.json(stage.userColumns, direct.timeZone))))
+        emitted += dead
+      } else {
+        count(split(row), 1, ts, ts)
+        raws += Raw(row.long("fm_order"), key, ts, stage.valueFields.map(row.double).toArray,
+          () => row.json(stage.userColumns, direct.timeZone))
+      }
+    }
+    for ((label, Array(records, low, high)) <- stats)
+      out += carrierRow(
+        "STATS",
+        Map("fm_split" -> label, "fm_count" -> records, "fm_min_ts" -> low, "fm_max_ts" -> high))
+    advance(entry, stored)
+  }
+
+  /** The bucket's operator through the batch (processing time, watermark, partials, records: the core's
+    * `advance`), stored again; its output as carrier rows. */
+  private def advance(entry: ControlEntry, stored: Boolean): Seq[Row] = {
+    // The JVM map side's records cross a second shuffle: their input order is their fm_order (nulls last).
+    val ordered =
+      if (raws.exists(_.order != null)) raws.sortBy(r => if (r.order == null) Long.MaxValue else r.order.longValue)
+      else raws
+    val records = new java.util.ArrayList[Record](ordered.size)
+    ordered.zipWithIndex.foreach { case (raw, at) =>
+      records.add(new Record(raw.key, raw.ts, raw.values, Integer.valueOf(at)))
+    }
+
+    val operator =
+      if (stored) WindowOperator.restore(stage.spec, read()) else new WindowOperator(stage.spec, Long.MinValue, 0L)
     val moves = Seq(
       operator.advanceProcessingTime(entry.processingTime),
       operator.advanceWatermark(entry.watermark(stage.name))) ++
@@ -127,7 +209,7 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
         set(row, "lateness", record.lateness)
         set(row, "horizon", record.horizon)
         set(row, "reason", utf8(record.reason))
-        set(row, "record", utf8(json(raw)))
+        set(row, "record", utf8(raw.record()))
         emitted += row
       }
       for (record <- move.bad.asScala) {
@@ -136,7 +218,7 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
         val row = emittedRow("BAD", record.key)
         set(row, "event_time", record.timestamp)
         set(row, "reason", utf8(record.reason))
-        set(row, "record", utf8(json(raw)))
+        set(row, "record", utf8(raw.record()))
         emitted += row
       }
     }
@@ -169,10 +251,10 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
     case several => java.util.Arrays.asList(several.map(columns.key(_, row).asInstanceOf[AnyRef]): _*)
   }
 
-  private def json(raw: Raw): String = PythonJson.obj(stage.userColumns.map { name =>
-    val at = raw.columns.ordinal(name)
-    val dataType = raw.columns.dataType(name)
-    (name, raw.row.get(at, dataType), dataType, raw.columns.zone(name))
+  private def json(row: InternalRow, columns: InputBlocks.Columns): String = PythonJson.obj(stage.userColumns.map {
+    name =>
+      val dataType = columns.dataType(name)
+      (name, row.get(columns.ordinal(name), dataType), dataType, columns.zone(name))
   })
 
   // ------------------------------------------------------------------ state
