@@ -34,6 +34,7 @@ from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Outputs, SourceTime, local_session, read_kafka, topic_partitions
 from floodmark.spark.outputs.sinks import PANE_ID_HEADER
 from floodmark.spark.sources.inputs import MapSide
+from floodmark.spark.stateful.jvm_level import Host
 from floodmark_dev.kafka import KafkaBroker
 
 VALUE_SCHEMA = "ts LONG, k STRING"
@@ -84,7 +85,13 @@ def native_run(spark, broker: KafkaBroker, topic: str, per_batch: int, work: Pat
 
 
 def minute_counts(
-    spark, broker: KafkaBroker, topic: str, per_batch: int, strategy: WatermarkStrategy, map_side: MapSide = "arrow"
+    spark,
+    broker: KafkaBroker,
+    topic: str,
+    per_batch: int,
+    strategy: WatermarkStrategy,
+    map_side: MapSide = "arrow",
+    host: Host = "python",
 ) -> EventTimeAggregation:
     """floodmark's count per key ``k`` and 1-minute window of ``topic``'s JSON values ``{"ts", "k"}``, a partition a
     split (every partition known), ``per_batch`` records per batch at most."""
@@ -100,6 +107,7 @@ def minute_counts(
             strategy, split="partition", known_splits=topic_partitions(spark, broker.bootstrap_servers, topic)
         ),
         map_side=map_side,
+        host=host,
     )
 
 
@@ -111,12 +119,13 @@ def floodmark_run(
     work: Path,
     exactly_once: bool = False,
     map_side: MapSide = "arrow",
+    host: Host = "python",
 ):
     prefix = work.name
     for kind in ("panes", "late", "dead"):
         broker.create_topic(f"{prefix}-{kind}")
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(5_000)
-    aggregation = minute_counts(spark, broker, topic, per_batch, strategy, map_side)
+    aggregation = minute_counts(spark, broker, topic, per_batch, strategy, map_side, host)
     outputs = Outputs.kafka(
         broker.bootstrap_servers,
         f"{prefix}-panes",
@@ -149,6 +158,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8, help="micro-batches the topic is read in")
     parser.add_argument("--repeat", type=int, default=2, help="runs per engine (the table shows medians)")
     parser.add_argument("--map-side", choices=["arrow", "jvm"], default="arrow", help="floodmark's map side")
+    parser.add_argument("--host", choices=["python", "jvm"], default="python", help="floodmark's stateful host")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="floodmark-kafka-bench-"))
@@ -179,9 +189,18 @@ def main() -> None:
             rows = fill_topic(broker, topic, data)
             if index == 0:  # warm-up, not measured
                 native_run(spark, broker, topic, per_batch, work / "native-warm-up")
-                floodmark_run(spark, broker, topic, per_batch, work / "fm-warm-up", map_side=args.map_side)
                 floodmark_run(
-                    spark, broker, topic, per_batch, work / "fm-eo-warm-up", exactly_once=True, map_side=args.map_side
+                    spark, broker, topic, per_batch, work / "fm-warm-up", map_side=args.map_side, host=args.host
+                )
+                floodmark_run(
+                    spark,
+                    broker,
+                    topic,
+                    per_batch,
+                    work / "fm-eo-warm-up",
+                    exactly_once=True,
+                    map_side=args.map_side,
+                    host=args.host,
                 )
             native_rates, native_steadies, fm_rates, fm_steadies, eo_rates = [], [], [], [], []
             for run in range(args.repeat):
@@ -189,7 +208,7 @@ def main() -> None:
                 native_rates.append(rate)
                 native_steadies.append(steady)
                 seconds, counted, handle, panes = floodmark_run(
-                    spark, broker, topic, per_batch, work / f"fm-{keys}-{run}", map_side=args.map_side
+                    spark, broker, topic, per_batch, work / f"fm-{keys}-{run}", map_side=args.map_side, host=args.host
                 )
                 assert counted == rows, f"floodmark counted {counted} of {rows} rows"
                 fm_rates.append(rows / seconds)
@@ -202,6 +221,7 @@ def main() -> None:
                     work / f"fm-eo-{keys}-{run}",
                     exactly_once=True,
                     map_side=args.map_side,
+                    host=args.host,
                 )
                 assert counted == rows, f"floodmark exactly-once counted {counted} of {rows} rows"
                 eo_rates.append(rows / seconds)
