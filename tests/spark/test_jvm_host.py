@@ -7,8 +7,9 @@ count firings, and sessions with the earliest output time), over columns of ever
 record's JSON holds: text outside ASCII, integers with nulls, doubles at Python's exponent bounds, NaN, -0.0,
 floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records are of every
 kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values). The JVM
-host runs twice: after the Arrow map side (restarted after three batches: its state across a restart), and after
-the JVM map side, whose rows it reads itself (the combiner's record rules in ``floodmark.host.RecordRules``). The
+host's query is restarted after three batches (its state across a restart); there the stage the JVM map side
+combines for is read from that map side's rows by the JVM host itself (the combiner's record rules in
+``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The
 window operator's rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
 """
 
@@ -188,21 +189,21 @@ def sorted_output(spark, path) -> pd.DataFrame:
 
 def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     python, python_out = run(spark, tmp_path, "python")
-    jvm, jvm_out = run(spark, tmp_path, "jvm", restart_after=3)  # the JVM operators' state across a restart
+    # The JVM run restarted after three batches (its operators' state across a restart); its counts stage reads the
+    # JVM map side's rows itself, the others (which ship records) the Arrow map side's blocks.
+    jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3)
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
-    assert (tmp_path / "ckpt-jvm-arrow" / "floodmark" / "hosts.json").read_text().count('"jvm"') == len(STAGES)
-    direct, direct_out = run(spark, tmp_path, "jvm", "jvm")
-    for name, handles, out in (("jvm", jvm, jvm_out), ("direct", direct, direct_out)):
-        for stage in STAGES:
-            for kind in ("panes", "late", "dead_letter"):
-                expected = sorted_output(spark, python_out / stage / kind)
-                actual = sorted_output(spark, out / stage / kind)
-                pd.testing.assert_frame_equal(actual, expected, obj=f"{name}: {stage} {kind}")
-            assert totals(handles, stage) == totals(python, stage), (name, stage)
+    assert (tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text().count('"jvm"') == len(STAGES)
+    for stage in STAGES:
+        for kind in ("panes", "late", "dead_letter"):
+            expected = sorted_output(spark, python_out / stage / kind)
+            actual = sorted_output(spark, jvm_out / stage / kind)
+            pd.testing.assert_frame_equal(actual, expected, obj=f"{stage} {kind}")
+        assert totals(jvm, stage) == totals(python, stage), stage
     late = sorted_output(spark, jvm_out / "counts" / "late")
     for text in (r"\u00e9", r"\u65e5", "1e+16", "1.5e-05", "-0.0", "0.0001", "-2.5e-07", "1999-12-31 00:00:03"):
         assert late["record"].str.contains(text, regex=False).any(), text
-    reasons = " | ".join(sorted_output(spark, direct_out / "counts" / "dead_letter")["reason"])
+    reasons = " | ".join(sorted_output(spark, jvm_out / "counts" / "dead_letter")["reason"])
     for reason in ("missing timestamp", "unparsable timestamp: \"not a 'time'\"", "ahead of processing time"):
         assert reason in reasons, reason
     for reason in ("field 'v' is missing", "field 'v' is not a finite number: inf", "field 'n' is missing"):
