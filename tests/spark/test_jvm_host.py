@@ -183,7 +183,10 @@ def totals(handles, stage: str) -> tuple[int, ...]:
 
 
 def sorted_output(spark, path) -> pd.DataFrame:
+    """An output, in a fixed order; a reason's processing time (the run's wall clock) as ``T``."""
     frame = read_output(spark, path).drop(columns=["batch_id"], errors="ignore")
+    if "reason" in frame.columns:
+        frame["reason"] = frame["reason"].str.replace(r"processing time \d+", "processing time T", regex=True)
     return frame.sort_values(list(frame.columns), ignore_index=True) if len(frame) else frame
 
 
