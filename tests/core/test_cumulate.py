@@ -23,6 +23,8 @@ from floodmark.testing import WindowHarness
 
 MINUTE = 60_000
 
+pytestmark = pytest.mark.usefixtures("both_operators")
+
 
 def at(hhmm: str) -> int:
     """2020-04-15 hh:mm UTC in ms (the day of Flink's ``Bid`` table)."""
