@@ -112,7 +112,7 @@ class JvmWindowOperator:
             )
             for r in answer["late"]
         ]
-        out.bad = [BadRecord(r["key"], r["payload"], None, r["reason"]) for r in answer["bad"]]
+        out.bad = [BadRecord(r["key"], r["payload"], r["timestamp"], r["reason"]) for r in answer["bad"]]
         return out
 
     def add_records(self, batch: RecordBatch) -> Emitted:
@@ -199,9 +199,17 @@ def _pane_frame(panes: list[dict[str, Any]], single: bool) -> pd.DataFrame:
         "is_last": np.array([p["is_last"] for p in panes], dtype=bool),
     }
     for name in panes[0]["value"]:
-        values = np.array([math.nan if p["value"][name] is None else p["value"][name] for p in panes])
+        values = np.array([_result(p["value"][name]) for p in panes])
         columns["value" if single else f"value.{name}"] = values
     return pd.DataFrame(columns)
+
+
+def _result(value: Any) -> Any:
+    """A pane result from the JVM's JSON: null is NaN (an empty min, max or mean), and Jackson writes a non-finite
+    double as text (``"Infinity"``)."""
+    if value is None:
+        return math.nan
+    return float(value) if isinstance(value, str) else value
 
 
 def _plain(value: Any) -> Any:

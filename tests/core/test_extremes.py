@@ -74,6 +74,8 @@ ops = st.lists(
     max_size=12,
 )
 
+pytestmark = pytest.mark.usefixtures("both_operators")
+
 
 def batch_of(records: list) -> RecordBatch:
     keys = np.array([k for k, _, _ in records], dtype=object)

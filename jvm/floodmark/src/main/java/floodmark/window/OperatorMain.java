@@ -177,6 +177,7 @@ public final class OperatorMain {
       ObjectNode node = bad.addObject();
       node.putPOJO("key", record.key());
       node.putPOJO("payload", record.payload());
+      node.putPOJO("timestamp", record.timestamp());
       node.put("reason", record.reason());
     }
     out.put("accepted", emitted.accepted);
