@@ -547,10 +547,10 @@ class Pipeline:
                 rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
                 continue
             host = StageLevel(
-                {n: plans[n] for n in order if graph.levels[n] == level},
+                {n: plans[n] for n in stages},
                 {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order},
                 order,
-                {n: self.stages[n] for n in order if graph.levels[n] == level},
+                {n: self.stages[n] for n in stages},
             )
             grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
             if level == 1 and state_format < state_codec.PARTS_FORMAT:

@@ -89,37 +89,17 @@ object InputBlocks {
       if (isNull(name, row)) null else vector(name).getUTF8String(row).toString
 
     /** A long column's value, or null. */
-    def long(name: String, row: Int): java.lang.Long =
-      if (isNull(name, row)) null
-      else
-        (value(name, row): @unchecked) match {
-          case n: Number => n.longValue
-        }
+    def long(name: String, row: Int): java.lang.Long = HostValues.long(name, value(name, row))
 
     /** A numeric (or boolean) column's value as a double; NaN when null. */
-    def double(name: String, row: Int): Double =
-      if (isNull(name, row)) Double.NaN
-      else
-        value(name, row) match {
-          case b: java.lang.Boolean => if (b) 1.0 else 0.0
-          case n: Number => n.doubleValue
-          case other => throw new IllegalArgumentException(s"column $name is not numeric: $other")
-        }
+    def double(name: String, row: Int): Double = HostValues.double(name, value(name, row))
 
-    /** A key column's value as the window operator keys it: strings, longs (every integral type, dates and
-      * timestamps), doubles (every floating type), booleans; null when null. */
-    def key(name: String, row: Int): Any =
-      if (isNull(name, row)) null
-      else
-        value(name, row) match {
-          case s: org.apache.spark.unsafe.types.UTF8String => s.toString
-          case f: java.lang.Float => f.toDouble
-          case n @ (_: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte) => n.asInstanceOf[Number].longValue
-          case other => other
-        }
+    /** A key column's value as the window operator keys it ([[HostValues.keyPart]]). */
+    def key(name: String, row: Int): Any = HostValues.keyPart(value(name, row))
 
-    /** The value as Spark holds it internally. */
-    def value(name: String, row: Int): Any = batch.getRow(row).get(ordinal(name), dataType(name))
+    /** The value as Spark holds it internally, null when null or when the block has no such column. */
+    def value(name: String, row: Int): Any =
+      if (isNull(name, row)) null else batch.getRow(row).get(ordinal(name), dataType(name))
 
     /** The row, copied out of the batch. */
     def copy(row: Int): InternalRow = batch.getRow(row).copy()

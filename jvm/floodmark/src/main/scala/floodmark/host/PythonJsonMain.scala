@@ -6,9 +6,11 @@ import java.nio.charset.StandardCharsets
 import com.fasterxml.jackson.databind.ObjectMapper
 
 /** [[PythonJson]]'s rules behind a plain JVM entry point, for the differential test against Python's own `repr` and
-  * `json.dumps` (`tests/core/test_python_json.py`): one JSON command per line on stdin, one answer per line on
+  * `json.dumps` (`tests/spark/test_jvm_host_texts.py`): one JSON command per line on stdin, one answer per line on
   * stdout. `{"double_bits": n}` (a double's IEEE bits as a long) answers `{"json": ...}`; `{"text": s}` answers
-  * `{"repr": ..., "json": ...}`. */
+  * `{"repr": ..., "json": ...}`; `{"reason": {"earliest", "latest", "max_future_skew", "corrupt", "ts", "raw",
+  * "error", "processing_time", "numbers": [[field, double bits], ...]}}` answers [[RecordRules]]' `{"reason": ...}`
+  * (null for a good record). */
 object PythonJsonMain {
   def main(args: Array[String]): Unit = {
     val json = new ObjectMapper()
@@ -18,7 +20,21 @@ object PythonJsonMain {
     while (line != null) {
       val command = json.readTree(line)
       val answer = json.createObjectNode()
-      if (command.has("double_bits"))
+      if (command.has("reason")) {
+        val r = command.path("reason")
+        def text(name: String): String = if (r.path(name).isNull) null else r.path(name).asText
+        val skew = if (r.path("max_future_skew").isNull) None else Some(r.path("max_future_skew").asLong)
+        val rules = RecordRules(r.path("earliest").asLong, r.path("latest").asLong, skew)
+        val numbers = (0 until r.path("numbers").size).map { i =>
+          val pair = r.path("numbers").get(i)
+          pair.get(0).asText -> java.lang.Double.longBitsToDouble(pair.get(1).asLong)
+        }
+        val ts = if (r.path("ts").isNull) null else java.lang.Long.valueOf(r.path("ts").asLong)
+        answer.put(
+          "reason",
+          rules.reason(r.path("corrupt").asBoolean, ts, text("raw"), text("error"), r.path("processing_time").asLong,
+            numbers))
+      } else if (command.has("double_bits"))
         answer.put("json", PythonJson.double(java.lang.Double.longBitsToDouble(command.path("double_bits").asLong)))
       else {
         val text = command.path("text").asText

@@ -5,16 +5,19 @@ import java.time.ZoneId
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
 import org.apache.spark.sql.types.DataType
-import org.apache.spark.unsafe.types.UTF8String
 
-/** One of the JVM map side's rows as the JVM host reads it: its columns by name, a missing column as null. Keys
-  * are keyed as [[InputBlocks.Columns.key]] keys them (integral values as longs, floating ones as doubles). */
-final class RowColumns(row: Row) {
-  private val schema = row.schema
+/** One of the JVM map side's rows as the JVM host reads it: its columns by name (`ordinals`: the rows' schema's,
+  * made once for a bucket's rows), a missing column as null; values read by [[HostValues]]' rules. */
+object RowColumns {
 
-  private def at(name: String): Int = if (schema.fieldNames.contains(name)) schema.fieldIndex(name) else -1
+  /** Each column's position in `schema`. */
+  def ordinals(schema: org.apache.spark.sql.types.StructType): Map[String, Int] = schema.fieldNames.zipWithIndex.toMap
+}
 
-  private def dataType(name: String): DataType = schema(name).dataType
+final class RowColumns(row: Row, ordinals: Map[String, Int]) {
+  private def at(name: String): Int = ordinals.getOrElse(name, -1)
+
+  private def dataType(name: String): DataType = row.schema.fields(ordinals(name)).dataType
 
   /** The value as Spark holds it internally (text as `UTF8String`, timestamps as microseconds, dates as days). */
   private def internal(name: String): Any = {
@@ -24,32 +27,13 @@ final class RowColumns(row: Row) {
 
   def string(name: String): String = Option(internal(name)).map(_.toString).orNull
 
-  def long(name: String): java.lang.Long = internal(name) match {
-    case null => null
-    case n: Number => n.longValue
-    case other => throw new IllegalArgumentException(s"column $name is not integral: $other")
-  }
+  def long(name: String): java.lang.Long = HostValues.long(name, internal(name))
 
   /** A numeric (or boolean) column's value as a double; NaN when null. */
-  def double(name: String): Double = internal(name) match {
-    case null => Double.NaN
-    case b: java.lang.Boolean => if (b) 1.0 else 0.0
-    case n: Number => n.doubleValue
-    case other => throw new IllegalArgumentException(s"column $name is not numeric: $other")
-  }
+  def double(name: String): Double = HostValues.double(name, internal(name))
 
-  /** The key of `columns`: one column's value, or the list of several's. */
-  def key(columns: Seq[String]): Any = columns match {
-    case Seq(one) => keyPart(one)
-    case several => java.util.Arrays.asList(several.map(keyPart(_).asInstanceOf[AnyRef]): _*)
-  }
-
-  private def keyPart(name: String): Any = internal(name) match {
-    case s: UTF8String => s.toString
-    case f: java.lang.Float => f.toDouble
-    case n @ (_: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte) => n.asInstanceOf[Number].longValue
-    case other => other
-  }
+  /** The key of `columns` ([[HostValues.key]]). */
+  def key(columns: Seq[String]): Any = HostValues.key(columns.map(name => HostValues.keyPart(internal(name))))
 
   /** The split label of column `name`'s value ([[PythonJson.label]]). */
   def label(name: String, zone: ZoneId): String = PythonJson.label(internal(name), dataType(name), zone)

@@ -50,8 +50,10 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
   override def handleInputRows(key: (String, Int), rows: Iterator[Row], timerValues: TimerValues): Iterator[Row] =
     plan.stages.get(key._1) match {
       case None => // another level's rows, in the carrier's columns
-        rows.map(row => Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name =>
-          if (row.schema.fieldNames.contains(name)) row.getAs[Any](name) else null))).toList.iterator
+        rows.map { row =>
+          val ordinals = RowColumns.ordinals(row.schema)
+          Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name => ordinals.get(name).map(row.get).orNull))
+        }.toList.iterator
       case Some(stage) =>
         val in = rows.filter(_.getAs[String]("fm_kind") == "IN").toList
         val bucket = new WindowBucket(stage, key._2, plan, chunks)
@@ -139,7 +141,8 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
         known(2) = Math.max(known(2), high)
       }
     def split(row: RowColumns): String = direct.split.fold("0")(name => row.label(name, direct.timeZone))
-    val (aggregated, alone) = rows.map(new RowColumns(_)).partition(_.long("fm_order") == null)
+    val ordinals = rows.headOption.fold(Map.empty[String, Int])(row => RowColumns.ordinals(row.schema))
+    val (aggregated, alone) = rows.map(new RowColumns(_, ordinals)).partition(_.long("fm_order") == null)
     for (row <- aggregated) {
       partials.add(new Partial(row.key(stage.keyColumns), row.long("fm_window_start"), row.long("fm_window_end"),
         row.long("fm_count"), row.long("fm_hold"), stage.accumulators.map(row.double).toArray))
@@ -246,10 +249,7 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
   }
 
   // ------------------------------------------------------------------ input
-  private def key(columns: InputBlocks.Columns, row: Int): Any = stage.keyColumns match {
-    case Seq(one) => columns.key(one, row)
-    case several => java.util.Arrays.asList(several.map(columns.key(_, row).asInstanceOf[AnyRef]): _*)
-  }
+  private def key(columns: InputBlocks.Columns, row: Int): Any = HostValues.key(stage.keyColumns.map(columns.key(_, row)))
 
   private def json(row: InternalRow, columns: InputBlocks.Columns): String = PythonJson.obj(stage.userColumns.map {
     name =>
