@@ -62,8 +62,12 @@ class JvmWindowHost:
             raise RuntimeError(f"the JVM window operator failed: {answer['error']}")
         return answer
 
-    def operator(self, spec: WindowSpec, watermark: int, processing_time: int = 0) -> JvmWindowOperator:
-        return JvmWindowOperator(self, spec, watermark, processing_time)
+    def operator(
+        self, spec: WindowSpec, watermark: int, processing_time: int = 0, deferred: tuple[int, int] | None = None
+    ) -> JvmWindowOperator:
+        """:arg deferred: ``(defer_above, fanout)``: an operator that defers partials within these limits
+        (``floodmark.core.segments``' ``DEFER_ABOVE`` and ``FANOUT``), where the spec allows it."""
+        return JvmWindowOperator(self, spec, watermark, processing_time, deferred)
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -75,7 +79,14 @@ class JvmWindowOperator:
     """A window operator in the JVM with :class:`floodmark.core.window.WindowOperator`'s moves and gauges
     (``roundtrip`` snapshots and restores it, in the JVM)."""
 
-    def __init__(self, host: JvmWindowHost, spec: WindowSpec, watermark: int, processing_time: int) -> None:
+    def __init__(
+        self,
+        host: JvmWindowHost,
+        spec: WindowSpec,
+        watermark: int,
+        processing_time: int,
+        deferred: tuple[int, int] | None = None,
+    ) -> None:
         form = built_in_form(spec)
         if form is None:
             raise ValueError(f"the JVM window operator has no built-in form of {spec}")
@@ -83,7 +94,10 @@ class JvmWindowOperator:
         assert spec.columnar_layout is not None  # every spec with a built-in form has one
         self.layout = spec.columnar_layout
         self.fields = self.layout.value_fields  # the order the JVM's AggregateLayout takes a record's values in
-        self._move({"op": "new", "spec": form, "watermark": watermark, "processing_time": processing_time})
+        limits = None if deferred is None else {"defer_above": deferred[0], "fanout": deferred[1]}
+        self._move(
+            {"op": "new", "spec": form, "watermark": watermark, "processing_time": processing_time, "deferred": limits}
+        )
 
     def drop(self) -> None:
         """Forget the operator in the JVM (one JVM serves a whole test session)."""
@@ -158,6 +172,11 @@ class JvmWindowOperator:
     def roundtrip(self) -> None:
         """Snapshot the operator and restore it from the bytes, in the JVM."""
         self._move({"op": "roundtrip"})
+
+    def roundtrip_apart(self) -> None:
+        """Snapshot the operator in parts, keep its segments in a store in the JVM as a runtime keeps them (new ones
+        stored, merged ones deleted), and restore the head reading segments from that store."""
+        self._move({"op": "roundtrip_apart"})
 
     def windows_of(self, key: Any) -> set[Window]:
         """The open windows of ``key``."""

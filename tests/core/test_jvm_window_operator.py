@@ -7,10 +7,13 @@ windows; every columnar trigger (early firings by count or processing time, late
 The streams carry timestamps at the edges of the event-time range, missing ones, NaN, infinite and missing values,
 and the JVM operator is snapshotted and restored after every batch. Panes, late records, bad records and accepted
 pairs must be identical after every move, and so must the gauges (output hold, oldest pending record, open windows)
-and the deadlines (the next watermark and processing time at which something fires).
+and the deadlines (the next watermark and processing time at which something fires). Deferred partials
+(``floodmark.core.segments``) are held equal too: both operators defer within the same small limits, and the JVM
+one is restored from a head and a store of segments every other batch, as its Spark host stores them.
 """
 
 import math
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, SESSION_TRIGGERS, batch_of
 
 from floodmark import AccumulationMode, TimestampCombiner, aggregates, triggers, windows
+from floodmark.core import segments
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.combine import combine
 from floodmark.core.emitted import Emitted
@@ -38,6 +42,16 @@ spec_strategy = st.builds(
     st.sampled_from(list(AccumulationMode)),
     st.sampled_from(list(TimestampCombiner)),
 )
+
+deferring_spec = st.builds(
+    WindowSpec,
+    st.sampled_from(COLUMNAR_WINDOWS),
+    st.sampled_from([NUMERIC_AGGREGATE, aggregates.sum("v"), aggregates.mean("v")]),
+    st.sampled_from(COLUMNAR_TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.sampled_from(list(AccumulationMode)),
+).filter(lambda spec: spec.defers_partials)
+"""Specs whose partials wait apart: no early firings, the end of the window as output time."""
 
 EDGE_TIMES = [EARLIEST_EVENT_TIME, EARLIEST_EVENT_TIME - 1, LATEST_EVENT_TIME, LATEST_EVENT_TIME + 1]
 record = st.tuples(
@@ -106,21 +120,26 @@ def subset(records, positions):
     return RecordBatch(records.keys[positions], records.timestamps[positions], columns)
 
 
-def assert_same_on_both_hosts(jvm, spec, moves, ahead=None):
+def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
     """Both hosts after every move; with ``ahead`` (specs that combine records), the JVM operator takes each
-    batch as partials and raw records."""
+    batch as partials and raw records; with ``deferred`` (``(defer_above, fanout)``), both operators defer partials
+    within those limits and both take each batch as partials and raw records."""
     assert built_in_form(spec) is not None
-    python, java = WindowOperator(spec, -10), jvm.operator(spec, -10)
+    if deferred is None:
+        python, java = WindowOperator(spec, -10), jvm.operator(spec, -10)
+    else:
+        python = WindowOperator(spec, -10, deferred=True, policy="columnar")
+        java = jvm.operator(spec, -10, deferred=deferred)
     watermark, now, next_id = -10, 0, 0
     for kind, arg in [*moves, ("end", None)]:
         if kind == "add":
             records = batch(arg, next_id)
             both = [
-                python.add_records(records),
+                python.add_records(records) if deferred is None else combined(python, records, ahead),
                 java.add_records(records) if ahead is None else combined(java, records, ahead),
             ]
             next_id += len(arg)
-            java.roundtrip()
+            java.roundtrip_apart() if deferred is not None and next_id % 2 else java.roundtrip()
         elif kind == "pt":
             now += arg
             both = [op.advance_processing_time(now) for op in (python, java)]
@@ -149,6 +168,22 @@ def test_partials_from_the_map_side_give_the_same_panes_on_the_jvm(jvm, spec, mo
     """The map side's partials (the Python combiner's), merged by the JVM operator, against every record added to
     the Python core."""
     assert_same_on_both_hosts(jvm, spec, moves, ahead)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    deferring_spec,
+    st.lists(move, min_size=1, max_size=25),
+    st.integers(0, 10),
+    st.sampled_from([0, 4]),
+    st.sampled_from([1, 2, segments.FANOUT]),
+)
+def test_deferred_partials_on_the_jvm_equal_the_python_core(jvm, spec, moves, ahead, defer_above, fanout):
+    """Segments of deferred partials (made, compacted, cut where the watermark reached some of their windows,
+    merged before a record for an open window, stored apart and read back) give the same panes, late records and
+    gauges, the open-window count's upper bound included."""
+    with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", defer_above):
+        assert_same_on_both_hosts(jvm, spec, moves, ahead, deferred=(defer_above, fanout))
 
 
 session_spec = st.builds(

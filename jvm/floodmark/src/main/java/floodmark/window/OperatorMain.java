@@ -21,10 +21,13 @@ import java.util.Map;
  * JSON answer per line on stdout. The differential test drives it and the Python core with the same streams
  * ({@code floodmark.testing.jvm_window}, which states the protocol).
  *
- * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time"}}, {@code {"op": "add", "id",
+ * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time", "deferred"}} ({@code "deferred"}:
+ * absent, or {@code {"defer_above", "fanout"}}: {@link SegmentLimits}), {@code {"op": "add", "id",
  * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "partials", "id", "partials": [{"key",
  * "start", "end", "count", "hold", "acc": [...]}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
- * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "windows", "id", "key"}} (the key's open
+ * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "roundtrip_apart", "id"}} (the snapshot in
+ * parts, its segments kept in a store of the operator's as a runtime keeps them, and the head restored reading
+ * them from there), {@code {"op": "windows", "id", "key"}} (the key's open
  * windows, as {@code "windows": [[start, end], ...]}), {@code {"op": "drop", "id"}}. Every answer carries what the
  * move emitted, the operator's time and its gauges after it; an error answers {@code {"error": "..."}}.
  */
@@ -38,12 +41,13 @@ public final class OperatorMain {
   public static void main(String[] args) throws Exception {
     Map<String, WindowOperator> operators = new HashMap<>();
     Map<String, WindowSpec> specs = new HashMap<>();
+    Map<String, Map<Long, byte[]>> stores = new HashMap<>();
     PrintStream stdout = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line = stdin.readLine(); line != null; line = stdin.readLine()) {
       ObjectNode answer;
       try {
-        answer = handle(JSON.readTree(line), operators, specs);
+        answer = handle(JSON.readTree(line), operators, specs, stores);
       } catch (RuntimeException e) {
         answer = JSON.createObjectNode().put("error", String.valueOf(e));
       }
@@ -53,19 +57,31 @@ public final class OperatorMain {
   }
 
   private static ObjectNode handle(
-      JsonNode command, Map<String, WindowOperator> operators, Map<String, WindowSpec> specs) {
+      JsonNode command,
+      Map<String, WindowOperator> operators,
+      Map<String, WindowSpec> specs,
+      Map<String, Map<Long, byte[]>> stores) {
     String id = command.path("id").asText();
     String op = command.path("op").asText();
     if (op.equals("new")) {
       WindowSpec spec = WindowSpec.fromJson(command.path("spec"));
       specs.put(id, spec);
+      JsonNode deferred = command.path("deferred");
+      SegmentLimits limits =
+          deferred.isObject()
+              ? new SegmentLimits(deferred.path("defer_above").asInt(), deferred.path("fanout").asInt())
+              : null;
       operators.put(
-          id, new WindowOperator(spec, command.path("watermark").asLong(), command.path("processing_time").asLong()));
+          id,
+          new WindowOperator(
+              spec, command.path("watermark").asLong(), command.path("processing_time").asLong(), limits, null));
+      stores.put(id, new HashMap<>());
       return answer(new Emitted(), operators.get(id));
     }
     if (op.equals("drop")) {
       operators.remove(id);
       specs.remove(id);
+      stores.remove(id);
       return JSON.createObjectNode();
     }
     WindowOperator operator = operators.get(id);
@@ -87,7 +103,20 @@ public final class OperatorMain {
           case "wm" -> operator.advanceWatermark(command.path("to").asLong());
           case "pt" -> operator.advanceProcessingTime(command.path("to").asLong());
           case "roundtrip" -> {
-            operator = WindowOperator.restore(specs.get(id), operator.snapshot());
+            operator = WindowOperator.restore(specs.get(id), operator.snapshot(), operator.segmentLimits(), null);
+            operators.put(id, operator);
+            yield new Emitted();
+          }
+          case "roundtrip_apart" -> {
+            Map<Long, byte[]> store = stores.get(id);
+            SnapshotParts parts = operator.snapshotParts();
+            store.putAll(parts.added());
+            for (long dropped : parts.dropped()) {
+              if (store.remove(dropped) == null) {
+                throw new IllegalStateException("segment " + dropped + " dropped but never stored");
+              }
+            }
+            operator = WindowOperator.restore(specs.get(id), parts.head(), operator.segmentLimits(), store::get);
             operators.put(id, operator);
             yield new Emitted();
           }

@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongFunction;
 
 /**
  * Windowed aggregation of one stage for many keys in the JVM: the semantics of the Python core's window operator
@@ -28,9 +29,16 @@ import java.util.Map;
  * <p>Records are taken one by one in arrival order, which gives the panes the Python core gives for a batch (it
  * states that cutting a batch never changes them); the output watermark each key sees (the hold rule) is taken
  * before a batch, as there. Sums are IEEE doubles added in arrival order.
+ *
+ * <p>A deferring operator (constructed with {@link SegmentLimits}, for specs where {@link WindowSpec#defersPartials})
+ * keeps the map side's partials of windows the watermark has not reached apart from its table, as segments
+ * ({@link PartialSegments}), until the watermark reaches them or a record arrives for an open window: the panes
+ * are the same, and a runtime that stores the segments on their own ({@link #snapshotParts}) reads and writes per
+ * batch what the batch touches, not every open window.
  */
 public final class WindowOperator {
-  private static final int SNAPSHOT_FORMAT = 1;
+  /** 1: time and the table; 2: and the deferred partials (format 1 is read as an operator without segments). */
+  private static final int SNAPSHOT_FORMAT = 2;
 
   private record Id(Object key, long name) {}
 
@@ -40,11 +48,23 @@ public final class WindowOperator {
   private final Map<Id, WindowRow> rows = new LinkedHashMap<>();
   /** A key's open windows, for merging windows (sessions) only. */
   private final Map<Object, List<WindowRow>> byKey = new HashMap<>();
+  /** Deferred partials; null when the operator does not defer. */
+  private final PartialSegments segments;
 
   public WindowOperator(WindowSpec spec, long watermark, long processingTime) {
+    this(spec, watermark, processingTime, null, null);
+  }
+
+  /**
+   * An operator that defers partials within {@code limits} if the spec allows it (otherwise an operator that does
+   * not: null limits too); {@code load} reads segments stored apart (null: all in memory).
+   */
+  public WindowOperator(
+      WindowSpec spec, long watermark, long processingTime, SegmentLimits limits, LongFunction<byte[]> load) {
     this.spec = spec;
     this.watermark = watermark;
     this.processingTime = processingTime;
+    this.segments = limits != null && spec.defersPartials() ? new PartialSegments(spec, limits, load) : null;
   }
 
   public long watermark() {
@@ -86,6 +106,9 @@ public final class WindowOperator {
       return out;
     }
     watermark = to;
+    if (segments != null) {
+      mergeSegments(watermark);
+    }
     boolean onTime = spec.trigger().onTime();
     boolean finishes = spec.trigger().finishesOnTime();
     List<WindowRow> due = new ArrayList<>();
@@ -129,6 +152,9 @@ public final class WindowOperator {
         out.bad.add(new BadRecord(record.key(), record.payload(), record.timestamp(), reason));
       }
     }
+    if (segments != null && !segments.isEmpty() && anyOpenWindow(good)) {
+      mergeSegments(null); // a record for a window the watermark has not reached: merge them all
+    }
     Map<Object, Long> keyWatermarks = keyOutputWatermarks(good);
     long pairs = 0;
     for (Record record : good) {
@@ -170,14 +196,62 @@ public final class WindowOperator {
             "partial aggregates for a window the watermark has already reached: the combiner and the operator "
                 + "disagree on the watermark");
       }
+      out.accepted += partial.count();
+    }
+    if (partials.isEmpty()) {
+      return out;
+    }
+    if (segments != null) {
+      Segment reduced = PartialSegments.reduce(spec, partials, new long[partials.size()]);
+      if (segments.defers(rows.size(), reduced.partials.size())) {
+        segments.add(reduced.partials, processingTime);
+        return out;
+      }
+      partials = reduced.partials;
     }
     for (Partial partial : partials) {
       WindowRow row = rowFor(partial.key(), partial.start(), partial.end());
       spec.aggregate().merge(row.acc, partial.acc());
       addArrivals(row, partial.count(), partial.hold());
-      out.accepted += partial.count();
     }
     return out;
+  }
+
+  /** Whether a good record of {@code records} belongs to a window the watermark has not reached. */
+  private boolean anyOpenWindow(List<Record> records) {
+    for (Record record : records) {
+      long[] windows = spec.window().assign(record.timestamp());
+      for (int i = 1; i < windows.length; i += 2) {
+        if (!Boundaries.reached(windows[i], watermark)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Merges into the table, oldest first, the segments whose earliest window {@code to} has reached (all when
+   * null), as {@link #addPartials} would have when their partials arrived: every window of a segment was open
+   * then, so its records hold, and each row's oldest pending record is its arrival.
+   */
+  private void mergeSegments(Long to) {
+    List<Segment> due = segments.take(to);
+    if (due.isEmpty()) {
+      return;
+    }
+    Segment merged = segments.merge(due);
+    for (int i = 0; i < merged.partials.size(); i++) {
+      Partial partial = merged.partials.get(i);
+      WindowRow row = rowFor(partial.key(), partial.start(), partial.end());
+      spec.aggregate().merge(row.acc, partial.acc());
+      row.newCount += partial.count();
+      if (row.pending == WindowRow.NO_TIME) {
+        row.pending = merged.arrivals[i];
+      }
+      row.held = true;
+      row.hold = spec.combiner().fold(row.hold, partial.hold());
+    }
   }
 
   /** The hold {@code record} adds to {@code [start, end)}: its output time, unless behind its key's output watermark. */
@@ -471,6 +545,11 @@ public final class WindowOperator {
         lowest = lowest == null ? time : Math.min(lowest, time);
       }
     }
+    Long firstEnd = segments == null ? null : segments.firstEnd();
+    if (firstEnd != null) { // a segment's windows hold at their max timestamps (END_OF_WINDOW: defersPartials)
+      long pending = Boundaries.maxTimestamp(firstEnd);
+      lowest = lowest == null ? pending : Math.min(lowest, pending);
+    }
     return lowest;
   }
 
@@ -482,11 +561,21 @@ public final class WindowOperator {
         oldest = oldest == null ? row.pending : Math.min(oldest, row.pending);
       }
     }
+    Long arrival = segments == null ? null : segments.oldestArrival();
+    if (arrival != null) {
+      oldest = oldest == null ? arrival : Math.min(oldest, arrival);
+    }
     return oldest;
   }
 
-  /** The open windows of {@code key}, as {@code {start, end}} pairs (for tests and inspection: a scan). */
+  /**
+   * The open windows of {@code key}, as {@code {start, end}} pairs (for tests and inspection: a scan, after merging
+   * every deferred partial into the table).
+   */
   public List<long[]> windowsOf(Object key) {
+    if (segments != null) {
+      mergeSegments(null);
+    }
     List<long[]> out = new ArrayList<>();
     for (WindowRow row : rows.values()) {
       if (java.util.Objects.equals(row.key, key)) {
@@ -496,8 +585,9 @@ public final class WindowOperator {
     return out;
   }
 
-  public int windowCount() {
-    return rows.size();
+  /** Open windows: an upper bound while partials are deferred (a window counts once per segment holding it). */
+  public long windowCount() {
+    return rows.size() + (segments == null ? 0 : segments.rows());
   }
 
   /** The lowest watermark at which {@link #advanceWatermark} would fire or release a window, or null. */
@@ -508,6 +598,11 @@ public final class WindowOperator {
       if (spec.trigger().onTime() && !row.closed && !row.fired) {
         due = Math.min(due, row.maxTimestamp());
       }
+      next = next == null ? due : Math.min(next, due);
+    }
+    Long firstEnd = segments == null ? null : segments.firstEnd();
+    if (firstEnd != null) { // the segments' earliest window: its ON_TIME pane, or its horizon under Never()
+      long due = spec.trigger().onTime() ? Boundaries.maxTimestamp(firstEnd) : spec.horizon(firstEnd);
       next = next == null ? due : Math.min(next, due);
     }
     return next;
@@ -532,6 +627,23 @@ public final class WindowOperator {
 
   /** Everything the operator holds, self-contained. Keys are strings, longs, doubles, booleans or null. */
   public byte[] snapshot() {
+    return write(segments == null ? Map.of() : segments.bodies());
+  }
+
+  /**
+   * The snapshot in parts, for a runtime that stores deferred partials apart: the head (time, the table, what is
+   * known of the segments), the segments made since the last call and the stored ones to delete. {@link
+   * #restore(WindowSpec, byte[], SegmentLimits, LongFunction)} restores the head, reading segments through its
+   * loader.
+   */
+  public SnapshotParts snapshotParts() {
+    if (segments == null) {
+      return new SnapshotParts(write(Map.of()), Map.of(), java.util.Set.of());
+    }
+    return new SnapshotParts(write(Map.of()), segments.takeAdded(), segments.takeDropped());
+  }
+
+  private byte[] write(Map<Long, byte[]> bodies) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeInt(SNAPSHOT_FORMAT);
@@ -555,22 +667,55 @@ public final class WindowOperator {
           out.writeDouble(value);
         }
       }
+      out.writeBoolean(segments != null);
+      if (segments != null) {
+        out.writeLong(segments.nextId());
+        out.writeInt(segments.infos().size());
+        for (SegmentInfo info : segments.infos()) {
+          out.writeLong(info.id());
+          out.writeInt(info.level());
+          out.writeInt(info.rows());
+          out.writeLong(info.firstEnd());
+          out.writeLong(info.oldestArrival());
+        }
+        out.writeInt(bodies.size());
+        for (Map.Entry<Long, byte[]> body : bodies.entrySet()) {
+          out.writeLong(body.getKey());
+          out.writeInt(body.getValue().length);
+          out.write(body.getValue());
+        }
+      }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
     return bytes.toByteArray();
   }
 
-  /** The operator that took {@code snapshot}, restored. */
+  /**
+   * The operator that took {@code snapshot} (self-contained), restored; one with deferred partials defers within
+   * the default limits.
+   */
   public static WindowOperator restore(WindowSpec spec, byte[] snapshot) {
+    return restore(spec, snapshot, null, null);
+  }
+
+  /**
+   * The operator that took {@code snapshot} (or the head of {@link #snapshotParts}, whose segments {@code load}
+   * reads), restored. A snapshot with deferred partials restores a deferring operator within {@code limits}; one
+   * without restores an operator that defers only if {@code limits} is not null (a format-1 snapshot has none).
+   */
+  public static WindowOperator restore(
+      WindowSpec spec, byte[] snapshot, SegmentLimits limits, LongFunction<byte[]> load) {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(snapshot))) {
       int format = in.readInt();
-      if (format != SNAPSHOT_FORMAT) {
+      if (format != 1 && format != SNAPSHOT_FORMAT) {
         throw new IllegalArgumentException("window operator snapshot format " + format + " is not readable here");
       }
-      WindowOperator operator = new WindowOperator(spec, in.readLong(), in.readLong());
+      long watermark = in.readLong();
+      long processingTime = in.readLong();
       int count = in.readInt();
       int width = spec.aggregate().columns.size();
+      List<WindowRow> rows = new ArrayList<>(count);
       for (int i = 0; i < count; i++) {
         Object key = Keys.read(in);
         long start = in.readLong();
@@ -588,14 +733,45 @@ public final class WindowOperator {
         for (int j = 0; j < width; j++) {
           row.acc[j] = in.readDouble();
         }
+        rows.add(row);
+      }
+      boolean deferred = format >= 2 && in.readBoolean();
+      SegmentLimits kept = deferred && limits == null ? SegmentLimits.DEFAULT : limits;
+      WindowOperator operator = new WindowOperator(spec, watermark, processingTime, kept, load);
+      if (deferred && operator.segments == null) {
+        throw new IllegalArgumentException("a snapshot with deferred partials needs a spec that defers them");
+      }
+      for (WindowRow row : rows) {
         operator.rows.put(operator.idOf(row), row);
         if (spec.window().isMerging()) {
-          operator.byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(row);
+          operator.byKey.computeIfAbsent(row.key, k -> new ArrayList<>()).add(row);
         }
+      }
+      if (deferred) {
+        long nextId = in.readLong();
+        int infoCount = in.readInt();
+        List<SegmentInfo> infos = new ArrayList<>(infoCount);
+        for (int i = 0; i < infoCount; i++) {
+          infos.add(new SegmentInfo(in.readLong(), in.readInt(), in.readInt(), in.readLong(), in.readLong()));
+        }
+        int bodyCount = in.readInt();
+        Map<Long, byte[]> bodies = new java.util.TreeMap<>();
+        for (int i = 0; i < bodyCount; i++) {
+          long id = in.readLong();
+          byte[] body = new byte[in.readInt()];
+          in.readFully(body);
+          bodies.put(id, body);
+        }
+        operator.segments.restore(infos, nextId, bodies);
       }
       return operator;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** The limits the operator defers partials within, or null when it does not defer. */
+  public SegmentLimits segmentLimits() {
+    return segments == null ? null : segments.limits();
   }
 }

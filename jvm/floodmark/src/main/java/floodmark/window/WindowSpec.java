@@ -25,6 +25,23 @@ public record WindowSpec(
     return Boundaries.horizon(end, allowedLateness);
   }
 
+  /**
+   * Can on-time records be aggregated before the shuffle (map-side partials)? Not when panes depend on which
+   * records arrived in which order (early count firings), nor for merging windows ({@code combines_records}).
+   */
+  public boolean combinesRecords() {
+    return !window.isMerging() && trigger.earlyCount() == null;
+  }
+
+  /**
+   * Can partials wait apart until the watermark reaches their windows ({@link PartialSegments})? When a window's
+   * panes depend only on what it holds once the watermark reaches it: map-side partials, no early firings, and the
+   * end of the window as output time ({@code defers_partials}).
+   */
+  public boolean defersPartials() {
+    return combinesRecords() && trigger.earlyDelay() == null && combiner == TimestampCombiner.END_OF_WINDOW;
+  }
+
   /** The spec from its JSON form ({@code built_in_form}'s dict). */
   public static WindowSpec fromJson(JsonNode node) {
     JsonNode window = node.path("window");

@@ -1,0 +1,287 @@
+package floodmark.window;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.LongFunction;
+
+/**
+ * The deferred partials of one operator, oldest first: what batches add to windows the watermark has not reached,
+ * kept apart from the window table as segments so that a runtime storing each segment on its own reads and writes
+ * per batch what the batch touches ({@code floodmark/core/segments.py}, the reference, whose docstring states the
+ * rule). A segment is read again only when
+ *
+ * <ul>
+ *   <li>the watermark reaches its earliest window's max timestamp ({@link #take} with a watermark): its rows of the
+ *       windows the watermark reached merge into the table before those fire, the rest stays a segment in its
+ *       place;
+ *   <li>a record arrives for a window the watermark has not reached ({@link #take} of everything);
+ *   <li>more than {@link SegmentLimits#fanout} segments of one level follow each other: they merge into one
+ *       segment of the next level, so a batch's partials are rewritten about {@code log_fanout(batches)} times.
+ * </ul>
+ *
+ * <p>Segments merge into the table in arrival order, as the operator would have merged each batch's partials when
+ * it arrived. Without reading a segment its rows, earliest window end and oldest arrival are known (the gauges);
+ * a (key, window) counts once per segment that holds it, so {@link #rows} is an upper bound.
+ */
+final class PartialSegments {
+  private final WindowSpec spec;
+  private final SegmentLimits limits;
+  private final LongFunction<byte[]> load;
+  private List<SegmentInfo> infos = new ArrayList<>();
+  private long nextId;
+  private final Map<Long, Segment> inMemory = new HashMap<>();
+  /** Segments made since the last {@link #takeAdded} (not stored yet). */
+  private final Set<Long> added = new TreeSet<>();
+  /** Stored segments merged since the last {@link #takeAdded} (to delete). */
+  private final Set<Long> dropped = new TreeSet<>();
+
+  /** @param load reads a stored segment's bytes by id; null when every segment is in memory */
+  PartialSegments(WindowSpec spec, SegmentLimits limits, LongFunction<byte[]> load) {
+    this.spec = spec;
+    this.limits = limits;
+    this.load = load;
+  }
+
+  SegmentLimits limits() {
+    return limits;
+  }
+
+  /**
+   * Whether {@code rows} new partials become a segment, with {@code tableWindows} windows in the table. Once a
+   * segment exists every batch's partials do, until the segments merge: a window's partials then reach the table
+   * in arrival order.
+   */
+  boolean defers(int tableWindows, int rows) {
+    return !infos.isEmpty() || (long) tableWindows + rows > limits.deferAbove();
+  }
+
+  /** Keeps one batch's reduced partials (one row per (key, window)) as a new level-0 segment. */
+  void add(List<Partial> partials, long processingTime) {
+    long[] arrivals = new long[partials.size()];
+    java.util.Arrays.fill(arrivals, processingTime);
+    infos.add(register(new Segment(partials, arrivals), 0));
+    compact();
+  }
+
+  /**
+   * Removes and returns, oldest first, the rows of the windows {@code watermark} has reached (every row when null).
+   * Only segments whose earliest window it reached are read; such a segment's other rows stay a segment in its
+   * place.
+   */
+  List<Segment> take(Long watermark) {
+    List<Segment> taken = new ArrayList<>();
+    List<SegmentInfo> kept = new ArrayList<>();
+    for (SegmentInfo info : infos) {
+      if (watermark != null && !Boundaries.reached(info.firstEnd(), watermark)) {
+        kept.add(info);
+        continue;
+      }
+      Segment segment = read(info.id());
+      forget(info.id());
+      Segment rest = watermark == null ? null : segment.subset(watermark, false);
+      if (rest == null || rest.partials.isEmpty()) {
+        taken.add(segment);
+      } else {
+        taken.add(segment.subset(watermark, true));
+        kept.add(register(rest, info.level()));
+      }
+    }
+    infos = kept;
+    return taken;
+  }
+
+  /** The segments to store (id to bytes) since the last call; {@link #takeDropped} the stored ones to delete. */
+  Map<Long, byte[]> takeAdded() {
+    Map<Long, byte[]> out = new TreeMap<>();
+    for (long id : added) {
+      out.put(id, inMemory.get(id).toBytes());
+    }
+    added.clear();
+    return out;
+  }
+
+  Set<Long> takeDropped() {
+    Set<Long> out = new TreeSet<>(dropped);
+    dropped.clear();
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------------ gauges
+
+  boolean isEmpty() {
+    return infos.isEmpty();
+  }
+
+  long rows() {
+    long rows = 0;
+    for (SegmentInfo info : infos) {
+      rows += info.rows();
+    }
+    return rows;
+  }
+
+  Long firstEnd() {
+    Long first = null;
+    for (SegmentInfo info : infos) {
+      first = first == null ? info.firstEnd() : Math.min(first, info.firstEnd());
+    }
+    return first;
+  }
+
+  Long oldestArrival() {
+    Long oldest = null;
+    for (SegmentInfo info : infos) {
+      oldest = oldest == null ? info.oldestArrival() : Math.min(oldest, info.oldestArrival());
+    }
+    return oldest;
+  }
+
+  // ---------------------------------------------------------------------------------------------- snapshot
+
+  List<SegmentInfo> infos() {
+    return infos;
+  }
+
+  long nextId() {
+    return nextId;
+  }
+
+  /** Every segment's bytes (a self-contained snapshot). */
+  Map<Long, byte[]> bodies() {
+    Map<Long, byte[]> out = new TreeMap<>();
+    for (SegmentInfo info : infos) {
+      out.put(info.id(), read(info.id()).toBytes());
+    }
+    return out;
+  }
+
+  /**
+   * Restores the infos and, for a self-contained snapshot, the bodies: those are not stored yet for a runtime that
+   * stores segments apart.
+   */
+  void restore(List<SegmentInfo> infos, long nextId, Map<Long, byte[]> bodies) {
+    this.infos = new ArrayList<>(infos);
+    this.nextId = nextId;
+    for (Map.Entry<Long, byte[]> body : bodies.entrySet()) {
+      inMemory.put(body.getKey(), Segment.fromBytes(body.getValue()));
+      added.add(body.getKey());
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ inside
+
+  private SegmentInfo register(Segment segment, int level) {
+    SegmentInfo info =
+        new SegmentInfo(nextId++, level, segment.partials.size(), segment.firstEnd(), segment.oldestArrival());
+    inMemory.put(info.id(), segment);
+    added.add(info.id());
+    return info;
+  }
+
+  /**
+   * Merges the newest segments while more than {@code fanout} of one level follow each other at the end (levels
+   * never rise towards the end: merged segments are older than the level-0 ones after them).
+   */
+  private void compact() {
+    while (true) {
+      int level = infos.get(infos.size() - 1).level();
+      int run = 0;
+      while (run < infos.size() && infos.get(infos.size() - 1 - run).level() == level) {
+        run++;
+      }
+      if (run <= limits.fanout()) {
+        return;
+      }
+      List<SegmentInfo> merging = new ArrayList<>(infos.subList(infos.size() - run, infos.size()));
+      infos = new ArrayList<>(infos.subList(0, infos.size() - run));
+      List<Segment> segments = new ArrayList<>();
+      for (SegmentInfo info : merging) {
+        segments.add(read(info.id()));
+        forget(info.id());
+      }
+      infos.add(register(merge(segments), level + 1));
+    }
+  }
+
+  /** One segment of {@code segments} (oldest first): rows of one (key, window) reduced in that order. */
+  Segment merge(List<Segment> segments) {
+    if (segments.size() == 1) {
+      return segments.get(0);
+    }
+    List<Partial> partials = new ArrayList<>();
+    List<Long> arrivals = new ArrayList<>();
+    for (Segment segment : segments) {
+      partials.addAll(segment.partials);
+      for (long arrival : segment.arrivals) {
+        arrivals.add(arrival);
+      }
+    }
+    return reduce(spec, partials, arrivals.stream().mapToLong(Long::longValue).toArray());
+  }
+
+  /**
+   * One row per (key, window) of {@code partials}, in the order each first appears: counts add up, holds combine,
+   * accumulators merge in order, and the row arrived when its oldest part did.
+   */
+  static Segment reduce(WindowSpec spec, List<Partial> partials, long[] arrivals) {
+    record Id(Object key, long name) {}
+    Map<Id, Integer> at = new HashMap<>();
+    List<Partial> rows = new ArrayList<>();
+    List<Long> times = new ArrayList<>();
+    for (int i = 0; i < partials.size(); i++) {
+      Partial partial = partials.get(i);
+      Id id = new Id(partial.key(), spec.window().name(partial.start(), partial.end()));
+      Integer row = at.get(id);
+      if (row == null) {
+        at.put(id, rows.size());
+        rows.add(partial);
+        times.add(arrivals[i]);
+        continue;
+      }
+      Partial known = rows.get(row);
+      double[] acc = known.acc().clone();
+      spec.aggregate().merge(acc, partial.acc());
+      rows.set(
+          row,
+          new Partial(
+              known.key(),
+              known.start(),
+              known.end(),
+              known.count() + partial.count(),
+              spec.combiner().fold(known.hold(), partial.hold()),
+              acc));
+      times.set(row, Math.min(times.get(row), arrivals[i]));
+    }
+    if (rows.size() == partials.size()) {
+      return new Segment(partials, arrivals);
+    }
+    return new Segment(rows, times.stream().mapToLong(Long::longValue).toArray());
+  }
+
+  private Segment read(long id) {
+    Segment segment = inMemory.get(id);
+    if (segment == null) {
+      if (load == null) {
+        throw new IllegalStateException("segment " + id + " is neither in memory nor stored");
+      }
+      byte[] stored = load.apply(id);
+      if (stored == null) {
+        throw new IllegalStateException("segment " + id + " is not in the store");
+      }
+      segment = Segment.fromBytes(stored);
+    }
+    return segment;
+  }
+
+  private void forget(long id) {
+    inMemory.remove(id);
+    if (!added.remove(id)) { // an added one was never stored
+      dropped.add(id);
+    }
+  }
+}
