@@ -1,10 +1,13 @@
 """State format 2 on real Spark: a bucket's state in parts whose values stay under a cap however large the state is,
-and a restart from such a checkpoint (``floodmark.spark.stateful.bucket_state``)."""
+and a restart from such a checkpoint, on both hosts (``floodmark.spark.stateful.bucket_state``; the JVM host's
+``floodmark.host.WindowLevel``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.apps.outputs import read_output
@@ -28,7 +31,7 @@ def part(first_key: int, ts: int) -> list[dict]:
     return [{"ts": ts, "k": f"key-{i}", "v": float(i % 7)} for i in range(first_key, first_key + KEYS)]
 
 
-def aggregation(spark, input_dir: Path) -> EventTimeAggregation:
+def aggregation(spark, input_dir: Path, host: str) -> EventTimeAggregation:
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(input_dir))
     return EventTimeAggregation(
         frame,
@@ -37,31 +40,53 @@ def aggregation(spark, input_dir: Path) -> EventTimeAggregation:
         spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count(), "total": aggregates.sum("v")}),
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(MINUTE)),
         buckets=1,
+        host=host,
     )
 
 
-def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(spark, tmp_path, monkeypatch):
+def stored_values(spark, checkpoint: Path, host: str):
+    """Spark's own reader of the state store: each stored value as (bucket, part, segment id, size in bytes); the
+    part is ``head`` or ``segment``."""
+    read = spark.read.format("statestore")
+    if host == "python":
+        parts = read.option("stateVarName", "parts").load(str(checkpoint / "spark"))
+        rows = parts.selectExpr(
+            "key.fm_bucket AS bucket",
+            "user_map_key.part AS part",
+            "user_map_key.id AS id",
+            "length(user_map_value.blob) AS size",
+        )
+        return rows.collect()
+    segments = (
+        read.option("stateVarName", "segments")
+        .load(str(checkpoint / "spark"))
+        .selectExpr(
+            "key._2 AS bucket", "'segment' AS part", "user_map_key._1 AS id", "length(user_map_value.value) AS size"
+        )
+    )
+    head = read.option("stateVarName", "operator").option("flattenCollectionTypes", "true")
+    heads = head.load(str(checkpoint / "spark")).selectExpr(
+        "key._2 AS bucket", "'head' AS part", "CAST(NULL AS BIGINT) AS id", "length(list_element.value) AS size"
+    )
+    return segments.unionByName(heads).collect()
+
+
+@pytest.mark.parametrize("host", ["python", "jvm"])
+def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(spark, tmp_path, monkeypatch, host):
     assert KEYS > core_segments.DEFER_ABOVE, "the first batch's partials already make a segment"
     monkeypatch.setattr(spark_plan, "STATE_VALUE_BYTES", CAP)
     input_dir, checkpoint, out = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "out"
     # Two batches of new windows (half the keys of the second are new, half add to windows of the first).
     write_part(input_dir, "part-1.json", part(0, 1_000))
     write_part(input_dir, "part-2.json", part(KEYS // 2, 2_000))
-    query = aggregation(spark, input_dir).start(str(checkpoint), str(out), "0 seconds")
+    query = aggregation(spark, input_dir, host).start(str(checkpoint), str(out), "0 seconds")
     query.await_settled()
     query.stop()
     assert not any(report.panes for report in query.reports), "no window fired: the state holds them all"
     assert sum(report.records for report in query.reports) == 2 * KEYS
 
-    # Spark's own reader of the state store: each bucket's parts, cut into chunks no larger than the cap.
-    parts = spark.read.format("statestore").option("stateVarName", "parts").load(str(checkpoint / "spark"))
-    rows = parts.selectExpr(
-        "key.fm_bucket AS bucket",
-        "user_map_key.part AS part",
-        "user_map_key.id AS id",
-        "length(user_map_value.blob) AS size",
-    )
-    sizes = rows.collect()
+    # Each bucket's parts, cut into chunks no larger than the cap.
+    sizes = stored_values(spark, checkpoint, host)
     assert sizes and max(r.size for r in sizes) <= CAP
     segments = {(r.bucket, r.id) for r in sizes if r.part == "segment"}
     assert len(segments) == 2, "one segment per batch: nothing merged before the watermark reaches them"
@@ -69,7 +94,7 @@ def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(s
 
     # The restart reads the segments back and fires every window with the records of both runs.
     write_part(input_dir, "part-3.json", [{"ts": 10 * MINUTE, "k": "late-key", "v": 0.0}])
-    handle = aggregation(spark, input_dir).run_to_completion(str(checkpoint), str(out))
+    handle = aggregation(spark, input_dir, host).run_to_completion(str(checkpoint), str(out))
     assert handle.reports[0].batch_id > 0, "resumed after the batches of the checkpoint"
     panes = read_output(out, "panes")
     got = {r.k: (r.n, r.total) for r in panes.itertuples() if r.k != "late-key"}

@@ -6,13 +6,14 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 import floodmark.batch.ControlEntry
-import floodmark.window.{Partial, Record, WindowOperator}
+import floodmark.window.{Partial, Record, SegmentLimits, WindowOperator}
 import org.apache.arrow.vector.ipc.ArrowStreamWriter
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.execution.arrow.ArrowWriter
-import org.apache.spark.sql.streaming.{ListState, OutputMode, StatefulProcessor, TTLConfig, TimeMode, TimerValues}
+import org.apache.spark.sql.streaming.{
+  ListState, MapState, OutputMode, StatefulProcessor, TTLConfig, TimeMode, TimerValues}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -23,7 +24,12 @@ import org.apache.spark.unsafe.types.UTF8String
   * in; STATS rows, one GAUGE row and one OUTPUT block (Arrow IPC in the stage's emitted schema) per bucket that
   * ran out. Rows of stages of other levels pass through unchanged.
   *
-  * A bucket's state is its operator's snapshot, in chunks of at most `LevelPlan.stateValueBytes` (no 1 GiB cliff).
+  * A bucket's state is its operator in parts, as the Python host stores it (`bucket_state.py`): the *head* (time, the
+  * window table, what is known of the segments of deferred partials) in a `ListState`, and each segment under its
+  * own id in a `MapState`, each in chunks of at most `LevelPlan.stateValueBytes` (no 1 GiB cliff). A batch reads the
+  * head and the segments its operator asks for, writes the segments it made and the head, and deletes the merged
+  * ones: for specs that defer partials (`WindowSpec.defersPartials`) its cost follows what it touches, not every
+  * open window.
   */
 object WindowLevel {
 
@@ -43,9 +49,13 @@ object WindowLevel {
 final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(String, Int), Row, Row] {
   @transient private lazy val plan = LevelPlan.parse(planText)
   @transient private var chunks: ListState[Array[Byte]] = _
+  @transient private var segments: MapState[(Long, Int), Array[Byte]] = _
 
-  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit = {
     chunks = getHandle.getListState[Array[Byte]]("operator", Encoders.BINARY, TTLConfig.NONE)
+    segments = getHandle.getMapState[(Long, Int), Array[Byte]](
+      "segments", Encoders.tuple(Encoders.scalaLong, Encoders.scalaInt), Encoders.BINARY, TTLConfig.NONE)
+  }
 
   override def handleInputRows(key: (String, Int), rows: Iterator[Row], timerValues: TimerValues): Iterator[Row] =
     plan.stages.get(key._1) match {
@@ -56,7 +66,7 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
         }.toList.iterator
       case Some(stage) =>
         val in = rows.filter(_.getAs[String]("fm_kind") == "IN").toList
-        val bucket = new WindowBucket(stage, key._2, plan, chunks)
+        val bucket = new WindowBucket(stage, key._2, plan, chunks, segments)
         val out =
           if (stage.direct.isDefined) bucket.runDirect(in)
           else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]]("fm_block"))))
@@ -65,7 +75,12 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
 }
 
 /** One bucket's batch (see [[WindowLevel]]). */
-private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan, chunks: ListState[Array[Byte]]) {
+private final class WindowBucket(
+    stage: StagePlan,
+    bucket: Int,
+    plan: LevelPlan,
+    chunks: ListState[Array[Byte]],
+    segments: MapState[(Long, Int), Array[Byte]]) {
   private val out = ArrayBuffer.empty[Row]
   private val emitted = ArrayBuffer.empty[InternalRow]
   private val emittedOrdinals = stage.emitted.fieldNames.zipWithIndex.toMap
@@ -189,14 +204,19 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
       records.add(new Record(raw.key, raw.ts, raw.values, Integer.valueOf(at)))
     }
 
+    val load: java.util.function.LongFunction[Array[Byte]] = id => readSegment(id)
     val operator =
-      if (stored) WindowOperator.restore(stage.spec, read()) else new WindowOperator(stage.spec, Long.MinValue, 0L)
+      if (stored) WindowOperator.restore(stage.spec, read(), SegmentLimits.DEFAULT, load)
+      else new WindowOperator(stage.spec, Long.MinValue, 0L, SegmentLimits.DEFAULT, load)
     val moves = Seq(
       operator.advanceProcessingTime(entry.processingTime),
       operator.advanceWatermark(entry.watermark(stage.name))) ++
       (if (partials.isEmpty) Nil else Seq(operator.addPartials(partials))) ++
       (if (records.isEmpty) Nil else Seq(operator.addRecords(records)))
-    write(operator.snapshot())
+    val parts = operator.snapshotParts()
+    for ((id, body) <- parts.added.asScala) writeSegment(id, body)
+    for (id <- parts.dropped.asScala) deleteSegment(id)
+    write(parts.head)
 
     var panes, late, bad, accepted = 0L
     for (move <- moves) {
@@ -263,10 +283,24 @@ private final class WindowBucket(stage: StagePlan, bucket: Int, plan: LevelPlan,
     if (parts.length == 1) parts(0) else parts.flatten
   }
 
-  private def write(snapshot: Array[Byte]): Unit = {
+  private def write(snapshot: Array[Byte]): Unit = chunks.put(chunked(snapshot))
+
+  private def chunked(bytes: Array[Byte]): Array[Array[Byte]] = {
     val size = plan.stateValueBytes
-    chunks.put(if (snapshot.length <= size) Array(snapshot) else snapshot.grouped(size).toArray)
+    if (bytes.length <= size) Array(bytes) else bytes.grouped(size).toArray
   }
+
+  /** A segment's chunks, under `(id, 0)`, `(id, 1)`, ... */
+  private def readSegment(id: Long): Array[Byte] = {
+    val parts = Iterator.from(0).map(at => (id, at)).takeWhile(segments.containsKey).map(segments.getValue).toArray
+    if (parts.isEmpty) null else if (parts.length == 1) parts(0) else parts.flatten
+  }
+
+  private def writeSegment(id: Long, body: Array[Byte]): Unit =
+    chunked(body).zipWithIndex.foreach { case (part, at) => segments.updateValue((id, at), part) }
+
+  private def deleteSegment(id: Long): Unit =
+    Iterator.from(0).map(at => (id, at)).takeWhile(segments.containsKey).foreach(segments.removeKey)
 
   // ----------------------------------------------------------------- output
   private def emittedRow(kind: String, key: Any): GenericInternalRow = {
