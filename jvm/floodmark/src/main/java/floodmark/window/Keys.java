@@ -8,17 +8,25 @@ import java.util.List;
 
 /**
  * Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null, and lists of them: a key of
- * several columns).
+ * several columns). A string is modified UTF-8 ({@code writeUTF}, tag 1) while that surely fits its 64 KiB limit,
+ * else its length and UTF-16 chars (tag 6): any Java string round-trips, lone surrogates included.
  */
 final class Keys {
+  /** The longest string {@code writeUTF} surely takes: at most three bytes per char, 65,535 bytes. */
+  private static final int SHORT_STRING = 65_535 / 3;
+
   private Keys() {}
 
   static void write(DataOutputStream out, Object key) throws IOException {
     if (key == null) {
       out.writeByte(0);
-    } else if (key instanceof String s) {
+    } else if (key instanceof String s && s.length() <= SHORT_STRING) {
       out.writeByte(1);
       out.writeUTF(s);
+    } else if (key instanceof String s) {
+      out.writeByte(6);
+      out.writeInt(s.length());
+      out.writeChars(s);
     } else if (key instanceof Long || key instanceof Integer) {
       out.writeByte(2);
       out.writeLong(((Number) key).longValue());
@@ -53,6 +61,13 @@ final class Keys {
           parts.add(read(in));
         }
         yield parts; // null parts allowed: a list equals any list of the same values
+      }
+      case 6 -> {
+        char[] chars = new char[in.readInt()];
+        for (int i = 0; i < chars.length; i++) {
+          chars[i] = in.readChar();
+        }
+        yield new String(chars);
       }
       default -> throw new IOException("unknown key tag in a window operator snapshot");
     };

@@ -66,9 +66,11 @@ object InputBlocks {
     case _ => NullType
   }
 
-  /** One record batch of a block, its columns by name. */
+  /** One record batch of a block, its columns by name (found once per batch, not per value). */
   final class Columns(val schema: StructType, zones: Array[ZoneId], val batch: ColumnarBatch) {
     private val ordinals = schema.fieldNames.zipWithIndex.toMap
+    private val vectors: Array[ColumnVector] = Array.tabulate(schema.length)(batch.column)
+    private val types: Array[DataType] = schema.fields.map(_.dataType)
 
     def rows: Int = batch.numRows
 
@@ -79,14 +81,26 @@ object InputBlocks {
 
     def zone(name: String): ZoneId = zones(ordinal(name))
 
-    def dataType(name: String): DataType = schema(ordinal(name)).dataType
+    def dataType(name: String): DataType = types(ordinal(name))
 
-    private def vector(name: String): ColumnVector = batch.column(ordinal(name))
+    /** The column's ordinal if the batch has it and its value at `row` is not null, else -1. */
+    private def present(name: String, row: Int): Int = {
+      val at = ordinals.getOrElse(name, -1)
+      if (at < 0 || vectors(at).isNullAt(row)) -1 else at
+    }
 
-    def isNull(name: String, row: Int): Boolean = !has(name) || vector(name).isNullAt(row)
+    def isNull(name: String, row: Int): Boolean = present(name, row) < 0
 
-    def string(name: String, row: Int): String =
-      if (isNull(name, row)) null else vector(name).getUTF8String(row).toString
+    def string(name: String, row: Int): String = {
+      val at = present(name, row)
+      if (at < 0) null else vectors(at).getUTF8String(row).toString
+    }
+
+    /** The first byte of a text column's value (the combiner's one-letter row kind), 0 when null. */
+    def letter(name: String, row: Int): Char = {
+      val at = present(name, row)
+      if (at < 0) 0.toChar else vectors(at).getUTF8String(row).getByte(0).toChar
+    }
 
     /** A long column's value, or null. */
     def long(name: String, row: Int): java.lang.Long = HostValues.long(name, value(name, row))
@@ -97,9 +111,25 @@ object InputBlocks {
     /** A key column's value as the window operator keys it ([[HostValues.keyPart]]). */
     def key(name: String, row: Int): Any = HostValues.keyPart(value(name, row))
 
-    /** The value as Spark holds it internally, null when null or when the block has no such column. */
-    def value(name: String, row: Int): Any =
-      if (isNull(name, row)) null else batch.getRow(row).get(ordinal(name), dataType(name))
+    /** The value as Spark holds it internally (`InternalRow.get`), null when null or when the block has no such
+      * column. */
+    def value(name: String, row: Int): Any = {
+      val at = present(name, row)
+      if (at < 0) return null
+      val vector = vectors(at)
+      types(at) match {
+        case LongType | TimestampType | TimestampNTZType => vector.getLong(row)
+        case IntegerType | DateType => vector.getInt(row)
+        case DoubleType => vector.getDouble(row)
+        case FloatType => vector.getFloat(row)
+        case ShortType => vector.getShort(row)
+        case ByteType => vector.getByte(row)
+        case BooleanType => vector.getBoolean(row)
+        case StringType => vector.getUTF8String(row)
+        case BinaryType => vector.getBinary(row)
+        case _ => null
+      }
+    }
 
     /** The row, copied out of the batch. */
     def copy(row: Int): InternalRow = batch.getRow(row).copy()

@@ -102,15 +102,23 @@ private final class WindowBucket(
     val entry = ControlEntry.current()
     val stored = chunks.exists()
     if (blocks.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
+    val watermark = entry.watermark(stage.name)
     InputBlocks.foreach(blocks) { columns =>
       var i = 0
       while (i < columns.rows) {
-        columns.string("fm_row", i) match {
-          case "R" =>
-            val row = columns.copy(i)
-            raws += Raw(columns.long("fm_order", i), key(columns, i), columns.long(stage.tsColumn, i),
-              stage.valueFields.map(columns.double(_, i)).toArray, () => json(row, columns))
-          case "P" =>
+        columns.letter("fm_row", i) match {
+          case 'R' =>
+            val ts = columns.long(stage.tsColumn, i)
+            val values = stage.valueFields.map(columns.double(_, i)).toArray
+            // Only a late or bad record's columns are written out: copy those rows out of the block, not every one.
+            val record: () => String =
+              if (mayBeReported(ts, values, watermark)) {
+                val row = columns.copy(i)
+                () => json(row, columns)
+              } else () => throw new IllegalStateException(
+                s"a record at $ts, after the watermark $watermark and with finite values, was reported late or bad")
+            raws += Raw(columns.long("fm_order", i), key(columns, i), ts, values, record)
+          case 'P' =>
             partials.add(
               new Partial(
                 key(columns, i),
@@ -119,14 +127,14 @@ private final class WindowBucket(
                 columns.long("fm_count", i),
                 columns.long("fm_hold", i),
                 stage.accumulators.map(columns.double(_, i)).toArray))
-          case "B" =>
+          case 'B' =>
             deadLetters += 1
             val row = emittedRow("BAD", key(columns, i))
             set(row, "event_time", columns.long(stage.tsColumn, i))
             set(row, "reason", utf8(columns.string("fm_reason", i)))
             set(row, "record", utf8(columns.string("fm_record", i)))
             emitted += row
-          case "S" =>
+          case 'S' =>
             out += carrierRow("STATS", Map(
               "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long("fm_count", i),
               "fm_min_ts" -> columns.long("fm_min_ts", i), "fm_max_ts" -> columns.long("fm_max_ts", i)))
@@ -269,6 +277,15 @@ private final class WindowBucket(
   }
 
   // ------------------------------------------------------------------ input
+  /** Whether the operator may report a record as late or bad at `watermark` (the batch's: the operator's is never
+    * ahead of it): a record after the watermark belongs only to windows it has not reached (a window `[s, e)`
+    * holding `ts` ends after it, and is reached when `e - 1 <= watermark`), and a session it would merge into, or a
+    * closed one refusing it, overlaps `[ts, ts + gap)`, so ends after `ts` too; bad records have no timestamp, one
+    * out of range or a value that is not a finite number. */
+  private def mayBeReported(ts: java.lang.Long, values: Array[Double], watermark: Long): Boolean =
+    ts == null || ts.longValue <= watermark || !floodmark.window.Boundaries.inRange(ts.longValue) ||
+      values.exists(value => value.isNaN || value.isInfinite)
+
   private def key(columns: InputBlocks.Columns, row: Int): Any = HostValues.key(stage.keyColumns.map(columns.key(_, row)))
 
   private def json(row: InternalRow, columns: InputBlocks.Columns): String = PythonJson.obj(stage.userColumns.map {
