@@ -133,11 +133,25 @@ def workloads(quick: bool) -> dict[str, Workload]:
             lambda t: F.window(t, "60 minutes"),
             WindowSpec(windows.Tumbling(3_600_000), count),
         ),
+        "tumbling-1m-jvm-host": Workload(
+            f"tumbling 60 min, {big // 1000}k keys, JVM host",
+            big,
+            lambda t: F.window(t, "60 minutes"),
+            WindowSpec(windows.Tumbling(3_600_000), count),
+            host="jvm",
+        ),
         "sliding": Workload(
             "sliding 10 min / 1 min, 100k keys",
             100_000,
             lambda t: F.window(t, "10 minutes", "1 minute"),
             WindowSpec(windows.Sliding(600_000, 60_000), count),
+        ),
+        "sliding-jvm-host": Workload(
+            "sliding 10 min / 1 min, 100k keys, JVM host",
+            100_000,
+            lambda t: F.window(t, "10 minutes", "1 minute"),
+            WindowSpec(windows.Sliding(600_000, 60_000), count),
+            host="jvm",
         ),
         "cumulate": Workload(
             "cumulate 1 min steps in 10 min, 100k keys",
