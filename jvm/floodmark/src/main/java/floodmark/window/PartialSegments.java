@@ -213,15 +213,17 @@ final class PartialSegments {
     if (segments.size() == 1) {
       return segments.get(0);
     }
-    List<Partial> partials = new ArrayList<>();
-    List<Long> arrivals = new ArrayList<>();
+    int size = 0;
     for (Segment segment : segments) {
-      partials.addAll(segment.partials);
-      for (long arrival : segment.arrivals) {
-        arrivals.add(arrival);
-      }
+      size += segment.partials.size();
     }
-    return reduce(spec, partials, arrivals.stream().mapToLong(Long::longValue).toArray());
+    List<Partial> partials = new ArrayList<>(size);
+    long[] arrivals = new long[size];
+    for (Segment segment : segments) {
+      System.arraycopy(segment.arrivals, 0, arrivals, partials.size(), segment.arrivals.length);
+      partials.addAll(segment.partials);
+    }
+    return reduce(spec, partials, arrivals);
   }
 
   /**
@@ -230,37 +232,51 @@ final class PartialSegments {
    */
   static Segment reduce(WindowSpec spec, List<Partial> partials, long[] arrivals) {
     record Id(Object key, long name) {}
-    Map<Id, Integer> at = new HashMap<>();
-    List<Partial> rows = new ArrayList<>();
-    List<Long> times = new ArrayList<>();
-    for (int i = 0; i < partials.size(); i++) {
+    int size = partials.size();
+    Map<Id, Integer> groups = new HashMap<>(Math.max(16, (int) (size / 0.75f) + 1));
+    int[] group = new int[size];
+    int count = 0;
+    for (int i = 0; i < size; i++) {
       Partial partial = partials.get(i);
-      Id id = new Id(partial.key(), spec.window().name(partial.start(), partial.end()));
-      Integer row = at.get(id);
-      if (row == null) {
-        at.put(id, rows.size());
-        rows.add(partial);
-        times.add(arrivals[i]);
-        continue;
-      }
-      Partial known = rows.get(row);
-      double[] acc = known.acc().clone();
-      spec.aggregate().merge(acc, partial.acc());
-      rows.set(
-          row,
-          new Partial(
-              known.key(),
-              known.start(),
-              known.end(),
-              known.count() + partial.count(),
-              spec.combiner().fold(known.hold(), partial.hold()),
-              acc));
-      times.set(row, Math.min(times.get(row), arrivals[i]));
+      Integer known = groups.putIfAbsent(new Id(partial.key(), spec.window().name(partial.start(), partial.end())), count);
+      group[i] = known == null ? count++ : known;
     }
-    if (rows.size() == partials.size()) {
+    if (count == size) {
       return new Segment(partials, arrivals);
     }
-    return new Segment(rows, times.stream().mapToLong(Long::longValue).toArray());
+    Partial[] firsts = new Partial[count];
+    long[] records = new long[count];
+    long[] holds = new long[count];
+    long[] times = new long[count];
+    double[][] accs = new double[count][];
+    boolean[] copied = new boolean[count];
+    for (int i = 0; i < size; i++) {
+      Partial partial = partials.get(i);
+      int g = group[i];
+      if (firsts[g] == null) {
+        firsts[g] = partial;
+        records[g] = partial.count();
+        holds[g] = partial.hold();
+        times[g] = arrivals[i];
+        accs[g] = partial.acc();
+        continue;
+      }
+      if (!copied[g]) { // the first part's accumulators belong to its segment: merge into a copy
+        accs[g] = accs[g].clone();
+        copied[g] = true;
+      }
+      spec.aggregate().merge(accs[g], partial.acc());
+      records[g] += partial.count();
+      holds[g] = spec.combiner().fold(holds[g], partial.hold());
+      times[g] = Math.min(times[g], arrivals[i]);
+    }
+    List<Partial> rows = new ArrayList<>(count);
+    for (int g = 0; g < count; g++) {
+      Partial first = firsts[g];
+      rows.add(
+          copied[g] ? new Partial(first.key(), first.start(), first.end(), records[g], holds[g], accs[g]) : first);
+    }
+    return new Segment(rows, times);
   }
 
   private Segment read(long id) {
