@@ -84,6 +84,16 @@ private final class WindowBucket(
   private val out = ArrayBuffer.empty[Row]
   private val emitted = ArrayBuffer.empty[InternalRow]
   private val emittedOrdinals = stage.emitted.fieldNames.zipWithIndex.toMap
+  // Found once per bucket, not per output row (a flush writes millions).
+  private val keyOrdinals = stage.keyColumns.map(emittedOrdinals).toArray
+  private val keyTypes = stage.keyColumns.map(stage.emitted(_).dataType).toArray
+  private val resultColumns = stage.spec.aggregate.parts.asScala.map(_.name).map(name =>
+    (name, emittedOrdinals(name), stage.emitted(name).dataType)).toArray
+  private val texts = scala.collection.mutable.HashMap.empty[String, UTF8String]
+  private val (startAt, endAt, timestampAt, timingAt, indexAt, nonspecAt, lastAt) = (
+    emittedOrdinals("window_start"), emittedOrdinals("window_end"), emittedOrdinals("pane_timestamp"),
+    emittedOrdinals("timing"), emittedOrdinals("pane_index"), emittedOrdinals("nonspeculative_index"),
+    emittedOrdinals("is_last"))
 
   /** A record of the batch: its place in the input and, for its late output, its columns as JSON. */
   private final case class Raw(
@@ -256,14 +266,14 @@ private final class WindowBucket(
     for (move <- moves; pane <- move.panes.asScala) {
       panes += 1
       val row = emittedRow("PANE", pane.key)
-      set(row, "window_start", pane.start)
-      set(row, "window_end", pane.end)
-      set(row, "pane_timestamp", pane.timestamp)
-      set(row, "timing", utf8(pane.timing))
-      set(row, "pane_index", pane.paneIndex)
-      set(row, "nonspeculative_index", pane.nonspeculativeIndex)
-      set(row, "is_last", pane.isLast)
-      for ((name, value) <- pane.value.asScala) set(row, name, result(value, stage.emitted(name).dataType))
+      row.setLong(startAt, pane.start)
+      row.setLong(endAt, pane.end)
+      row.setLong(timestampAt, pane.timestamp)
+      row.update(timingAt, text(pane.timing))
+      row.setLong(indexAt, pane.paneIndex)
+      row.setLong(nonspecAt, pane.nonspeculativeIndex)
+      row.setBoolean(lastAt, pane.isLast)
+      for ((name, at, dataType) <- resultColumns) row.update(at, result(pane.value.get(name), dataType))
       emitted += row
     }
     if (emitted.nonEmpty)
@@ -322,14 +332,17 @@ private final class WindowBucket(
   // ----------------------------------------------------------------- output
   private def emittedRow(kind: String, key: Any): GenericInternalRow = {
     val row = new GenericInternalRow(stage.emitted.length)
-    set(row, "fm_kind", utf8(kind))
-    val parts: Seq[Any] = stage.keyColumns match {
-      case Seq(_) => Seq(key)
-      case _ => key.asInstanceOf[java.util.List[_]].asScala.toSeq
+    row.update(emittedOrdinals("fm_kind"), text(kind))
+    if (keyOrdinals.length == 1) row.update(keyOrdinals(0), keyValue(key, keyTypes(0)))
+    else {
+      val parts = key.asInstanceOf[java.util.List[_]]
+      for (i <- keyOrdinals.indices) row.update(keyOrdinals(i), keyValue(parts.get(i), keyTypes(i)))
     }
-    for ((name, value) <- stage.keyColumns.zip(parts)) set(row, name, keyValue(value, stage.emitted(name).dataType))
     row
   }
+
+  /** A text of few values (a kind, a timing) as one shared `UTF8String` (immutable) per bucket. */
+  private def text(value: String): UTF8String = texts.getOrElseUpdate(value, UTF8String.fromString(value))
 
   private def set(row: GenericInternalRow, name: String, value: Any): Unit = row.update(emittedOrdinals(name), value)
 
