@@ -5,7 +5,8 @@ A late record's or dead letter's ``record`` is JSON text that the Python host wr
 by ``repr``, ``ensure_ascii``, NaN as null: ``floodmark.core.values.plain``), and a reason quotes raw text with
 ``repr``: the JVM host writes the same text by those rules, and finds a bad record's reason by the Arrow
 combiner's (``MapSideCombiner._validate``). Random doubles (any bit pattern) and strings (any
-code point) go through both; the answers must be equal to the character. Runs a plain JVM, no Spark.
+code point) go through both; the answers must be equal to the character. So must the rule that runs a bucket
+without input (``ControlEntry.due``). Runs a plain JVM, no Spark.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from floodmark import WindowSpec, aggregates, windows
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.core.values import plain
 from floodmark.jvm import java_executable, packaged_jars
+from floodmark.protocol.control import ControlEntry
 from floodmark.spark import plan as p
 from floodmark.spark.map_side.combiner import MapSideCombiner
+from floodmark.spark.stateful import batch_entry, processor
 
 CORRUPT = "_corrupt_record"
 
@@ -144,3 +147,30 @@ def test_a_bad_records_reason_is_the_combiners(python_json, corrupt, ts, raw, er
         "numbers": numbers,
     }
     assert python_json({"reason": command})["reason"] == reasons[0]
+
+
+gauge = st.one_of(st.none(), st.integers(-5, 5))
+report = st.tuples(gauge, gauge, gauge, gauge, gauge).map(list)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["s/0", "s/1", "t/0", "t/2"]), report, max_size=4),
+    st.integers(-5, 5),
+    st.integers(-5, 5),
+    st.sampled_from(["s", "t"]),
+    st.integers(0, 2),
+)
+def test_a_bucket_without_input_runs_when_the_python_host_would(python_json, buckets, watermark, now, stage, bucket):
+    """``ControlEntry.due`` (whether the JVM host runs a bucket that got no input: it has not reported yet, or its
+    watermark or processing-time deadline is reached) against the Python host's ``processor.due``, on entries as
+    the driver publishes them (``batch_entry.encode``)."""
+    entry = ControlEntry(
+        seq=7,
+        watermark=watermark,
+        processing_time=now,
+        stage_watermarks={"s": watermark, "t": watermark - 1},
+        buckets=buckets,
+    )
+    command = {"entry": batch_entry.encode(entry), "stage": stage, "bucket": bucket}
+    assert python_json({"due": command})["due"] == processor.due(entry, stage, bucket)

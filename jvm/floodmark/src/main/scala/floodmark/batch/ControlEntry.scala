@@ -46,6 +46,10 @@ object ControlEntry {
 
   private val mapper = new ObjectMapper()
 
+  /** The entry whose JSON text (`floodmark.spark.stateful.batch_entry.encode`'s) is `text`, unchecked: for tests of
+    * its rules outside a micro-batch; a task takes [[current]]. */
+  def parse(text: String): ControlEntry = new ControlEntry(mapper.readTree(text))
+
   /** The entry of the micro-batch the running task belongs to. */
   def current(): ControlEntry = {
     val context = TaskContext.get()
@@ -57,7 +61,7 @@ object ControlEntry {
       throw new IllegalStateException(
         s"micro-batch $batchId carries no floodmark control entry: the query must be started by floodmark " +
           "(classic PySpark, pinned threads: the default)")
-    val entry = new ControlEntry(mapper.readTree(text))
+    val entry = parse(text)
     if (entry.seq != batchId.toLong)
       throw new IllegalStateException(s"micro-batch $batchId carries floodmark control entry ${entry.seq}, not its own")
     entry

@@ -4,13 +4,16 @@ import java.io.{BufferedReader, InputStreamReader, PrintStream}
 import java.nio.charset.StandardCharsets
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import floodmark.batch.ControlEntry
 
-/** [[PythonJson]]'s rules behind a plain JVM entry point, for the differential test against Python's own `repr` and
-  * `json.dumps` (`tests/spark/test_jvm_host_texts.py`): one JSON command per line on stdin, one answer per line on
-  * stdout. `{"double_bits": n}` (a double's IEEE bits as a long) answers `{"json": ...}`; `{"text": s}` answers
+/** The rules the JVM host repeats from Python behind a plain JVM entry point, for the differential tests against
+  * Python (`tests/spark/test_jvm_host_texts.py`): [[PythonJson]]'s against Python's own `repr` and `json.dumps`,
+  * [[RecordRules]]' against the Arrow combiner's, `ControlEntry.due` against the Python host's. One JSON command
+  * per line on stdin, one answer per line on stdout. `{"double_bits": n}` (a double's IEEE bits as a long) answers `{"json": ...}`; `{"text": s}` answers
   * `{"repr": ..., "json": ...}`; `{"reason": {"earliest", "latest", "max_future_skew", "corrupt", "ts", "raw",
   * "error", "processing_time", "numbers": [[field, double bits], ...]}}` answers [[RecordRules]]' `{"reason": ...}`
-  * (null for a good record). */
+  * (null for a good record); `{"due": {"entry": text, "stage", "bucket"}}` answers `{"due": ...}`, whether the entry
+  * lets the bucket run without input (`floodmark.batch.ControlEntry.due`). */
 object PythonJsonMain {
   def main(args: Array[String]): Unit = {
     val json = new ObjectMapper()
@@ -20,7 +23,10 @@ object PythonJsonMain {
     while (line != null) {
       val command = json.readTree(line)
       val answer = json.createObjectNode()
-      if (command.has("reason")) {
+      if (command.has("due")) {
+        val d = command.path("due")
+        answer.put("due", ControlEntry.parse(d.path("entry").asText).due(d.path("stage").asText, d.path("bucket").asInt))
+      } else if (command.has("reason")) {
         val r = command.path("reason")
         def text(name: String): String = if (r.path(name).isNull) null else r.path(name).asText
         val skew = if (r.path("max_future_skew").isNull) None else Some(r.path("max_future_skew").asLong)
