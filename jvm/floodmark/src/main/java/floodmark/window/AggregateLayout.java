@@ -87,8 +87,16 @@ public final class AggregateLayout {
 
   /** Folds {@code incoming} into {@code state}, in place. */
   public void merge(double[] state, double[] incoming) {
-    for (int i = 0; i < state.length; i++) {
-      state[i] = columns.get(i).reduction().merge(state[i], incoming[i]);
+    merge(state, 0, incoming, 0);
+  }
+
+  /**
+   * Folds the accumulators at {@code incoming[from ..]} into {@code state[at ..]}, in place (columnar rows: one
+   * row's accumulators follow each other).
+   */
+  public void merge(double[] state, int at, double[] incoming, int from) {
+    for (int i = 0; i < columns.size(); i++) {
+      state[at + i] = columns.get(i).reduction().merge(state[at + i], incoming[from + i]);
     }
   }
 

@@ -60,11 +60,9 @@ final class PartialSegments {
     return !infos.isEmpty() || (long) tableWindows + rows > limits.deferAbove();
   }
 
-  /** Keeps one batch's reduced partials (one row per (key, window)) as a new level-0 segment. */
-  void add(List<Partial> partials, long processingTime) {
-    long[] arrivals = new long[partials.size()];
-    java.util.Arrays.fill(arrivals, processingTime);
-    infos.add(register(new Segment(partials, arrivals), 0));
+  /** Keeps one batch's reduced partials (one row per (key, window), arrived now) as a new level-0 segment. */
+  void add(Segment partials) {
+    infos.add(register(partials, 0));
     compact();
   }
 
@@ -84,7 +82,7 @@ final class PartialSegments {
       Segment segment = read(info.id());
       forget(info.id());
       Segment rest = watermark == null ? null : segment.subset(watermark, false);
-      if (rest == null || rest.partials.isEmpty()) {
+      if (rest == null || rest.size == 0) {
         taken.add(segment);
       } else {
         taken.add(segment.subset(watermark, true));
@@ -177,7 +175,7 @@ final class PartialSegments {
 
   private SegmentInfo register(Segment segment, int level) {
     SegmentInfo info =
-        new SegmentInfo(nextId++, level, segment.partials.size(), segment.firstEnd(), segment.oldestArrival());
+        new SegmentInfo(nextId++, level, segment.size, segment.firstEnd(), segment.oldestArrival());
     inMemory.put(info.id(), segment);
     added.add(info.id());
     return info;
@@ -210,73 +208,43 @@ final class PartialSegments {
 
   /** One segment of {@code segments} (oldest first): rows of one (key, window) reduced in that order. */
   Segment merge(List<Segment> segments) {
-    if (segments.size() == 1) {
-      return segments.get(0);
-    }
-    int size = 0;
-    for (Segment segment : segments) {
-      size += segment.partials.size();
-    }
-    List<Partial> partials = new ArrayList<>(size);
-    long[] arrivals = new long[size];
-    for (Segment segment : segments) {
-      System.arraycopy(segment.arrivals, 0, arrivals, partials.size(), segment.arrivals.length);
-      partials.addAll(segment.partials);
-    }
-    return reduce(spec, partials, arrivals);
+    return segments.size() == 1 ? segments.get(0) : reduce(spec, Segment.concat(segments));
   }
 
   /**
-   * One row per (key, window) of {@code partials}, in the order each first appears: counts add up, holds combine,
-   * accumulators merge in order, and the row arrived when its oldest part did.
+   * One row per (key, window) of {@code rows}, in the order each first appears: counts add up, holds combine,
+   * accumulators merge in order, and the row arrived when its oldest part did. {@code rows} itself when its rows
+   * are distinct.
    */
-  static Segment reduce(WindowSpec spec, List<Partial> partials, long[] arrivals) {
+  static Segment reduce(WindowSpec spec, Segment rows) {
     record Id(Object key, long name) {}
-    int size = partials.size();
-    Map<Id, Integer> groups = new HashMap<>(Math.max(16, (int) (size / 0.75f) + 1));
-    int[] group = new int[size];
+    Map<Id, Integer> groups = new HashMap<>(Math.max(16, (int) (rows.size / 0.75f) + 1));
+    int[] group = new int[rows.size];
     int count = 0;
-    for (int i = 0; i < size; i++) {
-      Partial partial = partials.get(i);
-      Integer known = groups.putIfAbsent(new Id(partial.key(), spec.window().name(partial.start(), partial.end())), count);
+    for (int i = 0; i < rows.size; i++) {
+      Id id = new Id(rows.keys[i], spec.window().name(rows.starts[i], rows.ends[i]));
+      Integer known = groups.putIfAbsent(id, count);
       group[i] = known == null ? count++ : known;
     }
-    if (count == size) {
-      return new Segment(partials, arrivals);
+    if (count == rows.size) {
+      return rows;
     }
-    Partial[] firsts = new Partial[count];
-    long[] records = new long[count];
-    long[] holds = new long[count];
-    long[] times = new long[count];
-    double[][] accs = new double[count][];
-    boolean[] copied = new boolean[count];
-    for (int i = 0; i < size; i++) {
-      Partial partial = partials.get(i);
+    Segment out = new Segment(count, rows.width);
+    boolean[] seen = new boolean[count];
+    int width = rows.width;
+    for (int i = 0; i < rows.size; i++) {
       int g = group[i];
-      if (firsts[g] == null) {
-        firsts[g] = partial;
-        records[g] = partial.count();
-        holds[g] = partial.hold();
-        times[g] = arrivals[i];
-        accs[g] = partial.acc();
+      if (!seen[g]) {
+        seen[g] = true;
+        out.copyRow(rows, i, g);
         continue;
       }
-      if (!copied[g]) { // the first part's accumulators belong to its segment: merge into a copy
-        accs[g] = accs[g].clone();
-        copied[g] = true;
-      }
-      spec.aggregate().merge(accs[g], partial.acc());
-      records[g] += partial.count();
-      holds[g] = spec.combiner().fold(holds[g], partial.hold());
-      times[g] = Math.min(times[g], arrivals[i]);
+      spec.aggregate().merge(out.acc, g * width, rows.acc, i * width);
+      out.counts[g] += rows.counts[i];
+      out.holds[g] = spec.combiner().fold(out.holds[g], rows.holds[i]);
+      out.arrivals[g] = Math.min(out.arrivals[g], rows.arrivals[i]);
     }
-    List<Partial> rows = new ArrayList<>(count);
-    for (int g = 0; g < count; g++) {
-      Partial first = firsts[g];
-      rows.add(
-          copied[g] ? new Partial(first.key(), first.start(), first.end(), records[g], holds[g], accs[g]) : first);
-    }
-    return new Segment(rows, times);
+    return out;
   }
 
   private Segment read(long id) {

@@ -6,68 +6,125 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
  * Partial aggregates of several batches, one row per (key, window) unless merged from segments that share one,
  * with the processing time (ms) each row's first record arrived at ({@code Segment} in
- * {@code floodmark/core/segments.py}). Stored as bytes of its own ({@link #toBytes}).
+ * {@code floodmark/core/segments.py}). Held in columns (primitive arrays; the accumulators of row {@code i} at
+ * {@code acc[i * width .. (i + 1) * width)}), not an object per row: a flush reads millions of rows. Stored as bytes
+ * of its own ({@link #toBytes}).
  */
 final class Segment {
-  final List<Partial> partials;
+  final int size;
+  final int width;
+  final Object[] keys;
+  final long[] starts;
+  final long[] ends;
+  final long[] counts;
+  final long[] holds;
   final long[] arrivals;
+  final double[] acc;
 
-  Segment(List<Partial> partials, long[] arrivals) {
-    this.partials = partials;
-    this.arrivals = arrivals;
+  Segment(int size, int width) {
+    this.size = size;
+    this.width = width;
+    keys = new Object[size];
+    starts = new long[size];
+    ends = new long[size];
+    counts = new long[size];
+    holds = new long[size];
+    arrivals = new long[size];
+    acc = new double[size * width];
+  }
+
+  /** {@code partials} (the map side's, accumulators {@code width} wide) as arrived at {@code processingTime}. */
+  static Segment of(List<Partial> partials, int width, long processingTime) {
+    Segment segment = new Segment(partials.size(), width);
+    for (int i = 0; i < partials.size(); i++) {
+      Partial partial = partials.get(i);
+      segment.keys[i] = partial.key();
+      segment.starts[i] = partial.start();
+      segment.ends[i] = partial.end();
+      segment.counts[i] = partial.count();
+      segment.holds[i] = partial.hold();
+      segment.arrivals[i] = processingTime;
+      System.arraycopy(partial.acc(), 0, segment.acc, i * width, width);
+    }
+    return segment;
+  }
+
+  /** Row {@code from} of {@code source} as row {@code to} of this segment. */
+  void copyRow(Segment source, int from, int to) {
+    keys[to] = source.keys[from];
+    starts[to] = source.starts[from];
+    ends[to] = source.ends[from];
+    counts[to] = source.counts[from];
+    holds[to] = source.holds[from];
+    arrivals[to] = source.arrivals[from];
+    System.arraycopy(source.acc, from * width, acc, to * width, width);
   }
 
   /** The rows the watermark has reached ({@code reached}) or not, in their order. */
   Segment subset(long watermark, boolean reached) {
-    List<Partial> rows = new ArrayList<>();
-    long[] times = new long[partials.size()];
-    for (int i = 0; i < partials.size(); i++) {
-      Partial partial = partials.get(i);
-      if (Boundaries.reached(partial.end(), watermark) == reached) {
-        times[rows.size()] = arrivals[i];
-        rows.add(partial);
+    int[] rows = new int[size];
+    int count = 0;
+    for (int i = 0; i < size; i++) {
+      if (Boundaries.reached(ends[i], watermark) == reached) {
+        rows[count++] = i;
       }
     }
-    return new Segment(rows, java.util.Arrays.copyOf(times, rows.size()));
+    Segment out = new Segment(count, width);
+    for (int i = 0; i < count; i++) {
+      out.copyRow(this, rows[i], i);
+    }
+    return out;
+  }
+
+  /** The segments' rows one after the other (oldest first). */
+  static Segment concat(List<Segment> segments) {
+    int size = 0;
+    for (Segment segment : segments) {
+      size += segment.size;
+    }
+    Segment out = new Segment(size, segments.get(0).width);
+    int at = 0;
+    for (Segment segment : segments) {
+      System.arraycopy(segment.keys, 0, out.keys, at, segment.size);
+      System.arraycopy(segment.starts, 0, out.starts, at, segment.size);
+      System.arraycopy(segment.ends, 0, out.ends, at, segment.size);
+      System.arraycopy(segment.counts, 0, out.counts, at, segment.size);
+      System.arraycopy(segment.holds, 0, out.holds, at, segment.size);
+      System.arraycopy(segment.arrivals, 0, out.arrivals, at, segment.size);
+      System.arraycopy(segment.acc, 0, out.acc, at * out.width, segment.size * out.width);
+      at += segment.size;
+    }
+    return out;
   }
 
   long firstEnd() {
-    long first = Long.MAX_VALUE;
-    for (Partial partial : partials) {
-      first = Math.min(first, partial.end());
-    }
-    return first;
+    return Arrays.stream(ends).min().orElse(Long.MAX_VALUE);
   }
 
   long oldestArrival() {
-    long oldest = Long.MAX_VALUE;
-    for (long arrival : arrivals) {
-      oldest = Math.min(oldest, arrival);
-    }
-    return oldest;
+    return Arrays.stream(arrivals).min().orElse(Long.MAX_VALUE);
   }
 
   byte[] toBytes() {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + size * (48 + 8 * width));
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeInt(partials.size());
-      out.writeInt(partials.isEmpty() ? 0 : partials.get(0).acc().length);
-      for (int i = 0; i < partials.size(); i++) {
-        Partial partial = partials.get(i);
-        Keys.write(out, partial.key());
-        out.writeLong(partial.start());
-        out.writeLong(partial.end());
-        out.writeLong(partial.count());
-        out.writeLong(partial.hold());
+      out.writeInt(size);
+      out.writeInt(width);
+      for (int i = 0; i < size; i++) {
+        Keys.write(out, keys[i]);
+        out.writeLong(starts[i]);
+        out.writeLong(ends[i]);
+        out.writeLong(counts[i]);
+        out.writeLong(holds[i]);
         out.writeLong(arrivals[i]);
-        for (double value : partial.acc()) {
-          out.writeDouble(value);
+        for (int j = i * width; j < (i + 1) * width; j++) {
+          out.writeDouble(acc[j]);
         }
       }
     } catch (IOException e) {
@@ -78,24 +135,19 @@ final class Segment {
 
   static Segment fromBytes(byte[] blob) {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(blob))) {
-      int count = in.readInt();
-      int width = in.readInt();
-      List<Partial> partials = new ArrayList<>(count);
-      long[] arrivals = new long[count];
-      for (int i = 0; i < count; i++) {
-        Object key = Keys.read(in);
-        long start = in.readLong();
-        long end = in.readLong();
-        long records = in.readLong();
-        long hold = in.readLong();
-        arrivals[i] = in.readLong();
-        double[] acc = new double[width];
-        for (int j = 0; j < width; j++) {
-          acc[j] = in.readDouble();
+      Segment segment = new Segment(in.readInt(), in.readInt());
+      for (int i = 0; i < segment.size; i++) {
+        segment.keys[i] = Keys.read(in);
+        segment.starts[i] = in.readLong();
+        segment.ends[i] = in.readLong();
+        segment.counts[i] = in.readLong();
+        segment.holds[i] = in.readLong();
+        segment.arrivals[i] = in.readLong();
+        for (int j = i * segment.width; j < (i + 1) * segment.width; j++) {
+          segment.acc[j] = in.readDouble();
         }
-        partials.add(new Partial(key, start, end, records, hold, acc));
       }
-      return new Segment(partials, arrivals);
+      return segment;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -201,18 +201,18 @@ public final class WindowOperator {
     if (partials.isEmpty()) {
       return out;
     }
-    if (segments != null) {
-      Segment reduced = PartialSegments.reduce(spec, partials, new long[partials.size()]);
-      if (segments.defers(rows.size(), reduced.partials.size())) {
-        segments.add(reduced.partials, processingTime);
-        return out;
-      }
-      partials = reduced.partials;
+    // One row per (key, window) first, as the core reduces them: a window's sum adds the batch's partials up
+    // before it adds them to what it holds.
+    Segment reduced =
+        PartialSegments.reduce(spec, Segment.of(partials, spec.aggregate().columns.size(), processingTime));
+    if (segments != null && segments.defers(rows.size(), reduced.size)) {
+      segments.add(reduced);
+      return out;
     }
-    for (Partial partial : partials) {
-      WindowRow row = rowFor(partial.key(), partial.start(), partial.end());
-      spec.aggregate().merge(row.acc, partial.acc());
-      addArrivals(row, partial.count(), partial.hold());
+    for (int i = 0; i < reduced.size; i++) {
+      WindowRow row = rowFor(reduced.keys[i], reduced.starts[i], reduced.ends[i]);
+      spec.aggregate().merge(row.acc, 0, reduced.acc, i * reduced.width);
+      addArrivals(row, reduced.counts[i], reduced.holds[i]);
     }
     return out;
   }
@@ -241,16 +241,15 @@ public final class WindowOperator {
       return;
     }
     Segment merged = segments.merge(due);
-    for (int i = 0; i < merged.partials.size(); i++) {
-      Partial partial = merged.partials.get(i);
-      WindowRow row = rowFor(partial.key(), partial.start(), partial.end());
-      spec.aggregate().merge(row.acc, partial.acc());
-      row.newCount += partial.count();
+    for (int i = 0; i < merged.size; i++) {
+      WindowRow row = rowFor(merged.keys[i], merged.starts[i], merged.ends[i]);
+      spec.aggregate().merge(row.acc, 0, merged.acc, i * merged.width);
+      row.newCount += merged.counts[i];
       if (row.pending == WindowRow.NO_TIME) {
         row.pending = merged.arrivals[i];
       }
       row.held = true;
-      row.hold = spec.combiner().fold(row.hold, partial.hold());
+      row.hold = spec.combiner().fold(row.hold, merged.holds[i]);
     }
   }
 
