@@ -1,7 +1,6 @@
 package floodmark.window;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -101,12 +100,13 @@ public final class AggregateLayout {
   }
 
   /**
-   * Each part's result, by name: a count as a long, a sum as a double, min, max and mean as a double or null
-   * (an empty pane's).
+   * Each part's result, in {@link #parts}' order: a count as a long, a sum as a double, min, max and mean as a
+   * double or null (an empty pane's). An array, not a map by name: a flush makes one per pane.
    */
-  public Map<String, Object> results(double[] acc) {
-    Map<String, Object> out = new LinkedHashMap<>();
-    for (Part part : parts) {
+  public Object[] results(double[] acc) {
+    Object[] out = new Object[parts.size()];
+    for (int i = 0; i < out.length; i++) {
+      Part part = parts.get(i);
       double first = acc[part.columns()[0]];
       Object result =
           switch (part.kind()) {
@@ -115,7 +115,7 @@ public final class AggregateLayout {
             case "mean" -> acc[part.columns()[1]] > 0 ? first / acc[part.columns()[1]] : null;
             default -> Double.isNaN(first) ? null : first;
           };
-      out.put(part.name(), result);
+      out[i] = result;
     }
     return out;
   }

@@ -76,7 +76,7 @@ public final class OperatorMain {
           new WindowOperator(
               spec, command.path("watermark").asLong(), command.path("processing_time").asLong(), limits, null));
       stores.put(id, new HashMap<>());
-      return answer(new Emitted(), operators.get(id));
+      return answer(new Emitted(), operators.get(id), spec);
     }
     if (op.equals("drop")) {
       operators.remove(id);
@@ -89,7 +89,7 @@ public final class OperatorMain {
       throw new IllegalArgumentException("no operator " + id);
     }
     if (op.equals("windows")) {
-      ObjectNode answer = answer(new Emitted(), operator);
+      ObjectNode answer = answer(new Emitted(), operator, specs.get(id));
       ArrayNode windows = answer.putArray("windows");
       for (long[] window : operator.windowsOf(plain(command.path("key")))) {
         windows.addArray().add(window[0]).add(window[1]);
@@ -122,7 +122,7 @@ public final class OperatorMain {
           }
           default -> throw new IllegalArgumentException("unknown op " + op);
         };
-    return answer(emitted, operator);
+    return answer(emitted, operator, specs.get(id));
   }
 
   private static List<Record> records(JsonNode array) {
@@ -180,14 +180,17 @@ public final class OperatorMain {
     return node.asText();
   }
 
-  private static ObjectNode answer(Emitted emitted, WindowOperator operator) {
+  private static ObjectNode answer(Emitted emitted, WindowOperator operator, WindowSpec spec) {
     ObjectNode out = JSON.createObjectNode();
     ArrayNode panes = out.putArray("panes");
     for (Pane pane : emitted.panes) {
       ObjectNode node = panes.addObject();
       node.putPOJO("key", pane.key());
       node.put("start", pane.start()).put("end", pane.end());
-      node.set("value", JSON.valueToTree(pane.value()));
+      ObjectNode value = node.putObject("value");
+      for (int i = 0; i < pane.values().length; i++) {
+        value.set(spec.aggregate().parts.get(i).name(), JSON.valueToTree(pane.values()[i]));
+      }
       node.put("timestamp", pane.timestamp()).put("timing", pane.timing());
       node.put("pane_index", pane.paneIndex()).put("nonspeculative_index", pane.nonspeculativeIndex());
       node.put("is_last", pane.isLast());

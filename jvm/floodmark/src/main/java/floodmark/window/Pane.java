@@ -1,13 +1,12 @@
 package floodmark.window;
 
-import java.util.Map;
-
 /**
  * One pane of a window: Beam's {@code PaneInfo} and the window's value.
  *
  * @param start the window's start (ms, inclusive)
  * @param end the window's end (ms, exclusive)
- * @param value each aggregate part's result by name ({@code "value"} for a single aggregate)
+ * @param values each aggregate part's result, in {@link AggregateLayout#parts}' order (whose names name them:
+ *     {@code "value"} for a single aggregate)
  * @param timestamp the output timestamp (ms): the combiner's, capped at {@code end - 1}
  * @param timing EARLY, ON_TIME or LATE
  * @param paneIndex the window's emitted panes before this one
@@ -18,7 +17,7 @@ public record Pane(
     Object key,
     long start,
     long end,
-    Map<String, Object> value,
+    Object[] values,
     long timestamp,
     String timing,
     long paneIndex,

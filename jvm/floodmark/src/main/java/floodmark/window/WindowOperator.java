@@ -434,7 +434,7 @@ public final class WindowOperator {
    * reaches the max timestamp; then ON_TIME if a record held the window, else LATE; LATE after any ON_TIME or
    * LATE pane. Only an ON_TIME pane is emitted empty; null when the firing emitted nothing.
    */
-  private Pane fire(WindowRow row, boolean isLast, long count, long hold, Map<String, Object> value) {
+  private Pane fire(WindowRow row, boolean isLast, long count, long hold, Object[] value) {
     String timing =
         row.hadNonearly ? "LATE" : Boundaries.reached(row.end, watermark) ? (row.held ? "ON_TIME" : "LATE") : "EARLY";
     boolean emitted = count > 0 || timing.equals("ON_TIME");

@@ -87,6 +87,7 @@ private final class WindowBucket(
   // Found once per bucket, not per output row (a flush writes millions).
   private val keyOrdinals = stage.keyColumns.map(emittedOrdinals).toArray
   private val keyTypes = stage.keyColumns.map(stage.emitted(_).dataType).toArray
+  /** Each aggregate part's output column, in the order of a pane's values. */
   private val resultColumns = stage.spec.aggregate.parts.asScala.map(_.name).map(name =>
     (name, emittedOrdinals(name), stage.emitted(name).dataType)).toArray
   private val texts = scala.collection.mutable.HashMap.empty[String, UTF8String]
@@ -273,7 +274,12 @@ private final class WindowBucket(
       row.setLong(indexAt, pane.paneIndex)
       row.setLong(nonspecAt, pane.nonspeculativeIndex)
       row.setBoolean(lastAt, pane.isLast)
-      for ((name, at, dataType) <- resultColumns) row.update(at, result(pane.value.get(name), dataType))
+      var part = 0
+      while (part < resultColumns.length) {
+        val (_, at, dataType) = resultColumns(part)
+        row.update(at, result(pane.values()(part), dataType))
+        part += 1
+      }
       emitted += row
     }
     if (emitted.nonEmpty)
