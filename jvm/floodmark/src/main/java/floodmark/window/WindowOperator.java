@@ -106,9 +106,7 @@ public final class WindowOperator {
       return out;
     }
     watermark = to;
-    if (segments != null) {
-      mergeSegments(watermark);
-    }
+    List<Pane> passed = segments == null ? List.of() : mergeSegments(watermark);
     boolean onTime = spec.trigger().onTime();
     boolean finishes = spec.trigger().finishesOnTime();
     List<WindowRow> due = new ArrayList<>();
@@ -137,7 +135,16 @@ public final class WindowOperator {
         forget(row);
       }
     }
+    if (!passed.isEmpty()) {
+      out.panes.addAll(passed);
+      out.panes.sort(WindowOperator::byWindow); // stable: a window's table rows first, as they were inserted first
+    }
     return out;
+  }
+
+  private static int byWindow(Pane a, Pane b) {
+    int byStart = Long.compare(a.start(), b.start());
+    return byStart != 0 ? byStart : Long.compare(a.end(), b.end());
   }
 
   /** Adds records at the current watermark and processing time. */
@@ -234,14 +241,41 @@ public final class WindowOperator {
    * Merges into the table, oldest first, the segments whose earliest window {@code to} has reached (all when
    * null), as {@link #addPartials} would have when their partials arrived: every window of a segment was open
    * then, so its records hold, and each row's oldest pending record is its arrival.
+   *
+   * <p>With a watermark, a row whose window it takes past its horizon and that the table does not hold is not
+   * added to the table only to fire and go: its one pane is returned instead, the pane {@link #advanceWatermark}
+   * would fire for it (its records held the window and nothing was emitted for it: ON_TIME, the first, the last),
+   * in merge order. A flush of millions of windows makes no table row for them.
    */
-  private void mergeSegments(Long to) {
+  private List<Pane> mergeSegments(Long to) {
     List<Segment> due = segments.take(to);
     if (due.isEmpty()) {
-      return;
+      return List.of();
     }
     Segment merged = segments.merge(due);
+    List<Pane> passed = new ArrayList<>();
+    double[] acc = spec.aggregate().empty();
     for (int i = 0; i < merged.size; i++) {
+      boolean gone = to != null && Boundaries.expired(merged.ends[i], spec.allowedLateness(), to);
+      if (gone && (rows.isEmpty() || !rows.containsKey(new Id(merged.keys[i], spec.window().name(
+          merged.starts[i], merged.ends[i]))))) {
+        spec.aggregate().reset(acc);
+        spec.aggregate().merge(acc, 0, merged.acc, i * merged.width); // onto an empty window's, as in the table
+        long hold = spec.combiner().fold(spec.combiner().emptyHold(), merged.holds[i]);
+        long end = merged.ends[i];
+        passed.add(
+            new Pane(
+                merged.keys[i],
+                merged.starts[i],
+                end,
+                spec.aggregate().results(acc),
+                spec.combiner().paneTimestamp(hold, Boundaries.maxTimestamp(end)),
+                "ON_TIME",
+                0,
+                0,
+                true));
+        continue;
+      }
       WindowRow row = rowFor(merged.keys[i], merged.starts[i], merged.ends[i]);
       spec.aggregate().merge(row.acc, 0, merged.acc, i * merged.width);
       row.newCount += merged.counts[i];
@@ -251,6 +285,7 @@ public final class WindowOperator {
       row.held = true;
       row.hold = spec.combiner().fold(row.hold, merged.holds[i]);
     }
+    return passed;
   }
 
   /** The hold {@code record} adds to {@code [start, end)}: its output time, unless behind its key's output watermark. */
