@@ -10,7 +10,7 @@ import floodmark.window.{Partial, Record, SegmentLimits, WindowOperator}
 import org.apache.arrow.vector.ipc.ArrowStreamWriter
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.sql.execution.arrow.ArrowWriter
 import org.apache.spark.sql.streaming.{
   ListState, MapState, OutputMode, StatefulProcessor, TTLConfig, TimeMode, TimerValues}
@@ -68,8 +68,10 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
         val in = rows.filter(_.getAs[String]("fm_kind") == "IN").toList
         val bucket = new WindowBucket(stage, key._2, plan, chunks, segments)
         val out =
-          if (stage.direct.isDefined) bucket.runDirect(in)
-          else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]]("fm_block"))))
+          try {
+            if (stage.direct.isDefined) bucket.runDirect(in)
+            else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]]("fm_block"))))
+          } finally bucket.close()
         out.iterator
     }
 }
@@ -82,7 +84,11 @@ private final class WindowBucket(
     chunks: ListState[Array[Byte]],
     segments: MapState[(Long, Int), Array[Byte]]) {
   private val out = ArrayBuffer.empty[Row]
-  private val emitted = ArrayBuffer.empty[InternalRow]
+  /** The OUTPUT block's rows are written as they are made, through one reused row of typed fields (no object per
+    * output row: a flush writes millions); the block is made at the end ([[outputBlock]]). */
+  private val row = new SpecificInternalRow(stage.emitted.fields.map(_.dataType).toSeq)
+  private var writer: ArrowWriter = _
+  private var written = 0L
   private val emittedOrdinals = stage.emitted.fieldNames.zipWithIndex.toMap
   // Found once per bucket, not per output row (a flush writes millions).
   private val keyOrdinals = stage.keyColumns.map(emittedOrdinals).toArray
@@ -144,7 +150,7 @@ private final class WindowBucket(
             set(row, "event_time", columns.long(stage.tsColumn, i))
             set(row, "reason", utf8(columns.string("fm_reason", i)))
             set(row, "record", utf8(columns.string("fm_record", i)))
-            emitted += row
+            emit(row)
           case 'S' =>
             out += carrierRow("STATS", Map(
               "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long("fm_count", i),
@@ -197,7 +203,7 @@ private final class WindowBucket(
         // The original text where the input kept it (the text column has every row's), else the columns as JSON.
         val text = (direct.text ++ direct.corrupt).flatMap(column => Option(row.string(column))).headOption
         set(dead, "record", utf8(text.getOrElse(row.json(stage.userColumns, direct.timeZone))))
-        emitted += dead
+        emit(dead)
       } else {
         count(split(row), 1, ts, ts)
         raws += Raw(row.long("fm_order"), key, ts, stage.valueFields.map(row.double).toArray,
@@ -252,7 +258,7 @@ private final class WindowBucket(
         set(row, "horizon", record.horizon)
         set(row, "reason", utf8(record.reason))
         set(row, "record", utf8(raw.record()))
-        emitted += row
+        emit(row)
       }
       for (record <- move.bad.asScala) {
         bad += 1
@@ -261,7 +267,7 @@ private final class WindowBucket(
         set(row, "event_time", record.timestamp)
         set(row, "reason", utf8(record.reason))
         set(row, "record", utf8(raw.record()))
-        emitted += row
+        emit(row)
       }
     }
     for (move <- moves; pane <- move.panes.asScala) {
@@ -280,9 +286,9 @@ private final class WindowBucket(
         row.update(at, result(pane.values()(part), dataType))
         part += 1
       }
-      emitted += row
+      emit(row)
     }
-    if (emitted.nonEmpty)
+    if (written > 0)
       out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
     out += carrierRow("GAUGE", Map(
       "fm_seq" -> entry.seq, "fm_hold" -> operator.outputHold, "fm_oldest_pending" -> operator.oldestPending,
@@ -336,8 +342,10 @@ private final class WindowBucket(
     Iterator.from(0).map(at => (id, at)).takeWhile(segments.containsKey).foreach(segments.removeKey)
 
   // ----------------------------------------------------------------- output
-  private def emittedRow(kind: String, key: Any): GenericInternalRow = {
-    val row = new GenericInternalRow(stage.emitted.length)
+  /** The output row, emptied, for a row of `kind` and `key` (valid until [[emit]]). */
+  private def emittedRow(kind: String, key: Any): SpecificInternalRow = {
+    var i = 0
+    while (i < row.numFields) { row.setNullAt(i); i += 1 }
     row.update(emittedOrdinals("fm_kind"), text(kind))
     if (keyOrdinals.length == 1) row.update(keyOrdinals(0), keyValue(key, keyTypes(0)))
     else {
@@ -350,7 +358,17 @@ private final class WindowBucket(
   /** A text of few values (a kind, a timing) as one shared `UTF8String` (immutable) per bucket. */
   private def text(value: String): UTF8String = texts.getOrElseUpdate(value, UTF8String.fromString(value))
 
-  private def set(row: GenericInternalRow, name: String, value: Any): Unit = row.update(emittedOrdinals(name), value)
+  private def set(row: SpecificInternalRow, name: String, value: Any): Unit = row.update(emittedOrdinals(name), value)
+
+  /** Writes `row` into the OUTPUT block. */
+  private def emit(row: InternalRow): Unit = {
+    if (writer == null) writer = ArrowWriter.create(stage.emitted, "UTC", true, false)
+    writer.write(row)
+    written += 1
+  }
+
+  /** Releases the OUTPUT block's memory if the batch failed before [[outputBlock]]. */
+  def close(): Unit = if (writer != null) { writer.root.close(); writer = null }
 
   private def utf8(text: String): UTF8String = if (text == null) null else UTF8String.fromString(text)
 
@@ -375,10 +393,8 @@ private final class WindowBucket(
   }
 
   private def outputBlock(): Array[Byte] = {
-    val writer = ArrowWriter.create(stage.emitted, "UTC", true, false)
     val root = writer.root
     try {
-      emitted.foreach(writer.write)
       writer.finish()
       val bytes = new ByteArrayOutputStream()
       val stream = new ArrowStreamWriter(root, null, bytes)
@@ -386,8 +402,9 @@ private final class WindowBucket(
       stream.writeBatch()
       stream.end()
       bytes.toByteArray
-    } finally root.close()
+    } finally close()
   }
+
 
   private def carrierRow(kind: String, values: Map[String, Any]): Row = {
     val all = values ++ Map("fm_stage" -> stage.name, "fm_kind" -> kind, "fm_bucket" -> bucket)
