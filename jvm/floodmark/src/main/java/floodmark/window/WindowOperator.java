@@ -523,7 +523,22 @@ public final class WindowOperator {
         record.key(), start, end, ts, record.payload(), watermark, watermark - ts, spec.horizon(end), reason);
   }
 
+  /**
+   * Whether a record with {@code timestamp} and {@code values} may come out of a batch at {@code batchWatermark}
+   * as a late or bad record (so a host keeps what it needs to write it out). Not when it is good and after the
+   * watermark: every window holding {@code ts} ends after it and is reached only when {@code end - 1 <= watermark};
+   * a session it would merge into, or a closed one refusing it, overlaps {@code [ts, ts + gap)} and ends after it
+   * too. The operator's own watermark is never ahead of the batch's.
+   */
+  public static boolean mayReport(WindowSpec spec, Long timestamp, double[] values, long batchWatermark) {
+    return badReason(spec, new Record(null, timestamp, values, null)) != null || timestamp <= batchWatermark;
+  }
+
   private String badReason(Record record) {
+    return badReason(spec, record);
+  }
+
+  private static String badReason(WindowSpec spec, Record record) {
     Long ts = record.timestamp();
     if (ts == null) {
       return "missing timestamp";

@@ -93,9 +93,9 @@ private final class WindowBucket(
   // Found once per bucket, not per output row (a flush writes millions).
   private val keyOrdinals = stage.keyColumns.map(emittedOrdinals).toArray
   private val keyTypes = stage.keyColumns.map(stage.emitted(_).dataType).toArray
-  /** Each aggregate part's output column, in the order of a pane's values. */
+  /** Each aggregate part's output column (ordinal, type), in the order of a pane's values. */
   private val resultColumns = stage.spec.aggregate.parts.asScala.map(_.name).map(name =>
-    (name, emittedOrdinals(name), stage.emitted(name).dataType)).toArray
+    (emittedOrdinals(name), stage.emitted(name).dataType)).toArray
   private val texts = scala.collection.mutable.HashMap.empty[String, UTF8String]
   private val (startAt, endAt, timestampAt, timingAt, indexAt, nonspecAt, lastAt) = (
     emittedOrdinals("window_start"), emittedOrdinals("window_end"), emittedOrdinals("pane_timestamp"),
@@ -129,7 +129,7 @@ private final class WindowBucket(
             val values = stage.valueFields.map(columns.double(_, i)).toArray
             // Only a late or bad record's columns are written out: copy those rows out of the block, not every one.
             val record: () => String =
-              if (mayBeReported(ts, values, watermark)) {
+              if (WindowOperator.mayReport(stage.spec, ts, values, watermark)) {
                 val row = columns.copy(i)
                 () => json(row, columns)
               } else () => throw new IllegalStateException(
@@ -282,7 +282,7 @@ private final class WindowBucket(
       row.setBoolean(lastAt, pane.isLast)
       var part = 0
       while (part < resultColumns.length) {
-        val (_, at, dataType) = resultColumns(part)
+        val (at, dataType) = resultColumns(part)
         row.update(at, result(pane.values()(part), dataType))
         part += 1
       }
@@ -299,15 +299,6 @@ private final class WindowBucket(
   }
 
   // ------------------------------------------------------------------ input
-  /** Whether the operator may report a record as late or bad at `watermark` (the batch's: the operator's is never
-    * ahead of it): a record after the watermark belongs only to windows it has not reached (a window `[s, e)`
-    * holding `ts` ends after it, and is reached when `e - 1 <= watermark`), and a session it would merge into, or a
-    * closed one refusing it, overlaps `[ts, ts + gap)`, so ends after `ts` too; bad records have no timestamp, one
-    * out of range or a value that is not a finite number. */
-  private def mayBeReported(ts: java.lang.Long, values: Array[Double], watermark: Long): Boolean =
-    ts == null || ts.longValue <= watermark || !floodmark.window.Boundaries.inRange(ts.longValue) ||
-      values.exists(value => value.isNaN || value.isInfinite)
-
   private def key(columns: InputBlocks.Columns, row: Int): Any = HostValues.key(stage.keyColumns.map(columns.key(_, row)))
 
   private def json(row: InternalRow, columns: InputBlocks.Columns): String = PythonJson.obj(stage.userColumns.map {
