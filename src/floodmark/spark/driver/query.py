@@ -286,6 +286,12 @@ class FloodmarkQuery:
             launched = self._launched
             with contextlib.suppress(Exception):
                 launched.query.awaitTermination()
+            if not self._stopping and launched.query.isActive:
+                # The wait broke off (a py4j call that failed) while the query runs on: had the watcher ended
+                # here, the query's next failure would stop the handle with no restart.
+                _LOG.debug("floodmark: the wait for the query ended while it runs; waiting again")
+                time.sleep(0.5)
+                continue
             error = None if self._stopping else launched.query.exception()
             self._restarting = True
             try:
@@ -317,17 +323,21 @@ class FloodmarkQuery:
                 self._restarting = False
 
     def _settle_restart(self) -> None:
-        """While a failed query is being started again by the watcher, wait until it has been (or has not)."""
-        launched = self._launched
-        error = launched.query.exception()
-        while (
-            error is not None
-            and self._launched is launched
-            and self._watcher is not None
-            and self._watcher.is_alive()
-            and (self._restarting or self._restart(error) is not None)
-        ):
-            time.sleep(0.05)
+        """While a failed query is being started again by the watcher, wait until it has been (or has not); a
+        started query that fails in turn (a broker still down) is waited for the same way."""
+        while True:
+            launched = self._launched
+            error = launched.query.exception()
+            while (
+                error is not None
+                and self._launched is launched
+                and self._watcher is not None
+                and self._watcher.is_alive()
+                and (self._restarting or self._restart(error) is not None)
+            ):
+                time.sleep(0.05)
+            if self._launched is launched:
+                return
 
     # ------------------------------------------------------------ PySpark's StreamingQuery
     @property
