@@ -286,16 +286,20 @@ def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
     )
 
 
-def stages_row(spark, work: Path, users: int, repeat: int) -> Row:
+def stages_row(spark, work: Path, users: int, repeat: int, host: str = "python") -> Row:
     data = work / "games"
-    rows, _ = generate_games(data, users, 10)
-    row = Row(f"two stages: sessions -> mean, {2 * users:,} players", rows)
-    stages_native_run(spark, data, work / "games-native-warm-up")
-    stages_floodmark_run(spark, data, work / "games-fm-warm-up")
+    if not data.exists():
+        generate_games(data, users, 10)
+    rows = int(spark.read.parquet(str(data)).count())
+    suffix = ", JVM host" if host == "jvm" else ""
+    row = Row(f"two stages: sessions -> mean, {2 * users:,} players{suffix}", rows)
+    stages_native_run(spark, data, work / f"games-native-warm-up-{host}")
+    stages_floodmark_run(spark, data, work / f"games-fm-warm-up-{host}", host=host)
     for run in range(repeat):
-        row.native.append(Run(stages_native_run(spark, data, work / f"games-native-{run}"), rows, float("nan")))
+        native = stages_native_run(spark, data, work / f"games-native-{host}-{run}")
+        row.native.append(Run(native, rows, float("nan")))
         with PythonMemory() as memory:
-            seconds = stages_floodmark_run(spark, data, work / f"games-fm-{run}")
+            seconds = stages_floodmark_run(spark, data, work / f"games-fm-{host}-{run}", host=host)
         row.floodmark.append(Run(seconds, rows, float("nan"), python_mb=memory.peak))
     return row
 
@@ -419,7 +423,7 @@ def main() -> None:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
         args.growth_rows = [400_000, 800_000]
     chosen = workloads(args.quick)
-    extra = ["stages", "nexmark", "idle", "growth", "cold"]
+    extra = ["stages", "stages-jvm-host", "nexmark", "idle", "growth", "cold"]
     wanted = args.only or [*chosen, *extra]
     unknown = set(wanted) - {*chosen, *extra}
     if unknown:
@@ -447,9 +451,10 @@ def main() -> None:
         console.print(f"[dim]{workload.name}: {progress_line(row)}[/dim]")
         rows.append(row)
         shutil.rmtree(data, ignore_errors=True)
-    if "stages" in wanted:
-        rows.append(stages_row(spark, work, args.players, args.repeat))
-        console.print(f"[dim]two stages: {progress_line(rows[-1])}[/dim]")
+    for name, host in (("stages", "python"), ("stages-jvm-host", "jvm")):
+        if name in wanted:
+            rows.append(stages_row(spark, work, args.players, args.repeat, host))
+            console.print(f"[dim]{rows[-1].name}: {progress_line(rows[-1])}[/dim]")
     if "nexmark" in wanted:
         rows.extend(nexmark_rows(spark, work, args.rows, args.files, args.repeat))
 

@@ -77,10 +77,10 @@ def native_run(spark, data: Path, checkpoint: Path) -> float:
     return run_to_noop(means, checkpoint)[0]
 
 
-def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = False) -> float:
-    """Seconds to run the pipeline to the end; the sessions stage's panes are not written unless
-    ``intermediate_panes`` (native's chained aggregation writes only its last result either)."""
-    pipeline = Pipeline(buckets=4)
+def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python") -> float:
+    """Seconds to run the pipeline to the end on ``host`` (both stages); the sessions stage's panes are not written
+    unless ``intermediate_panes`` (native's chained aggregation writes only its last result either)."""
+    pipeline = Pipeline(buckets=4, host=host)  # type: ignore[arg-type]
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(60_000)
     pipeline.source("scores", source, "ts", SourceTime(strategy, split="split"))

@@ -16,6 +16,7 @@ window operator's rules themselves are held equal to the core's by ``tests/core/
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 
 import pandas as pd
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.spark
 
 SECOND = 1_000
 SCHEMA = "ts LONG, k STRING, n INT, v DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP, d DATE, p INT, at STRING"
-STAGES = ("counts", "early", "sessions")
+STAGES = ("counts", "early", "sessions", "session_means", "hourly")
+JVM_STAGES = STAGES[:4]  # "hourly" has a composite trigger: the Python host, reading a JVM stage's panes
 AHEAD = 4_102_444_800_000
 """2100-01-01: a record more than a year ahead of processing time (a dead letter)."""
 ODD_DOUBLES = [1e16, 1.5e-05, 0.1, -0.0, math.nan, None, 123456789.125, 1e300, 9999999999999998.0, 0.0001, -2.5e-7]
@@ -171,6 +173,25 @@ def pipeline(spark, directory, host: str, map_side: str) -> Pipeline:
         ),
         key_by=["k", "b"],
     )
+    pipeline.stage(  # level 2: reads the JVM-hosted sessions' panes (forwarded after the JVM level), on the JVM too
+        "session_means",
+        "sessions",
+        WindowSpec(
+            windows.Tumbling(20 * SECOND),
+            {"m": aggregates.mean("s"), "n": aggregates.count(), "top": aggregates.max("twice")},
+        ),
+        key_by="k",
+        columns={"twice": "c * 2"},
+    )
+    pipeline.stage(  # level 3: not built into the JVM operator, so on the Python host, reading a JVM stage's panes
+        "hourly",
+        "session_means",
+        WindowSpec(
+            windows.Tumbling(60 * SECOND),
+            {"n": aggregates.count(), "total": aggregates.sum("n")},
+            trigger=triggers.AfterWatermark(late=triggers.AfterAny(triggers.AfterCount(1), triggers.AfterCount(2))),
+        ),
+    )
     return pipeline
 
 
@@ -196,7 +217,10 @@ def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     # JVM map side's rows itself, the others (which ship records) the Arrow map side's blocks.
     jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3)
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
-    assert (tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text().count('"jvm"') == len(STAGES)
+    hosts = json.loads((tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text())["hosts"]
+    assert hosts == {stage: "jvm" if stage in JVM_STAGES else "python" for stage in STAGES}
+    for stage in ("session_means", "hourly"):  # the levels after the JVM's are fed through ForwardedPanes
+        assert len(sorted_output(spark, jvm_out / stage / "panes")) > 0, stage
     for stage in STAGES:
         for kind in ("panes", "late", "dead_letter"):
             expected = sorted_output(spark, python_out / stage / kind)

@@ -96,7 +96,7 @@ from floodmark.spark.sources.ticks import schedule_path, tick_rows
 from floodmark.spark.stateful import bucket_layout, jvm_level, state_codec
 from floodmark.spark.stateful.jvm_level import Host
 from floodmark.spark.stateful.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
-from floodmark.spark.stateful.levels import CARRIER, StageLevel
+from floodmark.spark.stateful.levels import CARRIER, ForwardedPanes, StageLevel
 
 _LOG = logging.getLogger("floodmark")
 
@@ -545,6 +545,10 @@ class Pipeline:
             stages = [n for n in order if graph.levels[n] == level]
             if all(hosts.get(n) == "jvm" for n in stages):
                 rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
+                feeding = {n: plans[n] for n in stages if graph.downstream(n)}
+                if feeding:  # their panes become the next levels' IN rows, as the Python host makes them
+                    downstream = {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in feeding}
+                    rows = rows.mapInArrow(ForwardedPanes(feeding, downstream, order), CARRIER)
                 continue
             host = StageLevel(
                 {n: plans[n] for n in stages},
@@ -568,11 +572,17 @@ class Pipeline:
         reasons: dict[str, str | None] = {}
         for name in graph.order:
             stage = self.stages[name]
-            if len(stage.upstream) != 1 or stage.upstream[0] not in self.sources:
-                reasons[name] = "stages that read several inputs or other stages run on the Python host"
+            read = [up for up in stage.upstream if up in self.sources]
+            if read and len(stage.upstream) > 1:
+                reasons[name] = "stages that read several sources, or sources and stages, run on the Python host"
                 continue
-            schema = self.sources[stage.upstream[0]].frame.schema
-            reasons[name] = jvm_level.why_not(plans[name], schema, graph.levels[name], len(graph.downstream(name)))
+            if read:
+                schema = self.sources[read[0]].frame.schema
+            elif isinstance(stage, WindowedStage):
+                schema = _input_schema(plans[stage.upstream[0]].stage, stage)
+            else:
+                schema = StructType()
+            reasons[name] = jvm_level.why_not(plans[name], schema)
         if any(reason is None for reason in reasons.values()) and not register_functions(spark):
             reasons = {n: reason or "this session cannot load floodmark's jar" for n, reason in reasons.items()}
         for name in graph.order:

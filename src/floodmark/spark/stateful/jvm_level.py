@@ -57,16 +57,15 @@ JSON_TYPES = (
 (``floodmark.host.PythonJson``)."""
 
 
-def why_not(plan: p.RuntimePlan, schema: StructType, level: int, downstream: int) -> str | None:
-    """Why the stage of ``plan`` (a window stage over input rows of ``schema``, at ``level`` of its graph, read by
-    ``downstream`` stages) stays on the Python host; None: the JVM can host it."""
+def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
+    """Why the stage of ``plan`` (a window stage over input rows of ``schema``: a source's, or the rows its
+    upstream stages' panes make) stays on the Python host; None: the JVM can host it. Its panes reach the stages
+    that read it through :class:`~floodmark.spark.stateful.levels.ForwardedPanes`."""
     semantics = plan.stage
     if not isinstance(semantics, p.StageSemantics):
         return "joins and process stages run on the Python host"
     if built_in_form(semantics.spec) is None:
         return "its spec is not built into the JVM operator (a composite trigger, collect_list or your own aggregate)"
-    if level != 1 or downstream:
-        return "stages that read or feed other stages run on the Python host"
     types: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
     other = [
         f"{name} ({types[name].simpleString()})"

@@ -145,14 +145,7 @@ class StageLevel:
                     }
                 )
             )
-            targets = self.downstream.get(stage, [])
-            if targets:
-                is_pane = pc.equal(table.column(wire.KIND), wire.PANE)
-                panes = spark_like_pandas(table.filter(is_pane).select(plan.stage.pane_columns()))
-                if len(panes):
-                    parts += [
-                        self._forward(stage, bucket, panes, target_plan, target) for target_plan, target in targets
-                    ]
+            parts += forwarded(stage, plan, bucket, table, self.downstream.get(stage, []), self.order)
         return conform(parts, CARRIER)
 
     def _emitted_table(self, stage: str, rows: pd.DataFrame, pane_columns: list[dict[str, Any]]) -> pa.Table:
@@ -164,36 +157,90 @@ class StageLevel:
             tables.insert(0, pa.Table.from_pandas(conform([rows], schema), schema=arrow_schema, preserve_index=False))
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
-    def _forward(
-        self, stage: str, bucket: int, panes: pd.DataFrame, plan: p.RuntimePlan, target: Stage
-    ) -> pd.DataFrame:
-        """``panes`` (a join's rows) as IN blocks of ``target``, one per target bucket (a join's tagged with the
-        side ``stage`` is)."""
+
+def forwarded(
+    stage: str,
+    plan: p.RuntimePlan,
+    bucket: int,
+    emitted: pa.Table,
+    targets: list[tuple[p.RuntimePlan, Stage]],
+    order: list[str],
+) -> list[pd.DataFrame]:
+    """The panes in ``emitted`` (bucket ``bucket``'s OUTPUT table of ``stage``, whose plan is ``plan``) as carrier IN
+    rows of each stage of ``targets`` that reads it, one block per target bucket (a join's tagged with the side
+    ``stage`` is). ``order`` (every stage, upstream first) and the bucket fix the blocks' input partition, so a
+    target bucket's blocks are ordered the same way on every replay."""
+    if not targets:
+        return []
+    is_pane = pc.equal(emitted.column(wire.KIND), wire.PANE)
+    panes = spark_like_pandas(emitted.filter(is_pane).select(plan.stage.pane_columns()))
+    if not len(panes):
+        return []
+    parts = []
+    for target_plan, target in targets:
         if isinstance(target, JoinStage):
             rows, keys, side = panes, target.on, target.side_of(stage).value
         elif isinstance(target, ProcessStage):
             rows, keys, side = panes, target.key_by, None
         else:
             rows, keys, side = stage_input_rows(panes, target), target.key_by, None
+        state = target_plan.state
         if keys:
             hashes = pd.util.hash_pandas_object(rows[list(keys)], index=False).to_numpy()
-            buckets = np.asarray(plan.state.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(plan.state.buckets)]
+            buckets = np.asarray(state.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(state.buckets)]
         else:
-            buckets = np.full(len(rows), plan.state.bucket_values[0], dtype=_BUCKET_TYPE)
+            buckets = np.full(len(rows), state.bucket_values[0], dtype=_BUCKET_TYPE)
         rows = rows.assign(**{wire.ROW: wire.RAW, wire.BUCKET: buckets})
-        # The block's partition orders a target bucket's blocks the same way on every replay.
-        partition = self.order.index(stage) * plan.state.buckets + self.processors[
-            stage
-        ].plan.state.bucket_values.index(bucket)
+        partition = order.index(stage) * state.buckets + plan.state.bucket_values.index(bucket)
         packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition, side)
-        return pd.DataFrame(
-            {
-                wire.STAGE: target.name,
-                wire.KIND: wire.IN,
-                wire.BUCKET: packed.column(wire.BUCKET).to_numpy(),
-                wire.BLOCK: packed.column(wire.BLOCK).to_pylist(),
-            }
+        parts.append(
+            pd.DataFrame(
+                {
+                    wire.STAGE: target.name,
+                    wire.KIND: wire.IN,
+                    wire.BUCKET: packed.column(wire.BUCKET).to_numpy(),
+                    wire.BLOCK: packed.column(wire.BLOCK).to_pylist(),
+                }
+            )
         )
+    return parts
+
+
+class ForwardedPanes:
+    """The step after a level the JVM hosts (``mapInArrow``, carrier rows in and out) for its stages that other
+    stages read: every row passes on, and each OUTPUT row of such a stage is followed by its panes as IN rows of
+    the stages that read it (:func:`forwarded`, what :class:`StageLevel` does for the stages it hosts).
+
+    :arg plans: the level's stages that others read. :arg downstream: for each, the plans and definitions of the
+        stages that read it. :arg order: every stage, upstream first.
+    """
+
+    def __init__(
+        self,
+        plans: Mapping[str, p.RuntimePlan],
+        downstream: Mapping[str, list[tuple[p.RuntimePlan, Stage]]],
+        order: list[str],
+    ) -> None:
+        self.plans = dict(plans)
+        self.downstream = {name: downstream[name] for name in plans}
+        self.order = order
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        carrier = to_arrow_schema(CARRIER)
+        for batch in batches:
+            yield batch
+            kinds = batch.column(wire.KIND).to_pylist()
+            stages = batch.column(wire.STAGE).to_pylist()
+            parts: list[pd.DataFrame] = []
+            for i, (kind, stage) in enumerate(zip(kinds, stages, strict=True)):
+                if kind != wire.OUTPUT or stage not in self.plans:
+                    continue
+                block = batch.column(wire.BLOCK)[i].as_py()
+                emitted = pa.ipc.open_stream(block).read_all()
+                bucket = int(batch.column(wire.BUCKET)[i].as_py())
+                parts += forwarded(stage, self.plans[stage], bucket, emitted, self.downstream[stage], self.order)
+            if parts:
+                yield pa.RecordBatch.from_pandas(conform(parts, CARRIER), schema=carrier, preserve_index=False)
 
 
 def _processor(
