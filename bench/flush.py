@@ -3,6 +3,7 @@
     .venv/bin/python bench/flush.py                    # 1M keys, 2M rows in 8 files, 4 files per batch
     .venv/bin/python bench/flush.py --event-log DIR    # also Spark's event log (task metrics per stage)
     .venv/bin/python bench/flush.py --runs 3           # 3 runs in one session: the later ones are warm
+    .venv/bin/python bench/flush.py --host jvm         # the stateful step on the JVM host
 
 One-hour tumbling windows over 10 minutes of event time, so no window fires before the end of input: the
 last batch fires every window (865k panes for 1M keys) and writes them to Parquet. Prints each batch's
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--event-log", type=Path, default=None, help="write Spark's event log there")
     parser.add_argument("--runs", type=int, default=1, help="runs in one session, each on a fresh checkpoint")
+    parser.add_argument("--host", choices=["python", "jvm"], default="python", help="floodmark's stateful host")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="floodmark-bench-flush-"))
     generate(work / "data", args.rows, args.keys, 10, 8)
@@ -53,6 +55,7 @@ def main() -> None:
             time=SourceTime(
                 WatermarkStrategy.for_bounded_out_of_orderness(5_000), split="p", known_splits=list("0123")
             ),
+            host=args.host,
         )
         started = time.perf_counter()
         handle = aggregation.run_to_completion(str(work / f"ckpt{run}"), str(work / f"out{run}"), timeout_s=3_600)

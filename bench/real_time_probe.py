@@ -8,11 +8,11 @@ floodmark's tick source, unioned, into Spark's own ``transformWithState``) and s
 ``trigger(realTime="5 seconds")`` in update mode, in the ways Real-time Mode could take it. Prints, per attempt,
 whether the query ran a batch and, if not, the first line of Spark's error. Measured on Spark 4.3.0 (session 33):
 
-| attempt | result |
-|---|---|
-| floodmark's query as it runs (foreachBatch sink) | refused at start: OPERATOR_OR_SINK_NOT_IN_ALLOWLIST (ForeachBatchSink) |
-| its carrier rows to Spark's Kafka sink | fails: INPUT_STREAM_NOT_SUPPORTED (floodmark.ticks.TickSourceProvider$TickStream) |
-| either, with ``spark.sql.streaming.realTimeMode.allowlistCheck=false`` | fails: INPUT_STREAM_NOT_SUPPORTED (the same) |
+- floodmark's query as it runs (its foreachBatch sink): refused at start, OPERATOR_OR_SINK_NOT_IN_ALLOWLIST
+  (ForeachBatchSink);
+- its carrier rows to Spark's Kafka sink: fails, INPUT_STREAM_NOT_SUPPORTED (floodmark's tick source,
+  ``floodmark.ticks.TickSourceProvider$TickStream``);
+- either, with ``spark.sql.streaming.realTimeMode.allowlistCheck=false``: fails, INPUT_STREAM_NOT_SUPPORTED.
 
 docs/PERFORMANCE.md ("Real-time Mode") says what else would have to change.
 """
