@@ -26,7 +26,8 @@ from floodmark.spark import EventTimeAggregation, SourceTime
 pytestmark = pytest.mark.spark
 
 DRIVER = Path(__file__).with_name("restart_driver.py")
-SLOW = pytest.mark.skipif(os.environ.get("FLOODMARK_SLOW_TESTS") != "1", reason="slow variant: FLOODMARK_SLOW_TESTS=1")
+SLOW_TESTS = os.environ.get("FLOODMARK_SLOW_TESTS") == "1"
+SLOW = pytest.mark.skipif(not SLOW_TESTS, reason="slow variant: FLOODMARK_SLOW_TESTS=1")
 
 
 def ordered_batches(count: int, seed: int) -> list[pd.DataFrame]:
@@ -299,7 +300,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     between = in_kafka - committed_by_spark
     assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
     landed = crash_repeatedly(
-        checkpoint, 5 if os.environ.get("FLOODMARK_SLOW_TESTS") == "1" else 3, random.Random(17), *args
+        checkpoint, 5 if SLOW_TESTS else 3, random.Random(17), *args
     )
     print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
 

@@ -541,18 +541,18 @@ class Pipeline:
         for more in inputs[1:]:
             rows = rows.unionByName(more, allowMissingColumns=True)
         levels = sorted(set(graph.levels.values()))
+        readers = {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order}
         for level in levels:
             stages = [n for n in order if graph.levels[n] == level]
             if all(hosts.get(n) == "jvm" for n in stages):
                 rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
-                feeding = {n: plans[n] for n in stages if graph.downstream(n)}
+                feeding = {n: plans[n] for n in stages if readers[n]}
                 if feeding:  # their panes become the next levels' IN rows, as the Python host makes them
-                    downstream = {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in feeding}
-                    rows = rows.mapInArrow(ForwardedPanes(feeding, downstream, order), CARRIER)
+                    rows = rows.mapInArrow(ForwardedPanes(feeding, readers, order), CARRIER)
                 continue
             host = StageLevel(
                 {n: plans[n] for n in stages},
-                {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order},
+                readers,
                 order,
                 {n: self.stages[n] for n in stages},
             )

@@ -211,8 +211,8 @@ class ForwardedPanes:
     stages read: every row passes on, and each OUTPUT row of such a stage is followed by its panes as IN rows of
     the stages that read it (:func:`forwarded`, what :class:`StageLevel` does for the stages it hosts).
 
-    :arg plans: the level's stages that others read. :arg downstream: for each, the plans and definitions of the
-        stages that read it. :arg order: every stage, upstream first.
+    :arg plans: the level's stages that others read. :arg downstream: for every stage (these among them), the plans
+        and definitions of the stages that read it. :arg order: every stage, upstream first.
     """
 
     def __init__(
@@ -222,7 +222,7 @@ class ForwardedPanes:
         order: list[str],
     ) -> None:
         self.plans = dict(plans)
-        self.downstream = {name: downstream[name] for name in plans}
+        self.downstream = downstream
         self.order = order
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -396,7 +396,6 @@ private final class WindowBucket(
     } finally close()
   }
 
-
   private def carrierRow(kind: String, values: Map[String, Any]): Row = {
     val all = values ++ Map("fm_stage" -> stage.name, "fm_kind" -> kind, "fm_bucket" -> bucket)
     Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name => all.getOrElse(name, null)))
