@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 uv=.venv/bin/uv
-extras=(--extra spark --extra cli --extra kafka --extra test)
+extras=(--extra spark --extra connect --extra cli --extra kafka --extra test)
 # 3.11.7: a patch level the docs tools accept (pymdown-extensions needs >=3.11.5); 3.11 is the tested Python.
 "$uv" pip compile --quiet --no-header --python-version 3.11.7 pyproject.toml "${extras[@]}" --extra docs \
   -o requirements/lock.txt "$@"

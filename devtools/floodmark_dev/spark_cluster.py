@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark.jvm import ensure_java
-from floodmark_dev.processes import free_port, tail
+from floodmark_dev.processes import free_port, signal_group, tail
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through $http_proxy
@@ -159,16 +159,16 @@ class StandaloneCluster:
         self.processes()  # remember the executors and Python workers before their parents go
         daemons = [p for p in [*self.workers, self.master] if p is not None]
         for process in daemons:
-            _signal_group(process, signal.SIGTERM)
+            signal_group(process, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         for process in daemons:
             try:
                 process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
+                signal_group(process, signal.SIGKILL)
                 process.wait()
         for process in daemons:  # executors the groups' signals left behind
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
         for pid, started in list(self._seen.items()):
             if _start_time(pid) == started:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -195,7 +195,7 @@ class StandaloneCluster:
         process = self.workers[index]
         self.processes()
         if executors:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
         else:
             process.kill()
         process.wait()
@@ -267,12 +267,6 @@ class StandaloneCluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out waiting for {what}; logs in {self.work_dir}")
             time.sleep(0.2)
-
-
-def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
-    """Signal the process group ``process`` leads (its own session), if anything of it is left."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
 
 
 def _proc_stat(pid: int) -> list[str] | None:

@@ -95,6 +95,14 @@ def spark_jars(kafka: bool = False) -> str:
 if __name__ == "__main__":
     # `spark-submit --jars "$(python -m floodmark.jvm)" job.py`: a JVM that spark-submit starts gets floodmark's
     # jar only on its command line (a session builder's spark.jars reaches the executors, not that JVM).
+    # `start-connect-server.sh $(python -m floodmark.jvm --connect-server)`: a Spark Connect server's settings.
+    import shlex
     import sys
 
-    print(spark_jars(kafka="--kafka" in sys.argv[1:]))
+    kafka = "--kafka" in sys.argv[1:]
+    if "--connect-server" in sys.argv[1:]:
+        from floodmark.spark.driver.session import connect_server_conf
+
+        print(" ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in connect_server_conf(kafka).items()))
+    else:
+        print(spark_jars(kafka=kafka))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Protocol
@@ -131,3 +132,10 @@ class LocalFiles:
 
     def delete(self, path: str) -> None:
         Path(path).unlink(missing_ok=True)
+
+    def delete_tree(self, path: str) -> None:
+        """Remove ``path`` and everything under it (nothing if it does not exist)."""
+        if Path(path).is_dir():
+            shutil.rmtree(path)
+        else:
+            self.delete(path)

@@ -156,6 +156,20 @@ class BatchReport:
     it has not committed; its outputs are replaced, and this report repeats that attempt's numbers. Whatever
     counts batches (Prometheus' counters, :attr:`Controller.reports`, the metrics file) counts it once."""
 
+    def to_json(self) -> str:
+        """The report as one line of the metrics file (``rows_in`` included for its readers)."""
+        return json.dumps({**asdict(self), "rows_in": self.rows_in}, default=str)
+
+    @classmethod
+    def from_json(cls, line: str) -> BatchReport:
+        """The report :meth:`to_json` wrote."""
+        fields = json.loads(line)
+        fields.pop("rows_in", None)
+        fields["splits"] = {split: (int(w), bool(idle)) for split, (w, idle) in fields["splits"].items()}
+        fields["stages"] = {name: StageReport(**stage) for name, stage in fields["stages"].items()}
+        fields["paused_splits"] = tuple(fields["paused_splits"])
+        return cls(**fields)
+
     @property
     def rows_in(self) -> int:
         """Rows read this batch: good records (``records``) + the dead letters among them."""
@@ -658,5 +672,5 @@ class Controller:
             if self.metrics_path.exists() and self.metrics_path.stat().st_size >= METRICS_FILE_BYTES:
                 self.metrics_path.replace(self.metrics_path.with_name(self.metrics_path.name + ".1"))
             with self.metrics_path.open("a") as handle:
-                handle.write(json.dumps({**asdict(report), "rows_in": report.rows_in}, default=str) + "\n")
+                handle.write(report.to_json() + "\n")
         return report

@@ -14,7 +14,8 @@ It hosts :mod:`floodmark.core` on Spark Structured Streaming; its folders follow
   back (:func:`read_panes`, :func:`read_late`, :func:`read_dead_letters`);
 * :mod:`.driver`: the graph of sources and windowed stages (:class:`Pipeline`; :class:`EventTimeAggregation` is
   the graph of one source and one stage), the running query (:class:`FloodmarkQuery`), sessions
-  (:func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`).
+  (:func:`local_session`, :func:`cluster_session`, :func:`configure_spark_with_floodmark`, a Spark Connect
+  server's :func:`connect_server_conf`; :mod:`.connect` tells the two kinds of session apart).
 
 What every folder shares: :mod:`.plan` (the runtime plan, the Spark types of the protocol's columns),
 :mod:`.rows` and :mod:`.blocks` (rows as Arrow and pandas, and how they cross the shuffle).
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from floodmark.spark.driver.session import (
         cluster_session,
         configure_spark_with_floodmark,
+        connect_server_conf,
         floodmark_jars,
         kafka_connector_jars,
         local_session,
@@ -56,6 +58,7 @@ __all__ = [
     "TableSink",
     "cluster_session",
     "configure_spark_with_floodmark",
+    "connect_server_conf",
     "floodmark_jars",
     "kafka_connector_jars",
     "local_session",
@@ -86,6 +89,7 @@ __getattr__, __dir__ = lazy_exports(
         "SourceTime": "floodmark.spark.driver.pipeline",
         "cluster_session": "floodmark.spark.driver.session",
         "configure_spark_with_floodmark": "floodmark.spark.driver.session",
+        "connect_server_conf": "floodmark.spark.driver.session",
         "floodmark_jars": "floodmark.spark.driver.session",
         "kafka_connector_jars": "floodmark.spark.driver.session",
         "local_session": "floodmark.spark.driver.session",

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from floodmark.driver.checkpoint_files import CheckpointFiles, LocalFiles, has_scheme
+from floodmark.spark.connect import connect_path_problem, is_connect
 
 
 class HadoopFiles:
@@ -71,8 +72,25 @@ class HadoopFiles:
         fs.delete(hadoop_path, True)
 
 
+def session_files(spark: Any) -> HadoopFiles | LocalFiles:
+    """The files of locations Spark itself writes (outputs, a table's location) as ``spark`` sees them:
+    :class:`HadoopFiles` on a classic session (a plain path is on its default file system), :class:`LocalFiles`
+    over Spark Connect, whose locations are absolute paths the server's Python reaches
+    (:func:`~floodmark.spark.connect.connect_path_problem`, checked before the query starts)."""
+    return LocalFiles() if is_connect(spark) else HadoopFiles(spark)
+
+
 def files_for(location: str, spark: Any | None = None) -> CheckpointFiles:
-    """:class:`HadoopFiles` for a URI with a scheme (needs ``spark``), :class:`LocalFiles` for a plain path."""
+    """:class:`HadoopFiles` for a URI with a scheme (needs a classic ``spark``), :class:`LocalFiles` for a plain path.
+
+    :raises ValueError: ``spark`` is a Spark Connect session and ``location`` is not an absolute plain path
+        (:func:`~floodmark.spark.connect.connect_path_problem`).
+    """
+    if spark is not None and is_connect(spark):
+        problem = connect_path_problem(location)
+        if problem is not None:
+            raise ValueError(f"{location}: {problem}")
+        return LocalFiles()
     if has_scheme(location):
         if spark is None:
             raise ValueError(f"{location} is a URI: reading it needs a Spark session (Hadoop file systems)")

@@ -70,6 +70,7 @@ from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
 from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
+from floodmark.spark.connect import is_connect
 from floodmark.spark.driver import python_workers
 from floodmark.spark.driver.query import (
     FloodmarkQuery,
@@ -79,10 +80,12 @@ from floodmark.spark.driver.query import (
     control_log,
     engine_hooks,
     fixed_bucket_layout,
+    metrics_file,
     shuffle_partitions,
     stage_hosts,
     start_query,
 )
+from floodmark.spark.driver.report_follower import ReportFollower
 from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
@@ -680,6 +683,21 @@ class Pipeline:
         :arg restarts: how the handle rides through a Kafka broker out of reach (default
             :class:`~floodmark.spark.driver.restarts.Restarts`: about 12 minutes at Kafka's default timeouts).
         """
+        return self._start(checkpoint, output, trigger_interval, query_name, listeners, metrics_port, restarts)
+
+    def _start(
+        self,
+        checkpoint: str,
+        output: str | Mapping[str, str | Outputs],
+        trigger_interval: str,
+        query_name: str | None,
+        listeners: Sequence[Callable[[BatchReport], None]],
+        metrics_port: int | None,
+        restarts: Restarts | None,
+        bounded: bool = False,
+    ) -> FloodmarkQuery:
+        """:meth:`start`; ``bounded``: the input ends at the first batch that plans none (:meth:`run_to_completion`),
+        told to the controller before the query starts (over Spark Connect the controller runs in the server)."""
         spark = next(iter(self.sources.values())).frame.sparkSession
         if isinstance(output, str):
             outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in self.stages}
@@ -688,13 +706,20 @@ class Pipeline:
             if missing:
                 raise ValueError(f"no output given for stages {missing}")
             outputs = {name: Outputs.of(output[name]) for name in self.stages}
-        check_locations(checkpoint, list(outputs.values()))
+        check_locations(checkpoint, list(outputs.values()), spark)
+        connect = is_connect(spark)
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
         self.definition(outputs).write(hadoop_files.files_for(checkpoint, spark), checkpoint)
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
         null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
+        reported = [null_splits, *listeners, *([metrics] if metrics is not None else [])]
+        follower = None
+        if connect:  # the controller runs in the server: its reports reach this process through its metrics file
+            path = metrics_file(checkpoint)
+            assert path is not None  # a URI is refused under Spark Connect (check_locations)
+            follower = ReportFollower(path, lambda: handle.controller, reported)
 
         def launch(earlier: Controller | None = None) -> Launched:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
@@ -704,8 +729,13 @@ class Pipeline:
                 {n: plan.stage for n, plan in plans.items()}, outputs, controller, use_jvm_unpack(spark), time_zone
             )
             null_splits.source_of = controller.source_of
-            sink.listeners.extend([null_splits, *listeners, *([metrics] if metrics is not None else [])])
+            if follower is None:
+                sink.listeners.extend(reported)
+            if bounded:
+                controller.end_input_when(spark_checkpoint.planned_no_new_input)
             query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
+            if follower is not None:
+                controller.metrics_path = None  # the server's copy (in the sink) writes the file; this one reads it
             return Launched(query, controller, spark_checkpoint)
 
         try:
@@ -714,7 +744,10 @@ class Pipeline:
             if metrics is not None:
                 metrics.close()
             raise
-        return FloodmarkQuery(launched, outputs, dict(self.stages), spark, metrics, launch, restarts)
+        handle = FloodmarkQuery(
+            launched, outputs, dict(self.stages), spark, metrics, launch, restarts, follower, bounded
+        )
+        return handle
 
     def definition(self, outputs: Mapping[str, Outputs] | None = None) -> JobDefinition:
         """This pipeline as data (:mod:`floodmark.driver.definition`), with the paths of its file outputs: what
@@ -796,8 +829,8 @@ class Pipeline:
     ) -> FloodmarkQuery:
         """Run bounded sources to the end: after the end of input every stage, upstream first, gets watermark
         MAX (one batch per level), and the query stops once the last level has had it."""
-        handle = self.start(
-            checkpoint, output, trigger_interval, listeners=listeners, metrics_port=metrics_port, restarts=restarts
+        handle = self._start(
+            checkpoint, output, trigger_interval, None, listeners, metrics_port, restarts, bounded=True
         )
         handle.finish_when_input_exhausted(timeout_s)
         return handle

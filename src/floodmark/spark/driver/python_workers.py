@@ -23,6 +23,8 @@ import pyarrow as pa
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from floodmark.spark.connect import is_connect
+
 OPERATOR_MODULES = (
     "pyspark.sql.pandas.serializers",
     # transformWithStateInPandas's client of the state server (protobuf messages): every level runs on it.
@@ -53,11 +55,14 @@ def prestart(spark: SparkSession) -> threading.Thread | None:
     """Start one Python worker per default task slot in the background, once per SparkContext.
 
     Runs a job of ``defaultParallelism`` one-row tasks through :func:`import_operators` on a daemon thread and
-    returns that thread (``None`` when this SparkContext's workers were started before). The job competes
+    returns that thread (``None`` when this SparkContext's workers were started before, or in a Spark Connect
+    session, whose server's SparkContext the client cannot see). The job competes
     with nothing the query needs yet: the query spends its first second or two in the driver (its control
     log, the plan). A failure (the session stopped meanwhile, a cluster without floodmark installed) is
     logged at debug level and changes nothing else: the query's own tasks report such a problem themselves.
     """
+    if is_connect(spark):
+        return None
     context = spark.sparkContext
     identity = (context.applicationId, context.startTime)
     with _lock:

@@ -28,6 +28,8 @@ from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.spark import hadoop_files
+from floodmark.spark.connect import connect_path_problem, is_connect
+from floodmark.spark.driver.report_follower import ReportFollower
 from floodmark.spark.driver.restarts import Restart, Restarts
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import NOT_COMMITTED
@@ -39,20 +41,29 @@ FAILED_BATCH = re.compile(r"BatchFailed: (floodmark batch \d+ failed while .*)")
 """The line of a failed query's error that says which batch failed, while doing what, and why."""
 
 
-def check_locations(checkpoint: str, outputs: Sequence[Outputs]) -> None:
-    """Refuse, before anything is written, a checkpoint or file output that cannot be a directory (ValueError)."""
+def check_locations(checkpoint: str, outputs: Sequence[Outputs], spark: SparkSession) -> None:
+    """Refuse, before anything is written, a checkpoint or file output that cannot be a directory, or under
+    Spark Connect is not an absolute plain path (:func:`~floodmark.spark.connect.connect_path_problem`)
+    (ValueError)."""
     checkpoint_files.require_directory(checkpoint, "the checkpoint")
+    connect = is_connect(spark)
+    problem = connect_path_problem(checkpoint) if connect else None
+    if problem is not None:
+        raise ValueError(f"the checkpoint {checkpoint} cannot be used: {problem}")
     for each in outputs:
-        each.check_locations()
+        each.check_locations(connect)
 
 
 def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
     """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
     files = hadoop_files.files_for(checkpoint, spark)
-    # A local file to append to; object stores cannot append (listeners and reports have it all).
-    remote = checkpoint_files.has_scheme(checkpoint)
-    metrics = None if remote else Path(checkpoint, "floodmark", "metrics.jsonl")
-    return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics
+    return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics_file(checkpoint)
+
+
+def metrics_file(checkpoint: str) -> Path | None:
+    """The file the query at ``checkpoint`` appends its batch reports to, None for a checkpoint that is a URI (a
+    local file to append to; object stores cannot append: listeners and reports have it all)."""
+    return None if checkpoint_files.has_scheme(checkpoint) else Path(checkpoint, "floodmark", "metrics.jsonl")
 
 
 def shuffle_partitions(spark: SparkSession) -> int:
@@ -235,8 +246,13 @@ class FloodmarkQuery:
         metrics: PrometheusMetrics | None = None,
         relaunch: Callable[[Controller], Launched] | None = None,
         restart_policy: Restarts | None = None,
+        follower: ReportFollower | None = None,
+        bounded: bool = False,
     ) -> None:
         self._launched = launched
+        self._follower = follower
+        """Over Spark Connect: brings :attr:`controller` (this process's copy) up to date with the server's."""
+        self._bounded = bounded
         self.stage_outputs = stage_outputs
         self.stages = stages
         self.spark = spark
@@ -255,6 +271,13 @@ class FloodmarkQuery:
         if relaunch is not None:
             self._watcher = threading.Thread(target=self._watch, name="floodmark-query-watcher", daemon=True)
             self._watcher.start()
+        if follower is not None:
+            follower.start()
+
+    def _follow(self) -> None:
+        """Over Spark Connect: record the reports the server's controller wrote since the last call."""
+        if self._follower is not None:
+            self._follower.poll()
 
     @property
     def query(self) -> StreamingQuery:
@@ -456,22 +479,26 @@ class FloodmarkQuery:
         :data:`~floodmark.driver.controller.REPORTS_KEPT` (1,000), then the latest 1,000 (a local checkpoint's
         ``floodmark/metrics.jsonl`` keeps tens of thousands; :attr:`batches_completed` counts every batch). A batch
         that Spark replays after a failure is reported once, by its last attempt."""
+        self._follow()
         return list(self.controller.reports)
 
     @property
     def batches_completed(self) -> int:
         """How many batches this handle has seen complete (restarts included; a replayed batch counts once)."""
+        self._follow()
         return self.controller.batches_reported
 
     @property
     def reconciliation(self) -> Reconciliation:
         """Where this run's input rows went (rows in = records + dead letters; pairs = in windows + late), over
         every stage and every batch of this handle; :meth:`stage_reconciliation` for one stage."""
+        self._follow()
         return self.controller.totals.run
 
     def stage_reconciliation(self, stage: str | None = None) -> StageReconciliation:
         """Where ``stage``'s (default: the only stage's) input rows went: its sources' rows or its upstream
         stages' panes = records + dead letters; (record, window) pairs = in windows + late."""
+        self._follow()
         return self.controller.totals.stages[self._stage(stage)]
 
     def stop(self) -> None:
@@ -479,6 +506,8 @@ class FloodmarkQuery:
         self._stopping = True
         self._stopped.set()
         self.query.stop()
+        if self._follower is not None:
+            self._follower.stop()
         if self.metrics is not None:
             self.metrics.close()
 
@@ -495,7 +524,12 @@ class FloodmarkQuery:
     @property
     def settled(self) -> bool:
         """The query has read the input available so far and fired everything that can fire without more
-        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``)."""
+        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``).
+
+        :raises NotImplementedError: over Spark Connect (the plan of the next batch is the server's controller's,
+            and its reports do not carry it)."""
+        if self._follower is not None:
+            raise NotImplementedError("a query over Spark Connect cannot say whether it has settled")
         planned = self.controller.next_batch
         status = self.query.status
         busy = status.get("isDataAvailable") or status.get("isTriggerActive")
@@ -528,6 +562,11 @@ class FloodmarkQuery:
             the batch's sink. By default: Spark's offset log shows the batch planned no new input (only the
             ticks moved; an empty file in the middle of the input still moves its source).
         """
+        if self._follower is not None and (exhausted is not None or not self._bounded):
+            raise ValueError(
+                "over Spark Connect a query's controller runs in the server: a bounded run is started with "
+                "run_to_completion(), which ends the input at the first batch that plans none"
+            )
         self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
         deadline = time.monotonic() + timeout_s
         while (last := self._last_report()) is None or last.watermark != MAX_TIMESTAMP:
@@ -548,6 +587,7 @@ class FloodmarkQuery:
             outputs.discard_after(self.spark, last.batch_id)
 
     def _last_report(self) -> BatchReport | None:
+        self._follow()
         reports = self.controller.reports  # the controller of the latest start (a restart makes a new one)
         return reports[-1] if reports else None
 

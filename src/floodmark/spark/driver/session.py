@@ -116,6 +116,22 @@ def with_floodmark_extensions(extensions: str | None) -> str:
     return ",".join(classes if EXTENSIONS in classes else [*classes, EXTENSIONS])
 
 
+def connect_server_conf(kafka: bool = False) -> dict[str, str]:
+    """The Spark settings of a Spark Connect server whose clients run floodmark's queries
+    (``SparkSession.builder.remote("sc://...")``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session
+    time zone, floodmark's session extensions (:data:`EXTENSIONS`: its SQL functions, without py4j) and its jar
+    (with ``kafka``, Spark's Kafka connector too) as ``spark.jars``. Give them to the server at its start, e.g.
+    ``$SPARK_HOME/sbin/start-connect-server.sh $(python -m floodmark.jvm --connect-server)``.
+
+    The server's Python (``PYSPARK_PYTHON`` or ``spark.pyspark.python``) must have floodmark installed, with the
+    client's versions of floodmark, pyspark, pandas and pyarrow: the query's ``foreachBatch`` step, floodmark's
+    controller, runs there. docs/how-to/spark-connect.md has the whole setup.
+    """
+    conf = {**required_conf(), **PATIENT_CONF, "spark.sql.session.timeZone": "UTC", "spark.sql.extensions": EXTENSIONS}
+    on_classpath = spark_jars(kafka)
+    return {**conf, "spark.jars": on_classpath} if on_classpath else conf
+
+
 def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
     """``builder`` with what floodmark needs, for a session of your own (as delta-spark's
     ``configure_spark_with_delta_pip``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session time

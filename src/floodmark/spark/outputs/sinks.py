@@ -37,7 +37,8 @@ from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
-from floodmark.spark.hadoop_files import HadoopFiles
+from floodmark.spark.connect import connect_path_problem
+from floodmark.spark.hadoop_files import session_files
 from floodmark.spark.plan import sql_name
 
 PANES, LATE, DEAD_LETTER = "panes", "late", "dead_letter"
@@ -113,10 +114,10 @@ class FileSink(Sink):
 
     def discard_empty(self, spark: SparkSession, kind: str, batch_id: int) -> None:
         # An idle query must not leave a directory per tick.
-        HadoopFiles(spark).delete_tree(self.batch_path(batch_id))
+        session_files(spark).delete_tree(self.batch_path(batch_id))
 
     def discard_after(self, spark: SparkSession, kind: str, batch_id: int) -> None:
-        files = HadoopFiles(spark)
+        files = session_files(spark)
         for name in files.list_names(self.path):
             number = name.removeprefix(f"{BATCH_ID}=")
             if number.isdigit() and int(number) > batch_id:
@@ -175,7 +176,7 @@ class TableSink(Sink):
             f"CREATE TABLE IF NOT EXISTS {self.table} ({columns}, {BATCH_ID} BIGINT) USING {self.format} "
             f"PARTITIONED BY ({BATCH_ID}){location}"
         )
-        if self.location is not None and HadoopFiles(spark).list_names(self.location):
+        if self.location is not None and session_files(spark).list_names(self.location):
             spark.sql(f"ALTER TABLE {self.table} RECOVER PARTITIONS")
 
     def discard_empty(self, spark: SparkSession, kind: str, batch_id: int) -> None:
@@ -183,7 +184,7 @@ class TableSink(Sink):
         # (empty) directory, which a later RECOVER PARTITIONS would register again.
         spark.sql(f"ALTER TABLE {self.table} DROP IF EXISTS PARTITION ({BATCH_ID} = {batch_id})")
         if self.location is not None:
-            HadoopFiles(spark).delete_tree(batch_directory(self.location, batch_id))
+            session_files(spark).delete_tree(batch_directory(self.location, batch_id))
 
 
 @dataclass
@@ -414,13 +415,19 @@ class Outputs:
     def sink(self, kind: str) -> Sink:
         return {PANES: self.panes, LATE: self.late, DEAD_LETTER: self.dead_letter}[kind]
 
-    def check_locations(self) -> None:
+    def check_locations(self, connect: bool = False) -> None:
         """A ``ValueError`` before the query starts when a file sink's path cannot be a directory
-        (:func:`~floodmark.driver.checkpoint_files.require_directory`)."""
+        (:func:`~floodmark.driver.checkpoint_files.require_directory`) or, with ``connect`` (a Spark Connect
+        session), a file sink's or a table's location is not an absolute plain path
+        (:func:`~floodmark.spark.connect.connect_path_problem`)."""
         for kind in KINDS:
             sink = self.sink(kind)
+            location = sink.path if isinstance(sink, FileSink) else getattr(sink, "location", None)
             if isinstance(sink, FileSink):
                 checkpoint_files.require_directory(sink.path, f"the {kind} output")
+            problem = connect_path_problem(location) if connect and location is not None else None
+            if problem is not None:
+                raise ValueError(f"the {kind} output {location} cannot be used: {problem}")
 
     def discard_after(self, spark: SparkSession, batch_id: int) -> None:
         for kind in KINDS:

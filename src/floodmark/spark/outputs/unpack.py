@@ -34,6 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from floodmark.protocol import output, wire
+from floodmark.spark.connect import is_connect
 
 _LOG = logging.getLogger(__name__)
 
@@ -98,10 +99,13 @@ def register_functions(spark: SparkSession) -> bool:
     """Whether ``spark`` has floodmark's SQL functions (``fm_unpack``, ``fm_batch_watermark``, ...): from its
     session extensions (``floodmark.Extensions``, which floodmark's sessions and
     :func:`~floodmark.spark.driver.session.configure_spark_with_floodmark` set), else registered here through py4j
-    when its driver can load :data:`JVM_FUNCTIONS`. Call before the query's DataFrames are built (they are
+    when its driver can load :data:`JVM_FUNCTIONS` (never over Spark Connect: no py4j). Call before the
+    query's DataFrames are built (they are
     analysed as they are built) and before it starts."""
     if spark.catalog.functionExists(FUNCTION):
         return True
+    if is_connect(spark):  # a Connect server's JVM is reached only through its extensions
+        return False
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     if not jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FUNCTIONS):

@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
+from floodmark.spark.connect import is_connect
 
 _LOG = logging.getLogger(__name__)
 
@@ -166,9 +167,14 @@ def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
 
 def jvm_source_loadable(spark: SparkSession) -> bool:
     """Whether the session's driver can load :data:`JVM_SOURCE` (``FLOODMARK_PYTHON_TICKS=1`` says no: the
-    Python source then runs, e.g. to test it)."""
+    Python source then runs, e.g. to test it). A Spark Connect server can when it runs floodmark's session
+    extensions (they come with the jar; the client cannot ask the server's JVM otherwise)."""
     if os.environ.get(PYTHON_TICKS_ENV) == "1":
         return False
+    if is_connect(spark):
+        from floodmark.spark.outputs.unpack import register_functions
+
+        return register_functions(spark)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_SOURCE))

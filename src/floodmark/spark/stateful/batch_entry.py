@@ -11,6 +11,12 @@ watermark. This holds on a classic session and over Spark Connect alike (where t
 Python), and needs no file system shared by driver and executors, so a checkpoint on HDFS or an object store
 works on a cluster.
 
+Over Spark Connect the tasks do not see ``streaming.sql.batchId`` (measured on 4.3: the sink's jobs run on the
+server's Connect thread, which does not inherit the stream thread's local properties; no other property names
+the batch). There the entry is taken as the batch's own because of where it comes from: the sink publishes it in
+the batch's session right before its own actions compute the batch, and the controller refuses to hand out an
+entry whose number is not the batch id ``foreachBatch`` gave it.
+
 Entries are immutable and written to the control log before they are published,
 so a batch replayed after a crash gets exactly the entry of its first attempt.
 """
@@ -26,19 +32,19 @@ from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from floodmark.protocol.control import ControlEntry
+from floodmark.spark.connect import is_connect
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 ENTRY_PROPERTY = "spark.floodmark.control.entry"
 """The SQL conf (and so the job property) that carries the entry; ``spark.`` makes Spark propagate it."""
 
 
-def current_batch_id() -> int:
-    """The micro-batch id of the running task (raises outside a streaming micro-batch)."""
+def current_batch_id() -> int | None:
+    """The micro-batch id Spark gave the running task, None when it gave none (a Spark Connect session's
+    ``foreachBatch`` jobs, or a task outside a streaming micro-batch: then the entry is all there is)."""
     context = TaskContext.get()
     batch_id = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
-    if batch_id is None:
-        raise RuntimeError("floodmark's operators run only inside a streaming micro-batch (no batch id)")
-    return int(batch_id)
+    return None if batch_id is None else int(batch_id)
 
 
 def encode(entry: ControlEntry) -> str:
@@ -51,17 +57,13 @@ def encode(entry: ControlEntry) -> str:
 def session_problem(session: Any) -> str | None:
     """Why floodmark cannot run its queries in ``session`` (None: it can).
 
-    It needs a classic session (parts of floodmark reach its JVM code through py4j, which Spark Connect has not)
-    whose Python threads are pinned to JVM threads (py4j's ClientServer, PySpark's default): then the
-    ``foreachBatch`` callback's calls run on the query's own thread.
+    A Spark Connect session can (see the module). A classic one needs its Python threads pinned to JVM threads
+    (py4j's ClientServer, PySpark's default): then the ``foreachBatch`` callback's calls run on the query's own
+    thread.
     """
-    context = getattr(session, "_sc", None)
-    if context is None:
-        return (
-            "floodmark needs a classic SparkSession: Spark Connect sessions are not supported yet (parts of "
-            "floodmark reach its JVM code through py4j)"
-        )
-    if not isinstance(context._gateway, ClientServer):
+    if is_connect(session):
+        return None
+    if not isinstance(session._sc._gateway, ClientServer):
         return (
             "floodmark needs PySpark's pinned-thread mode (the default): unset PYSPARK_PIN_THREAD=false, so that "
             "the sink's calls run on the streaming query's thread"
@@ -82,27 +84,30 @@ class CurrentBatchEntry:
 
     def __init__(self) -> None:
         self._entry: ControlEntry | None = None
+        self._text: str | None = None
 
     def __call__(self) -> ControlEntry:
-        batch_id = current_batch_id()
-        if self._entry is None or self._entry.seq != batch_id:
-            context = TaskContext.get()
-            text = context.getLocalProperty(ENTRY_PROPERTY) if context is not None else None
-            self._entry = entry_for_batch(text, batch_id)
+        context = TaskContext.get()
+        text = context.getLocalProperty(ENTRY_PROPERTY) if context is not None else None
+        if self._entry is None or text != self._text:
+            self._entry = entry_for_batch(text, current_batch_id())
+            self._text = text
         return self._entry
 
     def __getstate__(self) -> dict:
-        return {"_entry": None}
+        return {"_entry": None, "_text": None}
 
 
-def entry_for_batch(text: str | None, batch_id: int) -> ControlEntry:
-    """Parse the published entry and check it is batch ``batch_id``'s."""
+def entry_for_batch(text: str | None, batch_id: int | None) -> ControlEntry:
+    """Parse the published entry and check it is batch ``batch_id``'s (None: Spark gave the task no batch id, see
+    the module)."""
     if text is None:
+        where = "this task" if batch_id is None else f"micro-batch {batch_id}"
         raise RuntimeError(
-            f"micro-batch {batch_id} carries no floodmark control entry: the query must be started with "
-            f"EventTimeAggregation.start() (classic PySpark, pinned threads: the default)"
+            f"{where} carries no floodmark control entry: floodmark's operators run only in the micro-batches of a "
+            "query started with EventTimeAggregation.start() or Pipeline.start()"
         )
     entry = ControlEntry.of(json.loads(text))
-    if entry.seq != batch_id:
+    if batch_id is not None and entry.seq != batch_id:
         raise RuntimeError(f"micro-batch {batch_id} carries floodmark control entry {entry.seq}, not its own")
     return entry

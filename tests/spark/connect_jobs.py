@@ -1,0 +1,95 @@
+"""Jobs that run the same on a classic session and over Spark Connect (``tests/spark/test_connect.py``): their
+input, their definitions and what is compared. Imported by the tests and by ``connect_driver.py``, the Connect
+client (a process of its own: a Connect session switches the whole process's PySpark into Connect mode)."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from floodmark import TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.spark import EventTimeAggregation, FloodmarkQuery, Pipeline, SourceTime, read_json_lines
+
+MINUTE = 60_000
+SCHEMA = "ts LONG, user STRING, channel STRING, partition INT"
+
+
+def write_input(root: Path, files: int = 4, rows: int = 400, seed: int = 7) -> None:
+    """``files`` JSON-lines files of clicks over two partitions, out of order within 40 s, some late by minutes,
+    and two lines that are not records (dead letters with their text)."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        lines = []
+        for i in range(rows):
+            at = (f * rows + i) * 1_500 - rng.randint(0, 20_000)  # within the 30 s bound
+            if rng.random() < 0.03:
+                at -= 5 * MINUTE  # late
+            user = f"u{rng.randint(0, 9)}"
+            lines.append(json.dumps({"ts": at, "user": user, "channel": rng.choice("ab"), "partition": i % 2}))
+        if f == 1:
+            lines[10:10] = ['{"ts": "yesterday", "user": "u1"', "not json at all"]
+        (root / f"part-{f}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def source(spark: Any, root: Path) -> Any:
+    return read_json_lines(spark, str(root), SCHEMA, {"maxFilesPerTrigger": "1"})
+
+
+TIME = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(30_000), split="partition")
+
+
+def aggregation(spark: Any, root: Path) -> EventTimeAggregation:
+    """The README's job: a count per channel and minute, late records within 2 minutes update their window."""
+    return EventTimeAggregation(
+        source(spark, root),
+        event_time="ts",
+        key_by="channel",
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"clicks": aggregates.count()}, allowed_lateness=2 * MINUTE),
+        time=TIME,
+    )
+
+
+def pipeline(spark: Any, root: Path) -> Pipeline:
+    """Two stages: sessions per user, then the mean session length per two minutes (a derived column)."""
+    job = Pipeline()
+    job.source("clicks", source(spark, root), event_time="ts", time=TIME)
+    job.stage(
+        "sessions",
+        upstream="clicks",
+        key_by="user",
+        spec=WindowSpec(
+            windows.Sessions(20_000), {"events": aggregates.count()}, timestamp_combiner=TimestampCombiner.EARLIEST
+        ),
+    )
+    job.stage(
+        "means",
+        upstream="sessions",
+        spec=WindowSpec(windows.Tumbling(2 * MINUTE), {"mean": aggregates.mean("length")}),
+        columns={"length": "window_end - window_start"},
+    )
+    return job
+
+
+JOBS = {"aggregation": aggregation, "pipeline": pipeline}
+STAGES = {"aggregation": ["aggregation"], "pipeline": ["sessions", "means"]}
+
+
+def run(spark: Any, job: str, root: Path) -> FloodmarkQuery:
+    """Run ``job`` over ``root/in`` to the end of its input, into ``root/ckpt`` and ``root/out``."""
+    built = JOBS[job](spark, root / "in")
+    return built.run_to_completion(str(root / "ckpt"), str(root / "out"), timeout_s=600)
+
+
+def summary(query: FloodmarkQuery, job: str) -> dict[str, Any]:
+    """What the handle says about the run (compared between a classic and a Connect run)."""
+    return {
+        "batches": query.batches_completed,
+        "reports": len(query.reports),
+        "last_watermark": query.reports[-1].watermark,
+        "reconciliation": asdict(query.reconciliation),
+        "stages": {stage: asdict(query.stage_reconciliation(stage)) for stage in STAGES[job]},
+    }

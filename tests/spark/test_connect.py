@@ -1,0 +1,82 @@
+"""floodmark over Spark Connect (issue 43): the same jobs, started from a ``SparkSession.builder.remote`` session
+against a real Connect server on loopback (``floodmark_dev.connect_server``), give the outputs, reports and
+reconciliation of a classic session's run. The Connect client runs in a process of its own (``connect_driver.py``):
+a Connect session switches the whole process's PySpark into Connect mode, and the suite's classic session is here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from connect_jobs import STAGES, run, summary, write_input
+from spark_helpers import read_output
+
+from floodmark.spark.connect import connect_path_problem
+
+pytestmark = pytest.mark.spark
+
+DRIVER = Path(__file__).with_name("connect_driver.py")
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    from floodmark_dev.connect_server import ConnectServer
+
+    with ConnectServer(cores=2, work_dir=tmp_path_factory.mktemp("connect-server")) as server:
+        yield server
+
+
+def run_connect(server, job: str, root: Path, *args: str) -> tuple[dict, str]:
+    """The driver's summary of ``job`` run over Connect, and its whole output."""
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), server.url, job, str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"the Connect client failed:\n{output[-6000:]}\nserver log: {server.log}"
+    line = next(line for line in done.stdout.splitlines() if line.startswith("SUMMARY "))
+    return json.loads(line.removeprefix("SUMMARY ")), output
+
+
+def outputs(spark, root: Path, job: str) -> dict[str, pd.DataFrame]:
+    """Every stage's panes, late records and dead letters, without the batch that wrote them, in one order."""
+    found = {}
+    for stage in STAGES[job]:
+        base = root / "out" / stage if len(STAGES[job]) > 1 else root / "out"
+        for kind in ("panes", "late", "dead_letter"):
+            frame = read_output(spark, base / kind)
+            frame = frame.drop(columns=[c for c in ("batch_id",) if c in frame.columns])
+            frame = frame.astype(str).sort_values(list(frame.columns)).reset_index(drop=True) if len(frame) else frame
+            found[f"{stage}/{kind}"] = frame
+    return found
+
+
+@pytest.mark.parametrize("job", ["aggregation", "pipeline"])
+def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, tmp_path, job):
+    classic, remote = tmp_path / "classic", tmp_path / "connect"
+    write_input(classic / "in")
+    write_input(remote / "in")
+    expected = summary(run(spark, job, classic), job)
+    got, output = run_connect(connect_server, job, remote)
+    assert {k: v for k, v in got.items() if k not in ("batches", "reports")} == {
+        k: v for k, v in expected.items() if k not in ("batches", "reports")
+    }
+    assert got["reports"] == got["batches"] > 0  # the handle followed every batch of the server's controller
+    assert expected["reconciliation"]["dead_letters"] == 2 and expected["reconciliation"]["late"] > 0
+    mine, theirs = outputs(spark, remote, job), outputs(spark, classic, job)
+    for name, frame in theirs.items():
+        pd.testing.assert_frame_equal(mine[name], frame, obj=name)
+    assert len(theirs[f"{STAGES[job][0]}/dead_letter"]) == 2
+    assert "Traceback" not in output, output[-4000:]
+
+
+def test_under_connect_floodmark_files_are_absolute_plain_paths():
+    assert connect_path_problem("/data/ckpt") is None
+    assert "relative path" in (connect_path_problem("ckpt") or "")
+    assert "not a URI" in (connect_path_problem("s3a://bucket/ckpt") or "")
