@@ -41,6 +41,20 @@ def test_the_pipeline_in_20_lines(tmp_path):
 
 
 @pytest.mark.spark
+def test_the_job_over_spark_connect(tmp_path):
+    from floodmark_dev.connect_server import ConnectServer
+
+    block = BLOCKS["Over Spark Connect"]
+    rows = clicks()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "clicks.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    check = CHECK_PANES.format(panes=tmp_path / "out" / "panes", keys=("channel", "behavior"), value="count")
+    with ConnectServer(cores=2, work_dir=tmp_path / "server") as server:
+        out = json.loads(run_block(block.replace("sc://localhost:15002", server.url) + check, tmp_path))
+    assert out == window_counts(rows, ("channel", "behavior"))
+
+
+@pytest.mark.spark
 def test_several_stages_in_one_query(tmp_path):
     block = BLOCKS["Several stages in one query (seed 003)"]
     starts = range(0, 20 * MINUTE, 5 * MINUTE)

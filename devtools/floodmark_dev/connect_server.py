@@ -55,6 +55,7 @@ class ConnectServer:
         self.kafka = kafka
         self._owns_dir = work_dir is None
         self.work_dir = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="floodmark-connect-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
         self.port = 0
         self.process: subprocess.Popen | None = None
 

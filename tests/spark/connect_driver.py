@@ -1,21 +1,28 @@
-"""A Spark Connect client running one of ``connect_jobs.JOBS``: ``connect_driver.py <server url> <job> <root>``.
-
-Prints the handle's :func:`connect_jobs.summary` as one JSON line (``SUMMARY {...}``) and every report the
-listener got on the client (``REPORT <batch id>``)."""
+"""A Spark Connect client running one of ``connect_jobs.JOBS``: ``connect_driver.py <server url> <job> <root>``
+runs it to the end of its input and prints the handle's :func:`connect_jobs.summary` as one JSON line
+(``SUMMARY {...}``); with ``--start`` it starts the job, prints ``BATCH <id>`` as each batch's report reaches the
+client's listener, and runs until it is killed."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from connect_jobs import run, summary
+from connect_jobs import JOBS, run, summary
 from pyspark.sql import SparkSession
 
 if __name__ == "__main__":
     url, job, root = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     spark = SparkSession.builder.remote(url).getOrCreate()
+    if "--start" in sys.argv[4:]:
+        built = JOBS[job](spark, root / "in")
+        listener = [lambda report: print(f"BATCH {report.batch_id}", flush=True)]
+        built.start(str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener)
+        while True:
+            time.sleep(1)
     query = run(spark, job, root)
     print("SUMMARY " + json.dumps(summary(query, job), default=str), flush=True)

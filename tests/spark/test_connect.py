@@ -80,3 +80,36 @@ def test_under_connect_floodmark_files_are_absolute_plain_paths():
     assert connect_path_problem("/data/ckpt") is None
     assert "relative path" in (connect_path_problem("ckpt") or "")
     assert "not a URI" in (connect_path_problem("s3a://bucket/ckpt") or "")
+
+
+def test_a_client_killed_mid_stream_and_started_again_loses_nothing(spark, connect_server, tmp_path):
+    """``kill -9`` of the Connect client while its query runs in the server, then the same job from the same
+    checkpoint: the new run stops the old one (Spark's stopActiveRunOnRestart: the server's query had outlived
+    its client) and resumes from the checkpoint; the outputs equal an uninterrupted classic run's."""
+    classic, remote = tmp_path / "classic", tmp_path / "connect"
+    write_input(classic / "in", files=6)
+    write_input(remote / "in", files=6)
+    run(spark, "aggregation", classic)
+    client = subprocess.Popen(
+        [sys.executable, str(DRIVER), connect_server.url, "aggregation", str(remote), "--start"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        seen = []
+        assert client.stdout is not None
+        for line in client.stdout:
+            if line.startswith("BATCH "):
+                seen.append(int(line.split()[1]))
+            if len(seen) == 3:
+                break
+        assert len(seen) == 3, "the client's listener got the server's reports"
+    finally:
+        client.kill()
+        client.wait()
+    got, _ = run_connect(connect_server, "aggregation", remote)
+    assert got["last_watermark"] == 2**63 - 1
+    mine, theirs = outputs(spark, remote, "aggregation"), outputs(spark, classic, "aggregation")
+    for name, frame in theirs.items():
+        pd.testing.assert_frame_equal(mine[name], frame, obj=name)

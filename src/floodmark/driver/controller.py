@@ -279,6 +279,7 @@ class Controller:
         self.totals = earlier.totals if earlier is not None else RunTotals(upstreams)
         """The run's reconciliation, kept up to date by :meth:`record`."""
         self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
+        self._end_on_request = earlier._end_on_request if earlier is not None else None
         self._end_of_input_requested = False
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
@@ -294,6 +295,12 @@ class Controller:
         nothing (:meth:`begin_batch`), or after the first batch that read nothing, if ``exhausted()`` also says
         so then (a bounded run); called on the driver from the batch's sink."""
         self._end_when_exhausted = exhausted
+
+    def end_input_when_requested(self, requested: Callable[[], bool], exhausted: Callable[[], bool]) -> None:
+        """:meth:`end_input_when` ``exhausted``, from the first batch that begins once ``requested()`` is true: how
+        a Spark Connect client asks this controller, which runs in the server, to end a run's input (a request file
+        in the checkpoint, :meth:`~floodmark.spark.driver.query.FloodmarkQuery.finish_when_input_exhausted`)."""
+        self._end_on_request = (requested, exhausted)
 
     @classmethod
     def of_aggregation(cls, log: ControlLog, source: SourceSettings, **options: Any) -> Controller:
@@ -475,6 +482,8 @@ class Controller:
         """
         # Only this run's begin_batch records a later batch as the end, so only a replay of the run's first batch
         # can find a record without writing it: no file read per batch for it otherwise.
+        if self._end_when_exhausted is None and self._end_on_request is not None and self._end_on_request[0]():
+            self._end_when_exhausted = self._end_on_request[1]
         entry = self.logged(batch_id, recorded_end=batch_id <= self.engine.first_batch_id)
         if entry is None:
             entry = self.entry_for_batch(batch_id)  # raises: the entry is missing

@@ -73,6 +73,7 @@ from floodmark.spark import plan as p
 from floodmark.spark.connect import is_connect
 from floodmark.spark.driver import python_workers
 from floodmark.spark.driver.query import (
+    EndOfInputRequest,
     FloodmarkQuery,
     Launched,
     check_locations,
@@ -586,6 +587,9 @@ class Pipeline:
             else:
                 schema = StructType()
             reasons[name] = jvm_level.why_not(plans[name], schema)
+        if any(reason is None for reason in reasons.values()) and is_connect(spark):
+            unreached = "the JVM host is started through py4j, which a Spark Connect session has not"
+            reasons = {n: reason or unreached for n, reason in reasons.items()}
         if any(reason is None for reason in reasons.values()) and not register_functions(spark):
             reasons = {n: reason or "this session cannot load floodmark's jar" for n, reason in reasons.items()}
         for name in graph.order:
@@ -613,7 +617,8 @@ class Pipeline:
             if not keys[name]:
                 raise ValueError(
                     f"source {name!r} asks for watermark alignment, which pauses Kafka partitions: read the topic "
-                    "with floodmark.spark.read_kafka in a session with floodmark's jar (configure_spark_with_floodmark)"
+                    "with floodmark.spark.read_kafka in a classic session with floodmark's jar "
+                    "(configure_spark_with_floodmark; over Spark Connect partitions cannot be paused yet)"
                 )
             if source.time.split != "partition":
                 raise ValueError(
@@ -715,11 +720,12 @@ class Pipeline:
         split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
         null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
         reported = [null_splits, *listeners, *([metrics] if metrics is not None else [])]
-        follower = None
+        follower = end_request = None
         if connect:  # the controller runs in the server: its reports reach this process through its metrics file
             path = metrics_file(checkpoint)
             assert path is not None  # a URI is refused under Spark Connect (check_locations)
             follower = ReportFollower(path, lambda: handle.controller, reported)
+            end_request = EndOfInputRequest.new(checkpoint)
 
         def launch(earlier: Controller | None = None) -> Launched:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
@@ -733,6 +739,8 @@ class Pipeline:
                 sink.listeners.extend(reported)
             if bounded:
                 controller.end_input_when(spark_checkpoint.planned_no_new_input)
+            elif end_request is not None:
+                controller.end_input_when_requested(end_request.made, spark_checkpoint.planned_no_new_input)
             query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
             if follower is not None:
                 controller.metrics_path = None  # the server's copy (in the sink) writes the file; this one reads it
@@ -745,7 +753,7 @@ class Pipeline:
                 metrics.close()
             raise
         handle = FloodmarkQuery(
-            launched, outputs, dict(self.stages), spark, metrics, launch, restarts, follower, bounded
+            launched, outputs, dict(self.stages), spark, metrics, launch, restarts, follower, bounded, end_request
         )
         return handle
 

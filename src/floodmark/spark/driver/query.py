@@ -8,6 +8,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,7 @@ def check_locations(checkpoint: str, outputs: Sequence[Outputs], spark: SparkSes
     if problem is not None:
         raise ValueError(f"the checkpoint {checkpoint} cannot be used: {problem}")
     for each in outputs:
-        each.check_locations(connect)
+        each.check_before_start(connect)
 
 
 def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
@@ -190,6 +191,29 @@ def start_query(
     return writer.start()
 
 
+@dataclass(frozen=True)
+class EndOfInputRequest:
+    """A Spark Connect client's request that the query's controller, in the server, end the input of this run
+    (:meth:`FloodmarkQuery.finish_when_input_exhausted`): a file under the checkpoint, named for one start of the
+    query, so that a later start from the same checkpoint is not bounded by it. Its controller checks for it as
+    each batch begins (:meth:`~floodmark.driver.controller.Controller.end_input_when_requested`)."""
+
+    path: str
+
+    @classmethod
+    def new(cls, checkpoint: str) -> EndOfInputRequest:
+        return cls(checkpoint_files.join(checkpoint, "floodmark", "end-of-input", f"{uuid.uuid4().hex}.json"))
+
+    def made(self) -> bool:
+        return checkpoint_files.LocalFiles().read_text(self.path) is not None
+
+    def make(self) -> None:
+        checkpoint_files.LocalFiles().write_once(self.path, "{}")
+
+    def withdraw(self) -> None:
+        checkpoint_files.LocalFiles().delete(self.path)
+
+
 @dataclass
 class Launched:
     """One run of a query: the Spark query, the controller of its batches and Spark's checkpoint of it."""
@@ -248,11 +272,13 @@ class FloodmarkQuery:
         restart_policy: Restarts | None = None,
         follower: ReportFollower | None = None,
         bounded: bool = False,
+        end_request: EndOfInputRequest | None = None,
     ) -> None:
         self._launched = launched
         self._follower = follower
         """Over Spark Connect: brings :attr:`controller` (this process's copy) up to date with the server's."""
         self._bounded = bounded
+        self._end_request = end_request
         self.stage_outputs = stage_outputs
         self.stages = stages
         self.spark = spark
@@ -508,6 +534,8 @@ class FloodmarkQuery:
         self.query.stop()
         if self._follower is not None:
             self._follower.stop()
+        if self._end_request is not None:
+            self._end_request.withdraw()
         if self.metrics is not None:
             self.metrics.close()
 
@@ -562,12 +590,16 @@ class FloodmarkQuery:
             the batch's sink. By default: Spark's offset log shows the batch planned no new input (only the
             ticks moved; an empty file in the middle of the input still moves its source).
         """
-        if self._follower is not None and (exhausted is not None or not self._bounded):
+        if self._follower is not None and exhausted is not None:
             raise ValueError(
-                "over Spark Connect a query's controller runs in the server: a bounded run is started with "
-                "run_to_completion(), which ends the input at the first batch that plans none"
+                "over Spark Connect the query's controller runs in the server: it cannot call a function of the "
+                "client's; finish_when_input_exhausted() ends the input at the first batch that plans none"
             )
         self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
+        if self._end_request is not None and not self._bounded:  # tell the server's controller, then wake it
+            self._end_request.make()
+            if self.controller.engine.ticks is not None:
+                self.controller.engine.ticks.request(0)
         deadline = time.monotonic() + timeout_s
         while (last := self._last_report()) is None or last.watermark != MAX_TIMESTAMP:
             self._check()

@@ -37,7 +37,7 @@ from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
-from floodmark.spark.connect import connect_path_problem
+from floodmark.spark.connect import connect_path_problem, is_connect
 from floodmark.spark.hadoop_files import session_files
 from floodmark.spark.plan import sql_name
 
@@ -289,7 +289,9 @@ class KafkaSink(Sink):
         columns = (*batch.key_columns, *batch.value_columns)
         types = tuple(batch.rows.schema[c].dataType.simpleString() for c in columns) if text else ()
         # Columns belong to their session's JVM: a sink used again under a new SparkContext builds them anew.
-        cache_key = (batch.rows.sparkSession.sparkContext, batch.kind, batch.key_columns, batch.value_columns, types)
+        session = batch.rows.sparkSession  # Connect's columns are expressions of no JVM: one key for them all
+        context = None if is_connect(session) else session.sparkContext
+        cache_key = (context, batch.kind, batch.key_columns, batch.value_columns, types)
         if cache_key not in self._columns:
             keys = ", ".join(sql_name(c) for c in batch.key_columns)
             key = f"to_json(struct({keys}))" if keys else "CAST(NULL AS STRING)"
@@ -415,13 +417,20 @@ class Outputs:
     def sink(self, kind: str) -> Sink:
         return {PANES: self.panes, LATE: self.late, DEAD_LETTER: self.dead_letter}[kind]
 
-    def check_locations(self, connect: bool = False) -> None:
+    def check_before_start(self, connect: bool = False) -> None:
         """A ``ValueError`` before the query starts when a file sink's path cannot be a directory
         (:func:`~floodmark.driver.checkpoint_files.require_directory`) or, with ``connect`` (a Spark Connect
         session), a file sink's or a table's location is not an absolute plain path
-        (:func:`~floodmark.spark.connect.connect_path_problem`)."""
+        (:func:`~floodmark.spark.connect.connect_path_problem`) or a Kafka sink is exactly-once (its transactional
+        writer is reached through py4j)."""
         for kind in KINDS:
             sink = self.sink(kind)
+            if connect and isinstance(sink, KafkaSink) and sink.transactional_id_prefix is not None:
+                raise ValueError(
+                    f"the {kind} output is an exactly-once KafkaSink, whose transactional writer runs through py4j: "
+                    "over Spark Connect give no transactional_id_prefix (at-least-once, with a dedupe key) or use a "
+                    "classic session"
+                )
             location = sink.path if isinstance(sink, FileSink) else getattr(sink, "location", None)
             if isinstance(sink, FileSink):
                 checkpoint_files.require_directory(sink.path, f"the {kind} output")

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from floodmark.spark.connect import is_connect
 from floodmark.spark.outputs.batch_sink import root_cause
 from floodmark.spark.plan import TEXT, corrupt_record_column
 from floodmark.spark.sources.json_lines import parse_json
@@ -157,6 +158,10 @@ _DECODED = "fm_decoded"
 
 
 def _aligned_source_loadable(spark: SparkSession) -> bool:
+    """Whether the session's driver can load :data:`ALIGNED_SOURCE`: never over Spark Connect, whose pauses would
+    need py4j (Spark's own Kafka source runs there)."""
+    if is_connect(spark):
+        return False
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(ALIGNED_SOURCE))
 
@@ -188,7 +193,14 @@ def topic_partitions(
 
     :raises ValueError: the topic does not exist.
     :raises ConnectionError: the broker cannot be reached or refuses the client (its Java error's cause).
+    :raises ValueError: ``spark`` is a Spark Connect session (the client is reached through py4j): give the
+        partitions as ``known_splits`` yourself there.
     """
+    if is_connect(spark):
+        raise ValueError(
+            "topic_partitions needs a classic session (it asks the broker through the driver's JVM): over Spark "
+            "Connect give the topic's partitions as SourceTime(known_splits=...) yourself"
+        )
     jvm = spark._jvm  # type: ignore[attr-defined]
     properties = jvm.java.util.Properties()
     properties.put("bootstrap.servers", bootstrap_servers)

@@ -81,7 +81,8 @@ class TickSchedule:
     def request(self, delay_ms: int) -> None:
         now = int(self.clock() * 1000)
         self.last_seq = max(now, self.last_seq + 1, read_request(self.path)[0] + 1)
-        scratch = self.path.with_name(self.path.name + ".tmp")
+        # A Spark Connect client requests too (FloodmarkQuery.finish_when_input_exhausted): a scratch file each.
+        scratch = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         scratch.write_text(json.dumps({"seq": self.last_seq, "due": now + max(0, int(delay_ms))}))
         os.replace(scratch, self.path)  # the source never reads half a request
 
