@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from floodmark import TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.core.windows import Window
 from floodmark.spark import EventTimeAggregation, FloodmarkQuery, Pipeline, SourceTime, read_json_lines
 
 MINUTE = 60_000
@@ -86,10 +87,13 @@ def run(spark: Any, job: str, root: Path) -> FloodmarkQuery:
 
 def summary(query: FloodmarkQuery, job: str) -> dict[str, Any]:
     """What the handle says about the run (compared between a classic and a Connect run)."""
+    key = "a" if job == "aggregation" else None
+    explained = query.explain(key, Window(0, 2 * MINUTE), STAGES[job][-1])  # the texts name wall-clock times
     return {
         "batches": query.batches_completed,
         "reports": len(query.reports),
         "last_watermark": query.reports[-1].watermark,
         "reconciliation": asdict(query.reconciliation),
         "stages": {stage: asdict(query.stage_reconciliation(stage)) for stage in STAGES[job]},
+        "explained": [explained.status.name, explained.operator_watermark],
     }
