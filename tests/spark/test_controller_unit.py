@@ -86,3 +86,20 @@ def test_the_flush_is_not_folded_into_a_restarts_first_batch_nor_into_an_unbound
     assert restarted.begin_batch(2).watermark < MAX_TIMESTAMP, "offsets planned before the restart say nothing"
     restarted.on_batch(2, [], {}, {})
     assert restarted.begin_batch(3).watermark == MAX_TIMESTAMP
+
+
+def test_a_request_to_end_the_input_is_taken_from_the_next_batch_that_begins(tmp_path):
+    """How a Spark Connect client ends a run's input (the controller runs in the server): the request is checked
+    as each batch begins; until it is made the run is not bounded (every trigger does not run a batch)."""
+    ctl = controller(tmp_path)
+    made = []
+    ctl.engine = EngineHooks(reads_no_new_input=lambda batch: batch >= 2)
+    ctl.end_input_when_requested(lambda: bool(made), lambda: True)
+    for batch in (0, 1, 2):
+        assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP, "no request yet"
+        ctl.on_batch(batch, stats(3) if batch < 2 else [], {}, {})
+    assert ctl.next_batch is not None and ctl.next_batch.waits_for_input, "an unbounded run waits for input"
+    made.append(True)
+    assert ctl.begin_batch(3).watermark == MAX_TIMESTAMP, "the request's first batch planned nothing: the flush"
+    carried = Controller(ctl.log, ctl.sources, ctl.upstreams, clock=ManualClock(0), earlier=ctl)
+    assert carried._end_on_request is ctl._end_on_request, "a restart by the handle keeps the request"
