@@ -1,7 +1,8 @@
 """A Spark Connect client running one of ``connect_jobs.JOBS``: ``connect_driver.py <server url> <job> <root>``
 runs it to the end of its input and prints the handle's :func:`connect_jobs.summary` as one JSON line
-(``SUMMARY {...}``); with ``--start`` it starts the job, prints ``BATCH <id>`` as each batch's report reaches the
-client's listener, and runs until it is killed."""
+(``SUMMARY {...}``); ``connect_driver.py <server url> kafka <root> <bootstrap servers> <topic prefix>`` runs
+:func:`connect_jobs.run_kafka`; with ``--start`` it starts the job, prints ``BATCH <id>`` as each batch's report
+reaches the client's listener, and runs until it is killed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from connect_jobs import JOBS, run, summary
+from connect_jobs import JOBS, run, run_kafka, summary
 from pyspark.sql import SparkSession
 
 if __name__ == "__main__":
@@ -24,5 +25,5 @@ if __name__ == "__main__":
         built.start(str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener)
         while True:
             time.sleep(1)
-    query = run(spark, job, root)
+    query = run_kafka(spark, sys.argv[4], sys.argv[5], root) if job == "kafka" else run(spark, job, root)
     print("SUMMARY " + json.dumps(summary(query, job), default=str), flush=True)

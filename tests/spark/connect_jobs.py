@@ -12,7 +12,15 @@ from typing import Any
 
 from floodmark import TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.windows import Window
-from floodmark.spark import EventTimeAggregation, FloodmarkQuery, Pipeline, SourceTime, read_json_lines
+from floodmark.spark import (
+    EventTimeAggregation,
+    FloodmarkQuery,
+    Outputs,
+    Pipeline,
+    SourceTime,
+    read_json_lines,
+    read_kafka,
+)
 
 MINUTE = 60_000
 SCHEMA = "ts LONG, user STRING, channel STRING, partition INT"
@@ -75,8 +83,41 @@ def pipeline(spark: Any, root: Path) -> Pipeline:
     return job
 
 
+KAFKA_SCHEMA = "ts LONG, user STRING, channel STRING"
+
+
+def produce(broker: Any, topic: str, root: Path) -> int:
+    """The lines of :func:`write_input`'s files to ``topic`` (two partitions, as the lines say): how many."""
+    broker.create_topic(topic, partitions=2)
+    count = 0
+    for path in sorted(root.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            partition = json.loads(line).get("partition", 0) if line.startswith("{") and line.endswith("}") else 0
+            count += broker.produce(topic, [line], partition=partition)
+    return count
+
+
+def kafka(spark: Any, servers: str, prefix: str) -> EventTimeAggregation:
+    """:func:`aggregation` from topic ``<prefix>-clicks`` (its two partitions are the splits)."""
+    source = read_kafka(
+        spark, servers, f"{prefix}-clicks", schema=KAFKA_SCHEMA, options={"maxOffsetsPerTrigger": "500"}
+    )
+    time = SourceTime(
+        WatermarkStrategy.for_bounded_out_of_orderness(30_000), split="partition", known_splits=("0", "1")
+    )
+    spec = WindowSpec(windows.Tumbling(MINUTE), {"clicks": aggregates.count()}, allowed_lateness=2 * MINUTE)
+    return EventTimeAggregation(source, event_time="ts", key_by="channel", spec=spec, time=time)
+
+
+def run_kafka(spark: Any, servers: str, prefix: str, root: Path) -> FloodmarkQuery:
+    """:func:`kafka` to the end of its topic, panes, late records and dead letters to ``<prefix>-panes`` ...
+    (at-least-once: no transactional id)."""
+    outputs = Outputs.kafka(servers, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead")
+    return kafka(spark, servers, prefix).run_to_completion(str(root / "ckpt"), outputs, timeout_s=600)
+
+
 JOBS = {"aggregation": aggregation, "pipeline": pipeline}
-STAGES = {"aggregation": ["aggregation"], "pipeline": ["sessions", "means"]}
+STAGES = {"aggregation": ["aggregation"], "pipeline": ["sessions", "means"], "kafka": ["aggregation"]}
 
 
 def run(spark: Any, job: str, root: Path) -> FloodmarkQuery:
@@ -87,7 +128,7 @@ def run(spark: Any, job: str, root: Path) -> FloodmarkQuery:
 
 def summary(query: FloodmarkQuery, job: str) -> dict[str, Any]:
     """What the handle says about the run (compared between a classic and a Connect run)."""
-    key = "a" if job == "aggregation" else None
+    key = None if job == "pipeline" else "a"
     explained = query.explain(key, Window(0, 2 * MINUTE), STAGES[job][-1])  # the texts name wall-clock times
     return {
         "batches": query.batches_completed,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from connect_jobs import STAGES, run, summary, write_input
+from connect_jobs import STAGES, produce, run, run_kafka, summary, write_input
 from spark_helpers import read_output
 
 from floodmark.spark.connect import connect_path_problem
@@ -26,7 +26,7 @@ DRIVER = Path(__file__).with_name("connect_driver.py")
 def connect_server(tmp_path_factory):
     from floodmark_dev.connect_server import ConnectServer
 
-    with ConnectServer(cores=2, work_dir=tmp_path_factory.mktemp("connect-server")) as server:
+    with ConnectServer(cores=2, kafka=True, work_dir=tmp_path_factory.mktemp("connect-server")) as server:
         yield server
 
 
@@ -113,3 +113,38 @@ def test_a_client_killed_mid_stream_and_started_again_loses_nothing(spark, conne
     mine, theirs = outputs(spark, remote, "aggregation"), outputs(spark, classic, "aggregation")
     for name, frame in theirs.items():
         pd.testing.assert_frame_equal(mine[name], frame, obj=name)
+
+
+def test_kafka_in_and_out_over_spark_connect_equals_the_classic_run(spark, connect_server, kafka_broker, tmp_path):
+    """At-least-once Kafka output (the exactly-once writer needs py4j): the latest pane of every key and window,
+    the late records and the dead letters equal the classic run's; every produced record is accounted for."""
+    servers = kafka_broker.bootstrap_servers
+    write_input(tmp_path / "in")
+    produced = {prefix: produce(kafka_broker, f"{prefix}-clicks", tmp_path / "in") for prefix in ("classic", "remote")}
+    for prefix in produced:
+        for kind in ("panes", "late", "dead"):
+            kafka_broker.create_topic(f"{prefix}-{kind}")
+    expected = summary(run_kafka(spark, servers, "classic", tmp_path / "classic"), "kafka")
+    got, output = run_connect(connect_server, "kafka", tmp_path / "remote", servers, "remote")
+    assert {k: v for k, v in got.items() if k not in ("batches", "reports")} == {
+        k: v for k, v in expected.items() if k not in ("batches", "reports")
+    }
+    assert got["reconciliation"]["rows_in"] == produced["remote"] == produced["classic"]
+
+    def topics(prefix: str) -> tuple[dict, list, list]:
+        latest = {}
+        for record in kafka_broker.consume(f"{prefix}-panes"):
+            pane = record.json()
+            latest[(pane["channel"], pane["window_start"])] = (pane["pane_index"], pane["clicks"])
+        late = []
+        for record in kafka_broker.consume(f"{prefix}-late"):
+            fields = record.json()
+            original = json.loads(fields.pop("record"))
+            original.pop("kafka_timestamp")  # when the test produced it: each topic's own
+            late.append(json.dumps({**fields, "record": original}, sort_keys=True))
+        late.sort()
+        dead = sorted(r.json()["record"] for r in kafka_broker.consume(f"{prefix}-dead"))
+        return latest, late, dead
+
+    assert topics("remote") == topics("classic")
+    assert len(topics("remote")[2]) == 2 and "Traceback" not in output
