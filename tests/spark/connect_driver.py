@@ -1,8 +1,8 @@
 """A Spark Connect client running one of ``connect_jobs.JOBS``: ``connect_driver.py <server url> <job> <root>``
 runs it to the end of its input and prints the handle's :func:`connect_jobs.summary` as one JSON line
 (``SUMMARY {...}``); ``connect_driver.py <server url> kafka <root> <bootstrap servers> <topic prefix>`` runs
-:func:`connect_jobs.run_kafka`; with ``--start`` it starts the job, prints ``BATCH <id>`` as each batch's report
-reaches the client's listener, and runs until it is killed."""
+:func:`connect_jobs.run_kafka`; with ``--start`` it runs the job to the end of its input too, prints ``BATCH <id>``
+as each batch's report reaches the client's listener, and waits until it is killed."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ if __name__ == "__main__":
     if "--start" in sys.argv[4:]:
         built = JOBS[job](spark, root / "in")
         listener = [lambda report: print(f"BATCH {report.batch_id}", flush=True)]
-        built.start(str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener)
+        built.run_to_completion(str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener)
         while True:
             time.sleep(1)
     query = run_kafka(spark, sys.argv[4], sys.argv[5], root) if job == "kafka" else run(spark, job, root)

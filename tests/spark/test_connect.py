@@ -83,9 +83,10 @@ def test_under_connect_floodmark_files_are_absolute_plain_paths():
 
 
 def test_a_client_killed_mid_stream_and_started_again_loses_nothing(spark, connect_server, tmp_path):
-    """``kill -9`` of the Connect client while its query runs in the server, then the same job from the same
-    checkpoint: the new run stops the old one (Spark's stopActiveRunOnRestart: the server's query had outlived
-    its client) and resumes from the checkpoint; the outputs equal an uninterrupted classic run's."""
+    """``kill -9`` of the Connect client while its bounded run goes on in the server, then the same run from the
+    same checkpoint: the new run stops the old one (Spark's stopActiveRunOnRestart: the server's query had
+    outlived its client) and resumes from the checkpoint; the outputs equal an uninterrupted classic run's,
+    whether the old run had read all the input, or flushed, before the new one stopped it."""
     classic, remote = tmp_path / "classic", tmp_path / "connect"
     write_input(classic / "in", files=6)
     write_input(remote / "in", files=6)

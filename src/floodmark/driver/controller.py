@@ -71,7 +71,9 @@ class EngineHooks:
     that says nothing and asks for nothing, as in tests and ``floodmark explain``).
 
     :ivar first_batch_id: the first batch this run of the query executes: 0, or the one after the last
-        committed batch on a restart (see :meth:`Controller.ends_input`).
+        committed batch on a restart (see :meth:`Controller.ends_input`), as the engine said when the query was
+        built; the first batch the controller begins replaces it (over Spark Connect the run before may still
+        commit batches until the new one's start stops it).
     :ivar planned_at: when the engine planned a batch (ms), if it says (Spark's offset log).
     :ivar reads_no_new_input: whether the engine planned a batch to read no new input (only the ticks moved in
         Spark's offset log), once it has planned it; False when it does not say.
@@ -284,6 +286,7 @@ class Controller:
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
         self._running_entry: ControlEntry | None = None
+        self._first_begun: int | None = None
 
     def end_input(self) -> None:
         """End the input at the next batch (its watermark MAX: every window fires), whatever the sources still
@@ -482,9 +485,11 @@ class Controller:
         """
         # Only this run's begin_batch records a later batch as the end, so only a replay of the run's first batch
         # can find a record without writing it: no file read per batch for it otherwise.
+        if self._first_begun is None:
+            self._first_begun = batch_id
         if self._end_when_exhausted is None and self._end_on_request is not None and self._end_on_request[0]():
             self._end_when_exhausted = self._end_on_request[1]
-        entry = self.logged(batch_id, recorded_end=batch_id <= self.engine.first_batch_id)
+        entry = self.logged(batch_id, recorded_end=batch_id <= self._first_batch_id)
         if entry is None:
             entry = self.entry_for_batch(batch_id)  # raises: the entry is missing
         if self._input_exhausted_before(entry, batch_id):
@@ -497,11 +502,16 @@ class Controller:
         self._running_entry = entry
         return entry
 
+    @property
+    def _first_batch_id(self) -> int:
+        """The first batch of this run: the first this controller began, else what the engine said."""
+        return self.engine.first_batch_id if self._first_begun is None else self._first_begun
+
     def _input_exhausted_before(self, entry: ControlEntry, batch_id: int) -> bool:
         return (
             self._end_when_exhausted is not None
             and not entry.end_of_input
-            and batch_id > self.engine.first_batch_id  # see ends_input: a restart's first batch says nothing
+            and batch_id > self._first_batch_id  # see ends_input: a restart's first batch says nothing
             and self.engine.reads_no_new_input(batch_id)
             and bool(self._end_when_exhausted())
         )
@@ -516,7 +526,7 @@ class Controller:
         ``records`` good records and ``bad`` dead letters."""
         # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
         # did not exist yet: reading nothing there says nothing about the input now.
-        read_nothing = records == 0 and not bad and batch_id > self.engine.first_batch_id
+        read_nothing = records == 0 and not bad and batch_id > self._first_batch_id
         exhausted = self._end_when_exhausted is not None and read_nothing
         if exhausted and not self._end_of_input_requested:
             # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch,
