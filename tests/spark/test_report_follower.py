@@ -8,13 +8,21 @@ from floodmark import WatermarkStrategy
 from floodmark.core.clock import ManualClock
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import BatchReport, Controller, SourceSettings, StageReport
+from floodmark.driver.next_batch import HEARTBEAT, NextBatch
 from floodmark.spark.driver.report_follower import ReportFollower
 
 
 def report(batch_id: int) -> BatchReport:
     stage = StageReport(input_watermark=batch_id, output_watermark=batch_id, next_input_watermark=batch_id + 1)
     return BatchReport(
-        batch_id, batch_id, batch_id + 1, 1_000, {"0": (batch_id, False)}, records=3, stages={"aggregation": stage}
+        batch_id,
+        batch_id,
+        batch_id + 1,
+        1_000,
+        {"0": (batch_id, False)},
+        records=3,
+        stages={"aggregation": stage},
+        next_batch=NextBatch(2_000 + batch_id, HEARTBEAT),
     )
 
 
@@ -37,3 +45,4 @@ def test_the_follower_records_each_report_once_with_its_listeners(tmp_path):
     follower.poll()
     assert heard == [1, 2, 3] and ctl.batches_reported == 3
     assert ctl.reports[-1] == report(3) and ctl.totals.run.records == 9
+    assert ctl.next_batch == NextBatch(2_003, HEARTBEAT) and ctl.next_batch.waits_for_input, "query.settled reads it"

@@ -152,6 +152,9 @@ class BatchReport:
     """Dead letters among the rows read this batch (refused by the stages that read sources); ``bad`` also counts
     the dead letters of stages reading stages (panes they refused). None: all of ``bad``."""
 
+    next_batch: NextBatch | None = None
+    """When the controller asked for the next batch without input, decided after this one (None: not said)."""
+
     replayed: bool = False
     """An earlier attempt of this batch (before a crash, a failed sink or a restart) already completed it: it wrote
     its outputs and the next control entry, then reported it, unless it stopped in between. Spark replays a batch
@@ -170,6 +173,8 @@ class BatchReport:
         fields["splits"] = {split: (int(w), bool(idle)) for split, (w, idle) in fields["splits"].items()}
         fields["stages"] = {name: StageReport(**stage) for name, stage in fields["stages"].items()}
         fields["paused_splits"] = tuple(fields["paused_splits"])
+        planned = fields.get("next_batch")
+        fields["next_batch"] = None if planned is None else NextBatch(**planned)
         return cls(**fields)
 
     @property
@@ -604,6 +609,7 @@ class Controller:
             paused_splits=tuple(
                 sorted(self.split_label(name, split) for name, held in paused.items() for split in held)
             ),
+            next_batch=self.next_batch,
             replayed=replayed,
         )
         return self.record(report, first_dead_letter)
@@ -676,6 +682,8 @@ class Controller:
         (:func:`dead_letter_warning`, with ``first_dead_letter()`` as the reason). A replayed batch's report
         replaces the one its earlier attempt made in this process, and is not appended to the file again."""
         replaced = None
+        if report.next_batch is not None:  # a Spark Connect client's copy learns the server's plan from the report
+            self.next_batch = report.next_batch
         if report.replayed and self.reports and self.reports[-1].batch_id == report.batch_id:
             replaced = self.reports[-1]
             self.reports[-1] = report

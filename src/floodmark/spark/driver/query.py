@@ -552,12 +552,9 @@ class FloodmarkQuery:
     @property
     def settled(self) -> bool:
         """The query has read the input available so far and fired everything that can fire without more
-        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``).
-
-        :raises NotImplementedError: over Spark Connect (the plan of the next batch is the server's controller's,
-            and its reports do not carry it)."""
-        if self._follower is not None:
-            raise NotImplementedError("a query over Spark Connect cannot say whether it has settled")
+        input: the driver only expects its heartbeat batch (``floodmark.driver.next_batch``; over Spark Connect as
+        the latest report says)."""
+        self._follow()
         planned = self.controller.next_batch
         status = self.query.status
         busy = status.get("isDataAvailable") or status.get("isTriggerActive")
