@@ -161,5 +161,6 @@ def test_every_python_block_of_the_readme_has_a_test():
         "Install it in your own Spark",
         "Example: test a window's behaviour without Spark",
         "Joins and timers",
+        "Over Spark Connect",
     }
     assert set(BLOCKS) == tested
