@@ -19,11 +19,16 @@ from pyspark.sql import SparkSession
 if __name__ == "__main__":
     url, job, root = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     spark = SparkSession.builder.remote(url).getOrCreate()
+    kafka = sys.argv[4:6] if job == "kafka" else None
     if "--start" in sys.argv[4:]:
-        built = JOBS[job](spark, root / "in")
         listener = [lambda report: print(f"BATCH {report.batch_id}", flush=True)]
-        built.run_to_completion(str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener)
+        if kafka is None:
+            JOBS[job](spark, root / "in").run_to_completion(
+                str(root / "ckpt"), str(root / "out"), "1 second", listeners=listener
+            )
+        else:
+            run_kafka(spark, *kafka, root, "1 second", listeners=tuple(listener))
         while True:
             time.sleep(1)
-    query = run_kafka(spark, sys.argv[4], sys.argv[5], root) if job == "kafka" else run(spark, job, root)
+    query = run(spark, job, root) if kafka is None else run_kafka(spark, *kafka, root)
     print("SUMMARY " + json.dumps(summary(query, job), default=str), flush=True)

@@ -15,6 +15,7 @@ from floodmark.core.windows import Window
 from floodmark.spark import (
     EventTimeAggregation,
     FloodmarkQuery,
+    KafkaSink,
     Outputs,
     Pipeline,
     SourceTime,
@@ -109,11 +110,16 @@ def kafka(spark: Any, servers: str, prefix: str) -> EventTimeAggregation:
     return EventTimeAggregation(source, event_time="ts", key_by="channel", spec=spec, time=time)
 
 
-def run_kafka(spark: Any, servers: str, prefix: str, root: Path) -> FloodmarkQuery:
-    """:func:`kafka` to the end of its topic, panes, late records and dead letters to ``<prefix>-panes`` ...
-    (at-least-once: no transactional id)."""
-    outputs = Outputs.kafka(servers, f"{prefix}-panes", f"{prefix}-late", f"{prefix}-dead")
-    return kafka(spark, servers, prefix).run_to_completion(str(root / "ckpt"), outputs, timeout_s=600)
+def run_kafka(
+    spark: Any, servers: str, prefix: str, root: Path, trigger: str = "0 seconds", listeners: tuple = ()
+) -> FloodmarkQuery:
+    """:func:`kafka` to the end of its topic: panes and late records exactly-once to ``<prefix>-panes`` and
+    ``<prefix>-late`` (transactional id prefix ``prefix``), dead letters at-least-once to ``<prefix>-dead``."""
+    exactly_once = Outputs.kafka(servers, f"{prefix}-panes", f"{prefix}-late", "-", transactional_id_prefix=prefix)
+    outputs = Outputs(exactly_once.panes, exactly_once.late, KafkaSink(servers, f"{prefix}-dead"))
+    return kafka(spark, servers, prefix).run_to_completion(
+        str(root / "ckpt"), outputs, trigger, timeout_s=600, listeners=list(listeners)
+    )
 
 
 JOBS = {"aggregation": aggregation, "pipeline": pipeline}

@@ -265,10 +265,9 @@ def test_the_kafka_demo_reads_the_topic_and_writes_three_topics(spark, tmp_path)
 
 
 def test_exactly_once_kafka_sink_commits_each_batch_once(spark, kafka_broker):
-    """A transaction per batch with its marker: a batch written again (a replay) is skipped, also by a writer
-    that reads the marker back from Kafka; another query with the same prefix is refused by name."""
-    from floodmark.spark.outputs.sinks import QUERY_ID_PROPERTY
-
+    """A transaction per batch with its marker, written through floodmark's data source: a batch written again (a
+    replay) is skipped, also by a writer that reads the marker back from Kafka; another query with the same prefix
+    is refused by name."""
     kafka_broker.create_topic("eo-panes", partitions=2)
     panes = spark.createDataFrame(
         [("app", 0, 60_000, 0, 3), ("web", 0, 60_000, 0, 2)],
@@ -276,14 +275,16 @@ def test_exactly_once_kafka_sink_commits_each_batch_once(spark, kafka_broker):
     )
     sink = KafkaSink(kafka_broker.bootstrap_servers, "eo-panes", transactional_id_prefix="eo-test")
     assert sink.guarantee.startswith("exactly-once")
-    context = spark.sparkContext
-    context.setLocalProperty(QUERY_ID_PROPERTY, "query-a")
-    writers = context._jvm.floodmark.kafka.TransactionalWriter
+    writers = spark.sparkContext._jvm.floodmark.kafka.TransactionalWriter
+
+    def batch(batch_id: int, query_id: str = "query-a") -> OutputBatch:
+        return OutputBatch("panes", panes, batch_id, ("channel",), ("n",), stage="counts", query_id=query_id)
+
     try:
         for batch_id in (0, 1, 1, 0):  # batches 0 and 1, then both again as replays
-            sink.write(OutputBatch("panes", panes, batch_id, ("channel",), ("n",), stage="counts"))
+            sink.write(batch(batch_id))
         writers.closeAll()  # a new driver: the marker comes from Kafka
-        sink.write(OutputBatch("panes", panes, 1, ("channel",), ("n",), stage="counts"))
+        sink.write(batch(1))
         records = kafka_broker.consume("eo-panes")
         assert sorted(dict(r.headers)[BATCH_ID_HEADER] for r in records) == [b"0", b"0", b"1", b"1"]
         assert {json.loads(r.key)["channel"] for r in records} == {"app", "web"}
@@ -291,11 +292,9 @@ def test_exactly_once_kafka_sink_commits_each_batch_once(spark, kafka_broker):
         assert len(kafka_broker.consume("eo-panes", isolation_level="read_uncommitted")) == 4
 
         writers.closeAll()
-        context.setLocalProperty(QUERY_ID_PROPERTY, "query-b")
         with pytest.raises(Exception, match="eo-test-counts-panes' holds batch 1 of another query"):
-            sink.write(OutputBatch("panes", panes, 2, ("channel",), ("n",), stage="counts"))
+            sink.write(batch(2, "query-b"))
     finally:
-        context.setLocalProperty(QUERY_ID_PROPERTY, None)
         writers.closeAll()
 
 

@@ -732,7 +732,12 @@ class Pipeline:
             frame, controller, plans, spark_checkpoint = self.build(checkpoint, spark, earlier)
             time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
             sink = BatchSink(
-                {n: plan.stage for n, plan in plans.items()}, outputs, controller, use_jvm_unpack(spark), time_zone
+                {n: plan.stage for n, plan in plans.items()},
+                outputs,
+                controller,
+                use_jvm_unpack(spark),
+                time_zone,
+                spark_checkpoint.query_id,
             )
             null_splits.source_of = controller.source_of
             if follower is None:

@@ -1,6 +1,7 @@
 """What floodmark reads from Spark's own checkpoint of a query (``<checkpoint>/spark``): the one place.
 
-Spark writes ``offsets/N`` when it plans batch N (line 1 the log's version, line 2 the batch's metadata with
+Spark writes ``metadata`` when a query first starts on the checkpoint (``{"id": "<query id>"}``: the id every run
+of the query keeps), ``offsets/N`` when it plans batch N (line 1 the log's version, line 2 the batch's metadata with
 ``batchTimestampMs``, then one line per source with the offsets the batch reads up to) and ``commits/N`` once
 batch N's sink returned. On a restart it re-runs the batch after the last commit, with the offsets it logged.
 """
@@ -18,6 +19,18 @@ class SparkCheckpoint:
     def __init__(self, directory: str, files: CheckpointFiles) -> None:
         self.directory = directory
         self.files = files
+        self._query_id: str | None = None
+
+    def query_id(self) -> str:
+        """Spark's id of the query (``StreamingQuery.id``, the same in every run from this checkpoint; read once),
+        or "" before Spark wrote it (the query has not started). Read from the checkpoint, not from the stream
+        thread's properties, so that a Spark Connect server's ``foreachBatch`` process has it too."""
+        if self._query_id is None:
+            text = self.files.read_text(join(self.directory, "metadata"))
+            if text is None:
+                return ""
+            self._query_id = str(json.loads(text.splitlines()[0])["id"])
+        return self._query_id
 
     def _batches(self, log: str) -> list[int]:
         return sorted(int(name) for name in self.files.list_names(join(self.directory, log)) if name.isdigit())

@@ -69,11 +69,13 @@ class StageRoute:
             ]
         return StructType(fields)
 
-    def batch(self, kind: str, frame: DataFrame, batch_id: int) -> OutputBatch:
-        """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns."""
+    def batch(self, kind: str, frame: DataFrame, batch_id: int, query_id: str = "") -> OutputBatch:
+        """The rows of ``kind`` of this stage in the batch ``frame`` (carrier rows), in their output columns;
+        ``query_id``: Spark's id of the query."""
         values = tuple(self.stage.result_names) if kind == wire.PANE else ()
         rows = self.readers[kind].rows(frame)
-        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, tuple(self.stage.key_columns), values, self.stage.name)
+        key_columns = tuple(self.stage.key_columns)
+        return OutputBatch(OUTPUT_KINDS[kind], rows, batch_id, key_columns, values, self.stage.name, query_id)
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
@@ -91,7 +93,8 @@ class BatchSink:
     from the cache, only when the gauges count some rows for it.
 
     :arg stages: ``{stage: what it emits}``, upstream first. :arg outputs: ``{stage: Outputs}``.
-    :arg jvm_unpack, time_zone: see :class:`StageRoute`.
+    :arg jvm_unpack, time_zone: see :class:`StageRoute`. :arg query_id: Spark's id of the query, asked for as
+        batches are written (:meth:`~floodmark.spark.driver.spark_checkpoint.SparkCheckpoint.query_id`).
     """
 
     def __init__(
@@ -101,9 +104,11 @@ class BatchSink:
         controller: Controller,
         jvm_unpack: bool,
         time_zone: str = "UTC",
+        query_id: Callable[[], str] = str,
     ) -> None:
         self.routes = {name: StageRoute(stage, outputs[name], jvm_unpack, time_zone) for name, stage in stages.items()}
         self.controller = controller
+        self.query_id = query_id
         self.listeners: list[Callable[[BatchReport], None]] = []
         self.doing = "computing the batch"
         """What the batch was doing, for the error message if it fails."""
@@ -159,6 +164,7 @@ class BatchSink:
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
         batch_entry.publish(frame.sparkSession, self.controller.begin_batch(batch_id))
+        query_id = self.query_id()
         frame = frame.persist()
         try:
             leader = self.leader
@@ -169,7 +175,7 @@ class BatchSink:
                 route = self.routes[leader]
                 self.doing = f"computing the batch and writing {self._owner(leader)} panes to {route.outputs.panes!r}"
                 small = self._run_observed(
-                    frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, rows, batch_id))
+                    frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, rows, batch_id, query_id))
                 )
             stats = [r for r in small if r[wire.KIND] == wire.STATS]
             gauges: dict[str, list[dict[str, Any]]] = {name: [] for name in self.routes}
@@ -197,7 +203,7 @@ class BatchSink:
                 for kind in kinds:
                     sink = route.outputs.sink(OUTPUT_KINDS[kind])
                     self.doing = f"writing {self._owner(name)} {OUTPUT_KINDS[kind]} output to {sink!r}"
-                    sink.write(route.batch(kind, frame, batch_id))
+                    sink.write(route.batch(kind, frame, batch_id, query_id))
 
             def first_dead_letter() -> str | None:
                 stage = next((name for name in self.routes if counts[name][wire.BAD]), None)

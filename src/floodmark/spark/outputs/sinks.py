@@ -55,6 +55,8 @@ class OutputBatch:
     :ivar kind: ``panes``, ``late`` or ``dead_letter``.
     :ivar key_columns: the pipeline's key columns. :ivar value_columns: its aggregation columns (panes).
     :ivar stage: the stage whose output this is (its name in the query's graph).
+    :ivar query_id: Spark's id of the streaming query ("" when not known): an exactly-once Kafka sink's marker
+        names it, so that another query's batches are not taken for this one's.
     """
 
     kind: str
@@ -63,6 +65,7 @@ class OutputBatch:
     key_columns: tuple[str, ...]
     value_columns: tuple[str, ...] = ()
     stage: str = ""
+    query_id: str = ""
 
 
 class Sink(ABC):
@@ -263,24 +266,27 @@ class KafkaSink(Sink):
         _append_to_kafka(messages, options)
 
     def _write_transaction(self, messages: DataFrame, batch: OutputBatch) -> None:
-        spark = messages.sparkSession
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-        if not jvm.org.apache.spark.util.Utils.classIsLoadable(TRANSACTIONAL_WRITER):
-            raise RuntimeError(
-                f"an exactly-once KafkaSink needs floodmark's jar on the driver ({TRANSACTIONAL_WRITER}): start the "
-                "session with floodmark.spark.configure_spark_with_floodmark or spark-submit --jars "
-                '"$(python -m floodmark.jvm --kafka)"'
-            )
-        settings = jvm.java.util.HashMap()
-        settings.put("bootstrap.servers", self.bootstrap_servers)
-        for name, setting in self.options.items():
-            if name.startswith("kafka."):
-                settings.put(name.removeprefix("kafka."), setting)
-        writer = jvm.floodmark.kafka.TransactionalWriter.forId(self.transactional_id(batch), settings)
-        # Spark's id of the streaming query (kept in its checkpoint): the marker names it, so that another query
-        # with the same prefix is refused instead of having its batches taken for committed ones.
-        query_id = spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or ""
-        writer.write(messages._jdf, self.topic, batch.batch_id, query_id)
+        """One Kafka transaction through floodmark's data source (:data:`TRANSACTIONAL_SINK`), run on the driver by
+        Spark: the same call from a classic session and from a Spark Connect server's ``foreachBatch``."""
+        options = {
+            "topic": self.topic,
+            "transactionalId": self.transactional_id(batch),
+            "batchId": str(batch.batch_id),
+            "queryId": batch.query_id,
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            **{name: setting for name, setting in self.options.items() if name.startswith("kafka.")},
+        }
+        try:
+            messages.write.format(TRANSACTIONAL_SINK).mode("append").options(**options).save()
+        except Exception as error:
+            if "DATA_SOURCE_NOT_FOUND" in str(error) or "ClassNotFoundException" in str(error):
+                raise RuntimeError(
+                    f"an exactly-once KafkaSink needs floodmark's jar on the driver ({TRANSACTIONAL_SINK}): start the "
+                    "session with floodmark.spark.configure_spark_with_floodmark or spark-submit --jars "
+                    '"$(python -m floodmark.jvm --kafka)"; a Spark Connect server with the settings of '
+                    "python -m floodmark.jvm --connect-server --kafka"
+                ) from error
+            raise
 
     def _message(self, batch: OutputBatch) -> tuple[Column, Column]:
         """The message's key and value columns (binary) for ``batch``'s kind and columns (cached: Column
@@ -307,10 +313,9 @@ class KafkaSink(Sink):
         return self._columns[cache_key]
 
 
-TRANSACTIONAL_WRITER = "floodmark.kafka.TransactionalWriter"
-"""The JVM class that writes an exactly-once :class:`KafkaSink`'s batches (in floodmark's jar)."""
-QUERY_ID_PROPERTY = "sql.streaming.queryId"
-"""The local property in which Spark's stream thread (and so a ``foreachBatch`` function) has the query's id."""
+TRANSACTIONAL_SINK = "floodmark.kafka.TransactionalSink"
+"""The data source (in floodmark's jar) that writes an exactly-once :class:`KafkaSink`'s batches, one Kafka
+transaction each, on the driver."""
 
 
 V1_SOURCES = "spark.sql.sources.useV1SourceList"
@@ -421,16 +426,9 @@ class Outputs:
         """A ``ValueError`` before the query starts when a file sink's path cannot be a directory
         (:func:`~floodmark.driver.checkpoint_files.require_directory`) or, with ``connect`` (a Spark Connect
         session), a file sink's or a table's location is not an absolute plain path
-        (:func:`~floodmark.spark.connect.connect_path_problem`) or a Kafka sink is exactly-once (its transactional
-        writer is reached through py4j)."""
+        (:func:`~floodmark.spark.connect.connect_path_problem`)."""
         for kind in KINDS:
             sink = self.sink(kind)
-            if connect and isinstance(sink, KafkaSink) and sink.transactional_id_prefix is not None:
-                raise ValueError(
-                    f"the {kind} output is an exactly-once KafkaSink, whose transactional writer runs through py4j: "
-                    "over Spark Connect give no transactional_id_prefix (at-least-once, with a dedupe key) or use a "
-                    "classic session"
-                )
             location = sink.path if isinstance(sink, FileSink) else getattr(sink, "location", None)
             if isinstance(sink, FileSink):
                 checkpoint_files.require_directory(sink.path, f"the {kind} output")
