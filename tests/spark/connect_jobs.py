@@ -52,14 +52,16 @@ def source(spark: Any, root: Path) -> Any:
 TIME = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(30_000), split="partition")
 
 
-def aggregation(spark: Any, root: Path) -> EventTimeAggregation:
-    """The README's job: a count per channel and minute, late records within 2 minutes update their window."""
+def aggregation(spark: Any, root: Path, on_jvm: bool = False) -> EventTimeAggregation:
+    """The README's job: a count per channel and minute, late records within 2 minutes update their window; with
+    ``on_jvm``, combined by the JVM map side and run on the JVM host."""
     return EventTimeAggregation(
         source(spark, root),
         event_time="ts",
         key_by="channel",
         spec=WindowSpec(windows.Tumbling(MINUTE), {"clicks": aggregates.count()}, allowed_lateness=2 * MINUTE),
         time=TIME,
+        **({"map_side": "jvm", "host": "jvm"} if on_jvm else {}),
     )
 
 
@@ -122,8 +124,13 @@ def run_kafka(
     )
 
 
-JOBS = {"aggregation": aggregation, "pipeline": pipeline}
-STAGES = {"aggregation": ["aggregation"], "pipeline": ["sessions", "means"], "kafka": ["aggregation"]}
+JOBS = {"aggregation": aggregation, "pipeline": pipeline, "jvm": lambda spark, root: aggregation(spark, root, True)}
+STAGES = {
+    "aggregation": ["aggregation"],
+    "pipeline": ["sessions", "means"],
+    "kafka": ["aggregation"],
+    "jvm": ["aggregation"],
+}
 
 
 def run(spark: Any, job: str, root: Path) -> FloodmarkQuery:

@@ -57,8 +57,10 @@ def outputs(spark, root: Path, job: str) -> dict[str, pd.DataFrame]:
     return found
 
 
-@pytest.mark.parametrize("job", ["aggregation", "pipeline"])
+@pytest.mark.parametrize("job", ["aggregation", "pipeline", "jvm"])
 def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, tmp_path, job):
+    """A job run over Connect equals its classic run: one stage, two stages, and one stage on the JVM map side and
+    the JVM host (``jvm``: reached through floodmark's plan hints, no py4j, on both sessions)."""
     classic, remote = tmp_path / "classic", tmp_path / "connect"
     write_input(classic / "in")
     write_input(remote / "in")
@@ -74,6 +76,13 @@ def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, 
         pd.testing.assert_frame_equal(mine[name], frame, obj=name)
     assert len(theirs[f"{STAGES[job][0]}/dead_letter"]) == 2
     assert "Traceback" not in output, output[-4000:]
+    host = "jvm" if job == "jvm" else "python"
+    for root in (classic, remote):
+        hosts = json.loads((root / "ckpt" / "floodmark" / "hosts.json").read_text())["hosts"]
+        assert set(hosts.values()) == {host}, hosts
+    if job == "jvm":
+        # Neither the map side nor the host fell back (each would say why in a warning).
+        assert "not in the JVM" not in output and "runs on the Python host" not in output, output
 
 
 def test_under_connect_floodmark_files_are_absolute_plain_paths():

@@ -68,7 +68,7 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
-from floodmark.spark import hadoop_files
+from floodmark.spark import hadoop_files, plan_hints
 from floodmark.spark import plan as p
 from floodmark.spark.connect import is_connect
 from floodmark.spark.driver import python_workers
@@ -587,11 +587,11 @@ class Pipeline:
             else:
                 schema = StructType()
             reasons[name] = jvm_level.why_not(plans[name], schema)
-        if any(reason is None for reason in reasons.values()) and is_connect(spark):
-            unreached = "the JVM host is started through py4j, which a Spark Connect session has not"
+        unreached = plan_hints.why_unreachable(spark) if any(r is None for r in reasons.values()) else None
+        if unreached is None and any(r is None for r in reasons.values()) and not register_functions(spark):
+            unreached = "this session cannot load floodmark's jar"
+        if unreached is not None:
             reasons = {n: reason or unreached for n, reason in reasons.items()}
-        if any(reason is None for reason in reasons.values()) and not register_functions(spark):
-            reasons = {n: reason or "this session cannot load floodmark's jar" for n, reason in reasons.items()}
         for name in graph.order:
             level = graph.levels[name]
             blocked = [n for n in graph.order if graph.levels[n] == level and reasons[n] is not None]

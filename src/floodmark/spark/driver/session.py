@@ -17,6 +17,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from floodmark.jvm import SPARK_KAFKA, ensure_java, jars, packaged_jars, spark_jars
+from floodmark.spark.plan_hints import EXTENSIONS
 from floodmark.spark.stateful.batch_entry import session_problem
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -102,11 +103,6 @@ def floodmark_jars() -> str:
     ``spark.jars`` (``spark-submit --jars``) yourself.
     """
     return spark_jars()
-
-
-EXTENSIONS = "floodmark.Extensions"
-"""floodmark's ``spark.sql.extensions`` class (in its jar): its SQL functions (``fm_unpack``, ``fm_try_value``, ...)
-and the JVM map side's planner strategy in every session, reached without py4j."""
 
 
 def with_floodmark_extensions(extensions: str | None) -> str:

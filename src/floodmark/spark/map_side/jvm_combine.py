@@ -23,8 +23,9 @@ The batch's watermark and processing time reach the expressions as ``fm_batch_wa
 ``fm_batch_processing_time()`` (floodmark's jar, ``floodmark.batch.BatchEntryValue``): the control entry that
 the driver publishes as the job property, read once per task: what the Python side reads.
 
-The aggregation is ``floodmark.combine.PartialAggregate``, a logical node that floodmark's planner strategy
-plans as the partial half of Spark's own aggregation (``HashAggregateExec`` in Partial mode, generated code):
+The aggregation is ``floodmark.combine.PartialAggregate`` (asked for by a hint, :mod:`floodmark.spark.plan_hints`), a
+logical node that floodmark's planner strategy plans as the partial half of Spark's own aggregation
+(``HashAggregateExec`` in Partial mode, generated code):
 a ``groupBy`` would not do, since in a streaming query it is a stateful aggregation across batches. It groups
 on every column of the input, which is null for the records it combines, so a record it must not combine (bad,
 late, or held by an output time) is a group of its own (``fm_order``, its place in the input:
@@ -46,10 +47,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, SparkSession
-from pyspark.sql import DataFrame as AnyDataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.classic.dataframe import DataFrame
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -70,7 +69,7 @@ from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_DURA
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import GLOBAL_WINDOW, Cumulate, Global, Sliding, Tumbling
 from floodmark.protocol import wire
-from floodmark.spark import blocks
+from floodmark.spark import blocks, plan_hints
 from floodmark.spark import plan as p
 from floodmark.spark.map_side.combiner import AggregatedInJvm, MapSideCombiner
 
@@ -191,14 +190,14 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
     return direct
 
 
-def combined_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan, combiner: MapSideCombiner) -> DataFrame:
+def combined_in_jvm(data: DataFrame, plan: p.RuntimePlan, combiner: MapSideCombiner) -> DataFrame:
     """``data`` (the input with ``fm_bucket``, the event time in ms and the split) -> ``(fm_bucket, fm_block)`` rows,
     as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
     aggregated = aggregated_in_jvm(data, plan)
     return aggregated.mapInArrow(AggregatedInJvm(combiner, data.columns), blocks.SCHEMA)
 
 
-def aggregated_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan) -> DataFrame:
+def aggregated_in_jvm(data: DataFrame, plan: p.RuntimePlan) -> DataFrame:
     """``data`` (as :func:`combined_in_jvm` takes it) -> the partial aggregation's rows: one per (key, bucket[,
     split], window) of the records it combined (``fm_order`` null; ``fm_row_count``, ``fm_min_ts``, ``fm_max_ts``:
     their records, lowest and highest event time), and every record it left alone, whole (``fm_order``: its place
@@ -241,22 +240,6 @@ def aggregated_in_jvm(data: AnyDataFrame, plan: p.RuntimePlan) -> DataFrame:
         f"{wire.MAX_TS}=max:{_TS}",
         *[f"{c.name}={reduction}:{values.get(field, _ONE)}" for (_, reduction, field), (_, c) in accumulators],
     ]
-    spark = data.sparkSession
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    jsession = spark._jsparkSession
-    jvm.floodmark.combine.PartialAggregate.register(jsession)
     grouped = [*record_columns, wire.WINDOW_START, wire.WINDOW_END, wire.ORDER]
-    partial = jvm.floodmark.combine.PartialAggregate.plan(
-        inputs._jdf.logicalPlan(), _strings(spark, grouped), _strings(spark, aggregates)
-    )
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, partial), spark)
-
-
-def _strings(spark: SparkSession, values: list[str]):
-    gateway = spark.sparkContext._gateway
-    assert gateway is not None
-    array = gateway.new_array(gateway.jvm.String, len(values))
-    for i, value in enumerate(values):
-        array[i] = value
-    return array
+    # Resolved by floodmark's session extensions, on a classic session and over Spark Connect alike.
+    return plan_hints.hinted(inputs, plan_hints.PARTIAL_AGGREGATE, grouped, aggregates)

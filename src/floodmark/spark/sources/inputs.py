@@ -20,9 +20,8 @@ from pyspark.sql.types import (
 )
 
 from floodmark.protocol import wire
-from floodmark.spark import blocks
+from floodmark.spark import blocks, plan_hints
 from floodmark.spark import plan as p
-from floodmark.spark.connect import is_connect
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import MapSideCombiner
 from floodmark.spark.outputs.unpack import register_functions
@@ -158,8 +157,8 @@ def combined_input(
         return data.mapInArrow(combiner, blocks.SCHEMA)
     stage = f"stage {plan.stage.name!r}" if plan.stage.name else "the aggregation"
     why_not = jvm_combine.why_not(plan, data.schema)
-    if why_not is None and is_connect(data.sparkSession):
-        why_not = "the JVM map side is planned through py4j, which a Spark Connect session has not"
+    if why_not is None:
+        why_not = plan_hints.why_unreachable(data.sparkSession)
     if why_not is None and not register_functions(data.sparkSession):
         why_not = "this session cannot load floodmark's jar"
     if why_not is not None:

@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.spark import plan as p
+from floodmark.spark import plan_hints
 from floodmark.spark.map_side.combiner import AggregatedInJvm
 
 Host = Literal["python", "jvm"]
@@ -129,7 +130,7 @@ def level_plan(plans: Mapping[str, p.RuntimePlan], direct: Mapping[str, dict[str
 
 
 def jvm_level(rows: DataFrame, plan: str) -> DataFrame:
-    """``rows`` (carrier rows) through the JVM host of the level ``plan`` (:func:`level_plan`) describes."""
-    spark = rows.sparkSession
-    hosted = spark._jvm.floodmark.host.WindowLevel.apply(rows._jdf, plan)  # type: ignore[union-attr]
-    return DataFrame(hosted, spark)
+    """``rows`` (carrier rows) through the JVM host of the level ``plan`` (:func:`level_plan`) describes: a hint that
+    floodmark's session extensions resolve (:mod:`floodmark.spark.plan_hints`), on a classic session and over Spark
+    Connect alike."""
+    return plan_hints.hinted(rows, plan_hints.WINDOW_LEVEL, plan)

@@ -8,8 +8,8 @@ import org.apache.spark.TaskContext
   *
   * The driver publishes entry N as the SQL conf `spark.floodmark.control.entry` of the query's session, which Spark
   * hands to batch N's jobs as the job property of that name. [[ControlEntry.current]] refuses an entry whose `seq`
-  * is not the task's batch id (`streaming.sql.batchId`), or a task outside a micro-batch: never a silent use of
-  * another batch's watermark.
+  * is not the task's batch id (`streaming.sql.batchId`), or a task without an entry: never a silent use of another
+  * batch's watermark.
   */
 final class ControlEntry private (node: JsonNode) {
   val seq: Long = node.path("seq").asLong(-1)
@@ -50,19 +50,21 @@ object ControlEntry {
     * its rules outside a micro-batch; a task takes [[current]]. */
   def parse(text: String): ControlEntry = new ControlEntry(mapper.readTree(text))
 
-  /** The entry of the micro-batch the running task belongs to. */
+  /** The entry of the micro-batch the running task belongs to: the one its job carries, which must be the task's
+    * batch's when Spark gave the task a batch id. Over Spark Connect it gives none (the sink's jobs run on the
+    * server's Connect thread): the entry is taken as the batch's, as in `floodmark.spark.stateful.batch_entry`
+    * (`entry_for_batch`), whose rule this is. */
   def current(): ControlEntry = {
     val context = TaskContext.get()
     val batchId = if (context == null) null else context.getLocalProperty(BatchIdProperty)
-    if (batchId == null)
-      throw new IllegalStateException("floodmark's operators run only inside a streaming micro-batch (no batch id)")
-    val text = context.getLocalProperty(EntryProperty)
+    val text = if (context == null) null else context.getLocalProperty(EntryProperty)
     if (text == null)
       throw new IllegalStateException(
-        s"micro-batch $batchId carries no floodmark control entry: the query must be started by floodmark " +
-          "(classic PySpark, pinned threads: the default)")
+        s"${if (batchId == null) "this task" else s"micro-batch $batchId"} carries no floodmark control entry: " +
+          "floodmark's operators run only in the micro-batches of a query started with EventTimeAggregation.start() " +
+          "or Pipeline.start()")
     val entry = parse(text)
-    if (entry.seq != batchId.toLong)
+    if (batchId != null && entry.seq != batchId.toLong)
       throw new IllegalStateException(s"micro-batch $batchId carries floodmark control entry ${entry.seq}, not its own")
     entry
   }
