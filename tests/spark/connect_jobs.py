@@ -21,6 +21,7 @@ from floodmark.spark import (
     SourceTime,
     read_json_lines,
     read_kafka,
+    topic_partitions,
 )
 
 MINUTE = 60_000
@@ -101,13 +102,12 @@ def produce(broker: Any, topic: str, root: Path) -> int:
 
 
 def kafka(spark: Any, servers: str, prefix: str) -> EventTimeAggregation:
-    """:func:`aggregation` from topic ``<prefix>-clicks`` (its two partitions are the splits)."""
+    """:func:`aggregation` from topic ``<prefix>-clicks`` (its partitions, as the broker says, are the splits)."""
     source = read_kafka(
         spark, servers, f"{prefix}-clicks", schema=KAFKA_SCHEMA, options={"maxOffsetsPerTrigger": "500"}
     )
-    time = SourceTime(
-        WatermarkStrategy.for_bounded_out_of_orderness(30_000), split="partition", known_splits=("0", "1")
-    )
+    known = tuple(topic_partitions(spark, servers, f"{prefix}-clicks"))  # the broker's, asked by floodmark's jar
+    time = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(30_000), split="partition", known_splits=known)
     spec = WindowSpec(windows.Tumbling(MINUTE), {"clicks": aggregates.count()}, allowed_lateness=2 * MINUTE)
     return EventTimeAggregation(source, event_time="ts", key_by="channel", spec=spec, time=time)
 

@@ -25,13 +25,11 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from floodmark.spark.connect import is_connect
-from floodmark.spark.outputs.batch_sink import root_cause
 from floodmark.spark.plan import TEXT, corrupt_record_column
 from floodmark.spark.sources.json_lines import parse_json
 
@@ -188,36 +186,37 @@ def topic_partitions(
 ) -> list[str]:
     """The partitions of ``topic`` as split labels (``"0"``, ``"1"``, ...), from the broker's metadata.
 
-    Uses the Kafka client on the driver's classpath (the connector's ``kafka-clients``). ``kafka.*`` entries
-    of ``options`` are passed to the client (security settings, as for :func:`read_kafka`).
+    Asked by the Kafka client on the driver's classpath (the connector's ``kafka-clients``) through floodmark's data
+    source :data:`TOPIC_PARTITIONS`: the same call on a classic session and over Spark Connect. ``kafka.*``
+    entries of ``options`` are passed to the client (security settings, as for :func:`read_kafka`).
 
     :raises ValueError: the topic does not exist.
-    :raises ConnectionError: the broker cannot be reached or refuses the client (its Java error's cause).
-    :raises ValueError: ``spark`` is a Spark Connect session (the client is reached through py4j): give the
-        partitions as ``known_splits`` yourself there.
+    :raises ConnectionError: the broker cannot be reached or refuses the client (Kafka's error and its cause).
+    :raises RuntimeError: the session's driver lacks floodmark's jar.
     """
-    if is_connect(spark):
-        raise ValueError(
-            "topic_partitions needs a classic session (it asks the broker through the driver's JVM): over Spark "
-            "Connect give the topic's partitions as SourceTime(known_splits=...) yourself"
-        )
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    properties = jvm.java.util.Properties()
-    properties.put("bootstrap.servers", bootstrap_servers)
+    reader = spark.read.format(TOPIC_PARTITIONS).option("topic", topic)
+    reader = reader.option("kafka.bootstrap.servers", bootstrap_servers)
     for key, value in (options or {}).items():
         if key.startswith("kafka."):
-            properties.put(key.removeprefix("kafka."), value)
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+            reader = reader.option(key, value)
     try:
-        topics = admin.listTopics().names().get(30, jvm.java.util.concurrent.TimeUnit.SECONDS)
-        if not topics.contains(topic):
-            raise ValueError(f"Kafka topic {topic!r} does not exist at {bootstrap_servers}")
-        described = admin.describeTopics(jvm.java.util.List.of(topic)).allTopicNames()
-        description = described.get(30, jvm.java.util.concurrent.TimeUnit.SECONDS).get(topic)
-        return [str(p) for p in sorted(info.partition() for info in description.partitions())]
-    except Py4JJavaError as error:  # wrong credentials, no broker: the Java cause, not py4j's "calling o56.get"
-        raise ConnectionError(
-            f"cannot list the partitions of {topic!r} at {bootstrap_servers}: {root_cause(error)}"
-        ) from None
-    finally:
-        admin.close()
+        rows = reader.load().collect()
+    except Exception as error:  # py4j's or Spark Connect's error: the data source's one line is in its text
+        text = str(error)
+        line = next((x for x in text.splitlines() if _TOPIC_FAILURE in x), None)
+        if line is None:
+            if "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text:
+                raise RuntimeError(
+                    f"topic_partitions needs floodmark's jar on the driver ({TOPIC_PARTITIONS}); or give the topic's "
+                    "partitions as SourceTime(known_splits=...) yourself"
+                ) from None
+            raise
+        reason = line[line.index(_TOPIC_FAILURE) + len(_TOPIC_FAILURE) :].strip()
+        raise (ValueError if "does not exist at" in reason else ConnectionError)(reason) from None
+    return [str(p) for p in sorted(row["partition"] for row in rows)]
+
+
+TOPIC_PARTITIONS = "floodmark.kafka.TopicPartitions"
+"""floodmark's batch data source of a topic's partitions (in its jar): one row per partition."""
+_TOPIC_FAILURE = "[floodmark topic_partitions]"
+"""What starts the data source's one line of a failure (``TopicPartitions.Marker``)."""
