@@ -13,12 +13,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from connect_jobs import JOBS, run, run_kafka, summary
+from connect_jobs import JOBS, replay, replay_summary, run, run_kafka, summary
 from pyspark.sql import SparkSession
 
 if __name__ == "__main__":
     url, job, root = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     spark = SparkSession.builder.remote(url).getOrCreate()
+    if job == "aligned":  # connect_driver.py <url> aligned <root> <bootstrap servers> <topic>
+        found = replay_summary(replay(spark, sys.argv[4], sys.argv[5], root, aligned=True))
+        print("SUMMARY " + json.dumps(found), flush=True)
+        sys.exit(0)
     kafka = sys.argv[4:6] if job == "kafka" else None
     if "--start" in sys.argv[4:]:
         listener = [lambda report: print(f"BATCH {report.batch_id}", flush=True)]

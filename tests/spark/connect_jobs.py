@@ -124,6 +124,53 @@ def run_kafka(
     )
 
 
+HOUR = 60 * MINUTE
+REPLAY_SCHEMA = "timestamp LONG, channel STRING, behavior STRING"
+
+
+def produce_skewed(broker: Any, topic: str) -> int:
+    """``topic`` of five partitions: partition 0 starts two hours behind partitions 1-3, partition 4 is silent;
+    how many records."""
+    broker.create_topic(topic, partitions=5)
+    produced = 0
+    for partition in range(4):
+        start, step = (0, 6_000) if partition == 0 else (2 * HOUR, 12_000)
+        values = [
+            json.dumps({"timestamp": ts, "channel": f"ch{partition}", "behavior": "CLICK"})
+            for ts in range(start, 4 * HOUR, step)
+        ]
+        produced += broker.produce(topic, values, partition=partition)
+    return produced
+
+
+def replay(spark: Any, servers: str, topic: str, root: Path, aligned: bool) -> FloodmarkQuery:
+    """A count per channel and minute over :func:`produce_skewed`'s topic, 120 records per batch, partitions idle
+    after 2 s; ``aligned``: watermark alignment with 10 minutes of drift."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5_000).with_idleness(2_000)
+    if aligned:
+        strategy = strategy.with_watermark_alignment(topic, 10 * MINUTE)
+    known = topic_partitions(spark, servers, topic)
+    source = read_kafka(spark, servers, topic, REPLAY_SCHEMA, options={"maxOffsetsPerTrigger": "120"})
+    return EventTimeAggregation(
+        source,
+        event_time="timestamp",
+        key_by=["channel", "behavior"],
+        spec=WindowSpec(windows.Tumbling(MINUTE), {"count": aggregates.count()}),
+        time=SourceTime(strategy, split="partition", known_splits=known),
+    ).run_to_completion(str(root / "ckpt"), str(root / "out"), timeout_s=600)
+
+
+def replay_summary(query: FloodmarkQuery) -> dict[str, Any]:
+    """The peak of open windows, the splits alignment paused and the late records of a :func:`replay`."""
+    reports = query.reports
+    return {
+        "peak": max(r.open_windows for r in reports),
+        "paused": sorted({split for r in reports for split in r.paused_splits}),
+        "late": sum(r.late for r in reports),
+        "batches": len(reports),
+    }
+
+
 JOBS = {"aggregation": aggregation, "pipeline": pipeline, "jvm": lambda spark, root: aggregation(spark, root, True)}
 STAGES = {
     "aggregation": ["aggregation"],

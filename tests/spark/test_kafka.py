@@ -392,42 +392,19 @@ def test_a_certificate_the_client_does_not_trust_stops_with_kafkas_own_reason(sp
         minute_counts(spark, source).run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=120)
 
 
-HOUR = 60 * MINUTE
-
-
 def test_watermark_alignment_bounds_the_open_windows_of_a_replay_and_changes_no_pane(spark, kafka_broker, tmp_path):
     """Replaying a topic whose partition 0 starts two hours behind partitions 1-3 (partition 4 is known but
     silent, idle after 2 s): without alignment partitions 1-3 run two hours ahead and their windows wait open
     for partition 0; aligned (10 minutes of drift) they are paused until partition 0 catches up. Same panes,
     no late record either way, a fraction of the open windows."""
+    from connect_jobs import produce_skewed, replay
+
     from floodmark.apps.outputs import read_output
 
-    kafka_broker.create_topic("replay", partitions=5)
-    produced = 0
-    for partition in range(4):
-        start, step = (0, 6 * SECOND) if partition == 0 else (2 * HOUR, 12 * SECOND)
-        values = [event(ts, f"ch{partition}") for ts in range(start, 4 * HOUR, step)]
-        produced += kafka_broker.produce("replay", values, partition=partition)
-    known = topic_partitions(spark, kafka_broker.bootstrap_servers, "replay")
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5)).with_idleness(timedelta(seconds=2))
+    produced = produce_skewed(kafka_broker, "replay")
     runs = {}
-    for name, time in (
-        ("free", strategy),
-        ("aligned", strategy.with_watermark_alignment("replay", timedelta(minutes=10))),
-    ):
-        source = read_kafka(
-            spark, kafka_broker.bootstrap_servers, "replay", SCHEMA, options={"maxOffsetsPerTrigger": "120"}
-        )
-        aggregation = EventTimeAggregation(
-            source,
-            event_time="timestamp",
-            key_by=["channel", "behavior"],
-            spec=WindowSpec(window=windows.Tumbling(timedelta(minutes=1)), aggregate={"count": aggregates.count()}),
-            time=SourceTime(time, split="partition", known_splits=known),
-        )
-        query = aggregation.run_to_completion(
-            str(tmp_path / name / "ckpt"), str(tmp_path / name / "out"), timeout_s=600
-        )
+    for name in ("free", "aligned"):
+        query = replay(spark, kafka_broker.bootstrap_servers, "replay", tmp_path / name, aligned=name == "aligned")
         panes = read_output(tmp_path / name / "out", "panes")
         runs[name] = (query.reports, sorted(zip(panes["channel"], panes["window_start"], panes["count"], strict=True)))
 

@@ -95,7 +95,7 @@ from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.outputs.unpack import register_functions, use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.sources.inputs import MapSide, combined_input
-from floodmark.spark.sources.kafka import alignment_keys, pause_partitions
+from floodmark.spark.sources.kafka import PausePartitions, alignment_keys
 from floodmark.spark.sources.ticks import schedule_path, tick_rows
 from floodmark.spark.stateful import bucket_layout, jvm_level, state_codec
 from floodmark.spark.stateful.jvm_level import Host
@@ -617,24 +617,15 @@ class Pipeline:
             if not keys[name]:
                 raise ValueError(
                     f"source {name!r} asks for watermark alignment, which pauses Kafka partitions: read the topic "
-                    "with floodmark.spark.read_kafka in a classic session with floodmark's jar "
-                    "(configure_spark_with_floodmark; over Spark Connect partitions cannot be paused yet)"
+                    "with floodmark.spark.read_kafka in a session with floodmark's jar "
+                    "(configure_spark_with_floodmark; a Spark Connect server with floodmark's extensions)"
                 )
             if source.time.split != "partition":
                 raise ValueError(
                     f"source {name!r} asks for watermark alignment: its splits must be the Kafka partitions "
                     f"(SourceTime(split='partition')), not {source.time.split!r}"
                 )
-        if not keys:
-            return None
-        spark = next(iter(self.sources.values())).frame.sparkSession
-
-        def pause(paused: dict[str, frozenset[str]]) -> None:
-            for name, splits in paused.items():
-                for key in keys[name]:
-                    pause_partitions(spark, key, splits)
-
-        return pause
+        return PausePartitions(keys) if keys else None
 
     @staticmethod
     def _settings(source: Source) -> SourceSettings:

@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from floodmark.spark import plan_hints
 from floodmark.spark.connect import is_connect
 from floodmark.spark.plan import TEXT, corrupt_record_column
 from floodmark.spark.sources.json_lines import parse_json
@@ -156,29 +158,75 @@ _DECODED = "fm_decoded"
 
 
 def _aligned_source_loadable(spark: SparkSession) -> bool:
-    """Whether the session's driver can load :data:`ALIGNED_SOURCE`: never over Spark Connect, whose pauses would
-    need py4j (Spark's own Kafka source runs there)."""
+    """Whether the session's driver can load :data:`ALIGNED_SOURCE` (in floodmark's jar; over Spark Connect: the
+    server was started with floodmark's extensions, which come from the same jar)."""
     if is_connect(spark):
-        return False
+        return plan_hints.why_unreachable(spark) is None
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(ALIGNED_SOURCE))
 
 
 def alignment_keys(frame: DataFrame) -> list[str]:
     """The names of the :data:`ALIGNED_SOURCE` sources ``frame`` reads (none: it reads no Kafka topic through
-    :func:`read_kafka` with floodmark's jar)."""
+    :func:`read_kafka` with floodmark's jar): the :data:`ALIGNMENT_KEY_OPTION` of each source in its plan (over
+    Spark Connect, the relation the client would send)."""
     if not _aligned_source_loadable(frame.sparkSession):
         return []
+    if is_connect(frame.sparkSession):
+        relation = frame._plan.plan(frame.sparkSession.client)  # type: ignore[attr-defined]
+        return sorted(set(_option_values(relation, ALIGNMENT_KEY_OPTION)))
     jvm = frame.sparkSession.sparkContext._jvm  # type: ignore[attr-defined]
     keys = jvm.floodmark.kafka.AlignedKafkaSource.keysIn(frame._jdf)
     return [key for key in str(keys).split(",") if key]
 
 
+def _option_values(message: Any, name: str) -> list[str]:
+    """The values of option ``name`` in every string map of a Spark Connect relation (a protobuf message) and the
+    messages it holds: a data source's options are such a map."""
+    found = []
+    for field, value in message.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name["value"].type == field.TYPE_STRING and name in value:
+                found.append(value[name])
+            continue
+        for item in value if field.label == field.LABEL_REPEATED else [value]:
+            found.extend(_option_values(item, name))
+    return found
+
+
 def pause_partitions(spark: SparkSession, key: str, partitions: Iterable[str]) -> None:
     """From the next batch Spark plans, source ``key`` reads nothing more of ``partitions`` (partition numbers,
-    as split labels) and reads again every partition not listed."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    jvm.floodmark.kafka.AlignedKafkaSource.pause(key, ",".join(sorted(partitions, key=int)))
+    as split labels) and reads again every partition not listed: through floodmark's data source :data:`PAUSES`,
+    run on the driver (a classic session's, or a Spark Connect server's)."""
+    listed = ",".join(sorted(partitions, key=int))
+    spark.range(0).write.format(PAUSES).mode("append").option("key", key).option("partitions", listed).save()
+
+
+PAUSES = "floodmark.kafka.Pauses"
+"""floodmark's data source (in its jar) that sets which partitions of an :data:`ALIGNED_SOURCE` are paused."""
+
+
+class PausePartitions:
+    """Watermark alignment's hook (:class:`~floodmark.driver.controller.EngineHooks` ``pause``): pauses the
+    partitions the controller names, ``{source: splits}``, in the :data:`ALIGNED_SOURCE` sources each source reads
+    (``keys``: :func:`alignment_keys`). Called as each batch begins, in the process that runs the query's
+    ``foreachBatch`` (the driver, or a Spark Connect server's Python process), on the batch's session; tells Spark
+    only what changed since its last call."""
+
+    def __init__(self, keys: Mapping[str, list[str]]) -> None:
+        self.keys = dict(keys)
+        self._told: dict[str, frozenset[str]] = {}
+
+    def __call__(self, paused: Mapping[str, frozenset[str]]) -> None:
+        spark = SparkSession.getActiveSession()
+        assert spark is not None, "called inside the query's foreachBatch, whose session is active"
+        for name, splits in paused.items():
+            for key in self.keys[name]:
+                if self._told.get(key) != splits:
+                    pause_partitions(spark, key, splits)
+                    self._told[key] = splits
 
 
 def topic_partitions(
