@@ -7,11 +7,14 @@ per batch, run to the end of the input), four engines alternating run by run:
 * native Spark and floodmark from a Spark Connect client (a process per run) against a Connect server on
   loopback (``floodmark_dev.connect_server``, ``local[2]``, floodmark's settings), started once.
 
+With ``--host jvm`` floodmark combines on the JVM map side and runs its stateful step on the JVM host (reached
+through floodmark's plan hints on both kinds of session); the default is the Python host with Arrow's map side.
+
 Each Spark runs alone while the other idles. The table gives rows/s, floodmark's ratio against native Spark on
 the same kind of session, and what Connect adds per batch to each (the difference of the medians over the
 batches of a run). A warm-up run of every engine comes first and is not counted.
 
-    cd bench && ../.venv/bin/python connect.py --repeat 2
+    cd bench && ../.venv/bin/python connect.py --repeat 2 [--host jvm]
 """
 
 from __future__ import annotations
@@ -34,20 +37,25 @@ from throughput import aggregation, generate, native_counts
 ENGINES = ("classic native", "classic floodmark", "Connect native", "Connect floodmark")
 
 
-def run(spark, engine: str, data: Path, checkpoint: Path) -> dict[str, float]:
-    """One run of ``engine`` (``native`` or ``floodmark``) on ``spark``: seconds, batches."""
+def run(spark, engine: str, data: Path, checkpoint: Path, host: str = "python") -> dict[str, float]:
+    """One run of ``engine`` (``native`` or ``floodmark``, on ``host``) on ``spark``: seconds, batches."""
     started = time.perf_counter()
     if engine == "native":
         query = native_counts(spark, data, checkpoint)
         return {"seconds": time.perf_counter() - started, "batches": len(query.recentProgress)}
-    handle = aggregation(spark, data).run_to_completion(str(checkpoint), f"{checkpoint}-out", timeout_s=3_600)
+    sides = {"map_side": "jvm", "host": "jvm"} if host == "jvm" else {}
+    built = aggregation(spark, data, **sides)  # type: ignore[arg-type]
+    handle = built.run_to_completion(str(checkpoint), f"{checkpoint}-out", timeout_s=3_600)
     return {"seconds": time.perf_counter() - started, "batches": len(handle.reports)}
 
 
-def remote_run(url: str, engine: str, data: Path, checkpoint: Path) -> dict[str, float]:
+def remote_run(url: str, engine: str, data: Path, checkpoint: Path, host: str) -> dict[str, float]:
     """:func:`run` in a Connect client of its own (a Connect session switches its whole process to Connect)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--client", url, "--engine", engine, "--data", str(data), "--work", str(checkpoint)],
+        [
+            *(sys.executable, __file__, "--client", url, "--engine", engine, "--data", str(data)),
+            *("--work", str(checkpoint), "--host", host),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -64,6 +72,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[100, 100_000])
     parser.add_argument("--repeat", type=int, default=2, help="runs per engine (the table shows medians)")
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--host", choices=("python", "jvm"), default="python", help="floodmark's host and map side")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
@@ -72,7 +81,7 @@ def main() -> None:
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.remote(args.client).getOrCreate()
-        print(json.dumps(run(spark, args.engine, args.data, args.work)))
+        print(json.dumps(run(spark, args.engine, args.data, args.work, args.host)))
         return
 
     from floodmark.spark import local_session
@@ -93,9 +102,9 @@ def main() -> None:
                     checkpoint = work / f"run-{keys}-{attempt}-{engine.replace(' ', '-')}"
                     kind = engine.split()[1]
                     if engine.startswith("classic"):
-                        result = run(spark, kind, data, checkpoint)
+                        result = run(spark, kind, data, checkpoint, args.host)
                     else:
-                        result = remote_run(server.url, kind, data, checkpoint)
+                        result = remote_run(server.url, kind, data, checkpoint, args.host)
                     if attempt:
                         runs[engine].append(result)
                     console.print(f"[dim]{keys:,} keys, {engine}, run {attempt}: {result['seconds']:.1f} s[/dim]")
@@ -104,7 +113,8 @@ def main() -> None:
     spark.stop()
 
     table = Table(
-        title=f"classic and Spark Connect sessions, local[2], {date.today().isoformat()}, median of "
+        title=f"classic and Spark Connect sessions, floodmark on the {args.host} host, local[2], "
+        f"{date.today().isoformat()}, median of "
         f"{args.repeat} run(s), {args.rows:,} rows in {args.files} batches"
     )
     for column in ("workload", "session", "native rows/s", "floodmark rows/s", "ratio", "batches (native/floodmark)"):
