@@ -6,6 +6,7 @@ a Connect session switches the whole process's PySpark into Connect mode, and th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from floodmark.spark.connect import connect_path_problem
 pytestmark = pytest.mark.spark
 
 DRIVER = Path(__file__).with_name("connect_driver.py")
+SLOW = pytest.mark.skipif(os.environ.get("FLOODMARK_SLOW_TESTS") != "1", reason="slow variant: FLOODMARK_SLOW_TESTS=1")
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +117,7 @@ def start_and_kill(server, job: str, root: Path, *args: str, after: int = 3) -> 
     return seen
 
 
+@SLOW  # the Kafka test below kills its client too (and checks exactly-once output after the restart)
 def test_a_client_killed_mid_stream_and_started_again_loses_nothing(spark, connect_server, tmp_path):
     """``kill -9`` of the Connect client while its bounded run goes on in the server (:func:`start_and_kill`), then
     the same run from the same checkpoint: the new run stops the old one (Spark's stopActiveRunOnRestart: the
