@@ -31,6 +31,13 @@ def packaged_jars() -> list[Path]:
     return sorted(PACKAGED_JARS.glob("*.jar"))
 
 
+def missing_data_source(error: BaseException) -> bool:
+    """Whether ``error`` (a Spark error, through py4j or Spark Connect) says that a data source named by its class
+    was not found: floodmark's jar is not on that driver's classpath."""
+    text = str(error)
+    return "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text
+
+
 def jars_root() -> Path:
     """``$FLOODMARK_JARS``, else ``<source tree>/jars`` (may not exist)."""
     configured = os.environ.get(JARS_ENV)

@@ -6,7 +6,8 @@ by ``repr``, ``ensure_ascii``, NaN as null: ``floodmark.core.values.plain``), an
 ``repr``: the JVM host writes the same text by those rules, and finds a bad record's reason by the Arrow
 combiner's (``MapSideCombiner._validate``). Random doubles (any bit pattern) and strings (any
 code point) go through both; the answers must be equal to the character. So must the rule that runs a bucket
-without input (``ControlEntry.due``). Runs a plain JVM, no Spark.
+without input (``ControlEntry.due``) and the one that takes a task's control entry (``ControlEntry.forBatch``). Runs a
+plain JVM, no Spark.
 """
 
 from __future__ import annotations
@@ -174,3 +175,24 @@ def test_a_bucket_without_input_runs_when_the_python_host_would(python_json, buc
     )
     command = {"entry": batch_entry.encode(entry), "stage": stage, "bucket": bucket}
     assert python_json({"due": command})["due"] == processor.due(entry, stage, bucket)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), st.integers(0, 2**40)),
+    st.one_of(st.none(), st.integers(0, 2**40)),
+    st.booleans(),
+)
+def test_a_task_takes_the_entry_the_python_host_would(python_json, seq, batch_id, near):
+    """``ControlEntry.forBatch`` (the JVM host's task: the published entry, which must be its batch's when Spark
+    gave the task a batch id; none over Spark Connect) against the Python host's ``batch_entry.entry_for_batch``:
+    the same entry taken, or the same refusal to the character."""
+    if near and seq is not None and batch_id is not None:
+        batch_id = seq  # the common case: the entry is the batch's
+    text = None if seq is None else batch_entry.encode(ControlEntry(seq=seq, watermark=0, processing_time=0))
+    answer = python_json({"for_batch": {"text": text, "batch_id": None if batch_id is None else str(batch_id)}})
+    try:
+        expected = {"seq": batch_entry.entry_for_batch(text, batch_id).seq}
+    except RuntimeError as refused:
+        expected = {"refused": str(refused)}
+    assert answer == expected

@@ -587,11 +587,13 @@ class Pipeline:
             else:
                 schema = StructType()
             reasons[name] = jvm_level.why_not(plans[name], schema)
-        unreached = plan_hints.why_unreachable(spark) if any(r is None for r in reasons.values()) else None
-        if unreached is None and any(r is None for r in reasons.values()) and not register_functions(spark):
-            unreached = "this session cannot load floodmark's jar"
-        if unreached is not None:
-            reasons = {n: reason or unreached for n, reason in reasons.items()}
+        if any(reason is None for reason in reasons.values()):
+            # A session can name the extensions and still lack the jar: Spark then skips them with a warning.
+            unreached = plan_hints.why_unreachable(spark)
+            if unreached is None and not register_functions(spark):
+                unreached = "this session cannot load floodmark's jar"
+            if unreached is not None:
+                reasons = {n: reason or unreached for n, reason in reasons.items()}
         for name in graph.order:
             level = graph.levels[name]
             blocked = [n for n in graph.order if graph.levels[n] == level and reasons[n] is not None]

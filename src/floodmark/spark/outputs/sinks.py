@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
+from floodmark.jvm import missing_data_source
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
 from floodmark.spark.connect import connect_path_problem, is_connect
 from floodmark.spark.hadoop_files import session_files
@@ -279,7 +280,7 @@ class KafkaSink(Sink):
         try:
             messages.write.format(TRANSACTIONAL_SINK).mode("append").options(**options).save()
         except Exception as error:
-            if "DATA_SOURCE_NOT_FOUND" in str(error) or "ClassNotFoundException" in str(error):
+            if missing_data_source(error):
                 raise RuntimeError(
                     f"an exactly-once KafkaSink needs floodmark's jar on the driver ({TRANSACTIONAL_SINK}): start the "
                     "session with floodmark.spark.configure_spark_with_floodmark or spark-submit --jars "

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from floodmark.jvm import missing_data_source
 from floodmark.spark import plan_hints
 from floodmark.spark.connect import is_connect
 from floodmark.spark.plan import TEXT, corrupt_record_column
@@ -220,11 +221,11 @@ class PausePartitions:
         self._told: dict[str, frozenset[str]] = {}
 
     def __call__(self, paused: Mapping[str, frozenset[str]]) -> None:
-        spark = SparkSession.getActiveSession()
-        assert spark is not None, "called inside the query's foreachBatch, whose session is active"
         for name, splits in paused.items():
             for key in self.keys[name]:
                 if self._told.get(key) != splits:
+                    spark = SparkSession.getActiveSession()
+                    assert spark is not None, "called inside the query's foreachBatch, whose session is active"
                     pause_partitions(spark, key, splits)
                     self._told[key] = splits
 
@@ -253,7 +254,7 @@ def topic_partitions(
         text = str(error)
         line = next((x for x in text.splitlines() if _TOPIC_FAILURE in x), None)
         if line is None:
-            if "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text:
+            if missing_data_source(error):
                 raise RuntimeError(
                     f"topic_partitions needs floodmark's jar on the driver ({TOPIC_PARTITIONS}); or give the topic's "
                     "partitions as SourceTime(known_splits=...) yourself"

@@ -31,16 +31,6 @@ public final class Pauses implements CreatableRelationProvider {
       throw new IllegalArgumentException("floodmark's pauses need the option key (the source's alignment key)");
     }
     AlignedKafkaSource.pause(key, parameters.get("partitions").getOrElse(() -> ""));
-    return new BaseRelation() {
-      @Override
-      public SQLContext sqlContext() {
-        return sqlContext;
-      }
-
-      @Override
-      public StructType schema() {
-        return new StructType();
-      }
-    };
+    return new WrittenRelation(sqlContext, new StructType());
   }
 }

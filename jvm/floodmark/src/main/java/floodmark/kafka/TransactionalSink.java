@@ -10,7 +10,6 @@ import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.catalyst.util.CaseInsensitiveMap;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
-import org.apache.spark.sql.types.StructType;
 
 /**
  * The exactly-once Kafka writer ({@link TransactionalWriter}) as a data source that Spark runs on its driver, so
@@ -51,18 +50,7 @@ public final class TransactionalSink implements CreatableRelationProvider {
     } catch (Exception failure) {
       throw new IllegalStateException(failure.toString(), failure);
     }
-    StructType schema = data.schema();
-    return new BaseRelation() {
-      @Override
-      public SQLContext sqlContext() {
-        return sqlContext;
-      }
-
-      @Override
-      public StructType schema() {
-        return schema;
-      }
-    };
+    return new WrittenRelation(sqlContext, data.schema());
   }
 
   /** The options as given: Kafka's setting names are case-sensitive, Spark's V1 options are lower-cased. */

@@ -50,14 +50,18 @@ object ControlEntry {
     * its rules outside a micro-batch; a task takes [[current]]. */
   def parse(text: String): ControlEntry = new ControlEntry(mapper.readTree(text))
 
-  /** The entry of the micro-batch the running task belongs to: the one its job carries, which must be the task's
-    * batch's when Spark gave the task a batch id. Over Spark Connect it gives none (the sink's jobs run on the
-    * server's Connect thread): the entry is taken as the batch's, as in `floodmark.spark.stateful.batch_entry`
-    * (`entry_for_batch`), whose rule this is. */
+  /** The entry of the micro-batch the running task belongs to: [[forBatch]] of what its job carries. */
   def current(): ControlEntry = {
     val context = TaskContext.get()
-    val batchId = if (context == null) null else context.getLocalProperty(BatchIdProperty)
-    val text = if (context == null) null else context.getLocalProperty(EntryProperty)
+    if (context == null) forBatch(null, null)
+    else forBatch(context.getLocalProperty(EntryProperty), context.getLocalProperty(BatchIdProperty))
+  }
+
+  /** The entry whose text is `text` (null: none published), which must be batch `batchId`'s when Spark gave the task
+    * a batch id (null: none; over Spark Connect the sink's jobs run on the server's Connect thread, which has none,
+    * and the entry is taken as the batch's). The rule and its texts are `floodmark.spark.stateful.batch_entry`'s
+    * `entry_for_batch`, held equal by `tests/spark/test_jvm_host_texts.py`. */
+  def forBatch(text: String, batchId: String): ControlEntry = {
     if (text == null)
       throw new IllegalStateException(
         s"${if (batchId == null) "this task" else s"micro-batch $batchId"} carries no floodmark control entry: " +

@@ -5,7 +5,6 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeRef
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Count, Max, Min, Sum}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
-import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.AggUtils
 import org.apache.spark.sql.types.{DataType, LongType}
@@ -59,14 +58,8 @@ object PartialAggregateStrategy extends SparkStrategy {
 
 object PartialAggregate {
 
-  /** Registers the strategy on `session` (a streaming query runs in a clone of its session taken at start). */
-  def register(session: SparkSession): Unit = {
-    val experimental = session.experimental
-    if (!experimental.extraStrategies.contains(PartialAggregateStrategy))
-      experimental.extraStrategies = experimental.extraStrategies :+ PartialAggregateStrategy
-  }
-
-  /** The plan of [[PartialAggregate]] over `child`'s columns (called from Python through py4j).
+  /** The plan of [[PartialAggregate]] over `child`'s columns (what the hint `floodmark_partial_aggregate` asks for,
+    * [[floodmark.PlanHints]]).
     *
     * @param group the grouping columns.
     * @param aggregates `name=reduction:column`: `count` counts the column's non-null values, `sum` / `min` /

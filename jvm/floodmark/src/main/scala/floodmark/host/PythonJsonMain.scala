@@ -13,7 +13,8 @@ import floodmark.batch.ControlEntry
   * `{"repr": ..., "json": ...}`; `{"reason": {"earliest", "latest", "max_future_skew", "corrupt", "ts", "raw",
   * "error", "processing_time", "numbers": [[field, double bits], ...]}}` answers [[RecordRules]]' `{"reason": ...}`
   * (null for a good record); `{"due": {"entry": text, "stage", "bucket"}}` answers `{"due": ...}`, whether the entry
-  * lets the bucket run without input (`floodmark.batch.ControlEntry.due`). */
+  * lets the bucket run without input (`floodmark.batch.ControlEntry.due`); `{"for_batch": {"text": t or null,
+  * "batch_id": n or null}}` answers `{"seq": ...}` or `{"refused": message}` (`ControlEntry.forBatch`). */
 object PythonJsonMain {
   def main(args: Array[String]): Unit = {
     val json = new ObjectMapper()
@@ -23,7 +24,12 @@ object PythonJsonMain {
     while (line != null) {
       val command = json.readTree(line)
       val answer = json.createObjectNode()
-      if (command.has("due")) {
+      if (command.has("for_batch")) {
+        val f = command.path("for_batch")
+        def text(name: String): String = if (f.path(name).isNull) null else f.path(name).asText
+        try answer.put("seq", ControlEntry.forBatch(text("text"), text("batch_id")).seq)
+        catch { case refused: IllegalStateException => answer.put("refused", refused.getMessage) }
+      } else if (command.has("due")) {
         val d = command.path("due")
         answer.put("due", ControlEntry.parse(d.path("entry").asText).due(d.path("stage").asText, d.path("bucket").asInt))
       } else if (command.has("reason")) {

@@ -33,7 +33,8 @@ import org.apache.spark.unsafe.types.UTF8String
   */
 object WindowLevel {
 
-  /** `rows` (carrier rows) through the level `plan` describes (`LevelPlan`'s JSON); called from Python. */
+  /** `rows` (carrier rows) through the level `plan` describes (`LevelPlan`'s JSON): what the hint
+    * `floodmark_window_level` asks for ([[floodmark.PlanHints]]). */
   def apply(rows: DataFrame, plan: String): DataFrame = {
     val carrier = LevelPlan.parse(plan).carrier
     val stage = rows.schema.fieldIndex("fm_stage")
