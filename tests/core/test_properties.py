@@ -3,7 +3,7 @@
 from collections import Counter
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from floodmark import AccumulationMode, LateReason, WatermarkStrategy, aggregates, triggers, windows
@@ -300,7 +300,11 @@ COLUMNAR_TRIGGERS = [
     triggers.AfterWatermark(early=triggers.AfterCount(1)),
     triggers.AfterWatermark(early=triggers.AfterCount(3)),
     triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+    triggers.Repeatedly(triggers.AfterProcessingTime(1)),
+    triggers.Repeatedly(triggers.AfterProcessingTime(4)),
 ]
+"""Every columnar trigger; the processing-time ones are columnar only without allowed lateness (specs built from
+this list are filtered by ``is_columnar``)."""
 PARTIAL_TRIGGERS = [t for t in COLUMNAR_TRIGGERS if "early=AfterCount" not in repr(t)]
 """Early count firings need the records themselves (a pane after exactly n): no map-side partials."""
 
@@ -314,7 +318,7 @@ columnar_spec = st.builds(
     st.sampled_from([0, 5, 20]),
     st.sampled_from(list(AccumulationMode)),
     st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
-)
+).filter(lambda spec: spec.is_columnar)
 """Every spec the columnar operator runs: windows x triggers x lateness x accumulation x timestamp combiner."""
 
 
@@ -343,7 +347,7 @@ session_spec = st.builds(
     st.sampled_from([0, 5, 20]),
     st.sampled_from(list(AccumulationMode)),
     st.sampled_from(list(__import__("floodmark").TimestampCombiner)),
-)
+).filter(lambda spec: spec.is_columnar)
 session_op = st.one_of(
     st.tuples(
         st.just("add"),
@@ -501,6 +505,7 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
     from floodmark.core.combine import combine
 
     spec = WindowSpec(window, NUMERIC_AGGREGATE, trigger, lateness, mode, combiner)
+    assume(spec.is_columnar)
     ops = numbered(raw_ops)
 
     class Combining(WindowOperator):

@@ -8,7 +8,8 @@ late records, holds, gauges and deadlines, which a differential property test ch
 * windows: tumbling, sliding, cumulate, global and sessions;
 * triggers: the compiled forms (:func:`~floodmark.core.compiled_trigger.compile_trigger`): ``Default()``,
   ``Never()``, ``AfterWatermark`` with early firings every n records or d > 0 ms and late firings on every record
-  or none (not count firings with sessions: :attr:`~floodmark.core.spec.WindowSpec.columnar_trigger`);
+  or none, ``Repeatedly(AfterProcessingTime(d > 0))`` without allowed lateness (not count firings with sessions:
+  :attr:`~floodmark.core.spec.WindowSpec.columnar_trigger`);
 * aggregates: count, sum, min, max, mean, alone or in ``several`` (not ``collect_list`` or your own);
 * any allowed lateness, accumulation mode and timestamp combiner.
 

@@ -2,8 +2,9 @@
 
 The columnar firing policy (:mod:`floodmark.core.window.columnar`) does not run a trigger's state machine; it
 runs the few shapes :func:`compile_trigger` recognises, described by a :class:`ColumnarTrigger`, as vectorised
-masks over the window table. Every other trigger (composites, other late firings, a zero early delay) compiles to
-``None`` and runs on the general policy, through Beam's protocol (:mod:`floodmark.core.triggers`).
+masks over the window table. Every other trigger (composites, other late firings, a zero early delay, processing
+time alone with allowed lateness) compiles to ``None`` and runs on the general policy, through Beam's protocol
+(:mod:`floodmark.core.triggers`).
 
 :func:`trigger_state` goes the other way: the state object the trigger's own protocol would hold for a window of
 the columnar policy, rebuilt from the policy's bookkeeping, so that ``floodmark explain`` says the same on both.
@@ -45,11 +46,12 @@ class LateFirings(enum.Enum):
 class ColumnarTrigger:
     """A trigger in the form the columnar policy runs.
 
-    :ivar on_time: an ON_TIME pane when the watermark reaches the window's max timestamp (``False``: ``Never()``,
-        whose only pane is the garbage-collection pane at the horizon).
+    :ivar on_time: an ON_TIME pane when the watermark reaches the window's max timestamp (``False``: ``Never()``
+        and ``Repeatedly(AfterProcessingTime(d))``, whose only pane from the watermark is the garbage-collection pane
+        at the horizon).
     :ivar late: what records arriving after that do (:class:`LateFirings`).
     :ivar early_delay: EARLY panes ``early_delay`` ms (> 0) of processing time after a window's first record
-        since its last pane (``AfterProcessingTime(d)`` as early firings), or ``None``.
+        since its last pane (``AfterProcessingTime(d)`` as early firings, or repeated on its own), or ``None``.
     :ivar early_count: an EARLY pane after every ``early_count``-th record of a window, in arrival order
         (``AfterCount(n)`` as early firings), or ``None``.
     """
@@ -70,12 +72,19 @@ class ColumnarTrigger:
         return self.early_count is not None
 
 
-def compile_trigger(trigger: Trigger) -> ColumnarTrigger | None:
-    """``trigger`` as the columnar policy runs it, or ``None`` (the general policy runs it).
+def compile_trigger(trigger: Trigger, allowed_lateness: int) -> ColumnarTrigger | None:
+    """``trigger`` as the columnar policy runs it for windows kept ``allowed_lateness`` ms past their max
+    timestamp, or ``None`` (the general policy runs it).
 
     ``Default()``; ``Never()``; ``AfterWatermark(early, late)`` whose early firings are ``AfterCount(n)`` or
     ``AfterProcessingTime(d > 0)`` (repeated) or none, and whose late firings are ``AfterCount(1)`` (every late
-    record) or none.
+    record) or none; ``Repeatedly(AfterProcessingTime(d > 0))`` without allowed lateness (Beam's processing-time
+    windows: a global window firing every ``d`` ms after its first record since the last pane).
+
+    ``Repeatedly(AfterProcessingTime(d))`` fires by processing time only, as early firings do, and leaves the
+    window to its garbage-collection pane at the horizon, as ``Never()`` does. That is the columnar form only while
+    a window has no late phase: with allowed lateness > 0 it would go on firing by processing time after the
+    watermark reached the window (LATE panes every ``d``), where the columnar form's early firings stop.
     """
     if isinstance(trigger, Default):
         return ColumnarTrigger(on_time=True, late=LateFirings.EVERY_RECORD)
@@ -87,6 +96,9 @@ def compile_trigger(trigger: Trigger) -> ColumnarTrigger | None:
         if early is None or late is None:
             return None
         return ColumnarTrigger(on_time=True, late=late, **early)
+    if isinstance(trigger, Repeatedly) and isinstance(trigger.trigger, AfterProcessingTime) and allowed_lateness == 0:
+        early = _early_firings(trigger.trigger)
+        return None if early is None else ColumnarTrigger(on_time=False, late=LateFirings.AT_HORIZON, **early)
     return None
 
 

@@ -74,7 +74,7 @@ class WindowSpec:
     def columnar_trigger(self) -> ColumnarTrigger | None:
         """The trigger's columnar form, when the columnar policy can run this spec's windows: every form,
         except count firings with merging windows (sessions): a merged window's count is its members'."""
-        columnar = compile_trigger(self.trigger)
+        columnar = compile_trigger(self.trigger, self.allowed_lateness)
         if columnar is not None and self.window.is_merging and columnar.needs_records:
             return None
         return columnar

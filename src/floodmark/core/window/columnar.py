@@ -3,9 +3,10 @@
 Same panes as the general policy (:mod:`floodmark.core.window.general`; a property test runs both on random
 streams). It runs a spec when the spec has a columnar form (``WindowSpec.is_columnar``): a trigger whose compiled
 form (:func:`floodmark.core.compiled_trigger.compile_trigger`: ``Default()``, ``Never()``, ``AfterWatermark()`` with
-early firings every n records or d > 0 ms of processing time and late firings on every late record or none) and
-an aggregate with a :class:`~floodmark.core.aggregates.ColumnarLayout` (count, sum, min, max, mean, alone or in
-``several``); count firings not with merging windows.
+early firings every n records or d > 0 ms of processing time and late firings on every late record or none,
+``Repeatedly(AfterProcessingTime(d > 0))`` without allowed lateness) and an aggregate with a
+:class:`~floodmark.core.aggregates.ColumnarLayout` (count, sum, min, max, mean, alone or in ``several``); count
+firings not with merging windows.
 
 Accumulators are numeric columns of the operator's :class:`~floodmark.core.window.table.WindowTable` (the
 layout's reductions) and the trigger is data, so a batch costs numpy work plus one dict lookup per (key, window)
