@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
@@ -214,7 +214,13 @@ def test_on_time_records_are_combined_before_the_shuffle_and_late_ones_stay_reco
 
 
 # ------------------------------------------------------------------ combiner + processor == core
-COMBINABLE = [windows.Tumbling(10), windows.Tumbling(7, offset=3), windows.Sliding(10, 5), windows.Cumulate(5, 15)]
+COMBINABLE = [
+    windows.Tumbling(10),
+    windows.Tumbling(7, offset=3),
+    windows.Sliding(10, 5),
+    windows.Cumulate(5, 15),
+    windows.Global(),  # ends at 2**63 - 1, which a float64 column would not hold
+]
 record = st.tuples(
     st.integers(-6, 60).map(lambda ts: None if ts == -6 else ts),  # None: a bad record (now and then)
     st.sampled_from(["a", "b", None]),  # key (null keys are keys too)
@@ -248,12 +254,14 @@ def nulls(row):
             triggers.AfterWatermark(early=triggers.AfterProcessingTime(5)),
             triggers.AfterWatermark(early=triggers.AfterProcessingTime(5), late=triggers.AfterCount(1)),
             triggers.AfterWatermark(early=triggers.AfterCount(2), late=triggers.AfterCount(1)),
+            triggers.Repeatedly(triggers.AfterProcessingTime(5)),  # columnar without allowed lateness only
         ]
     ),
     st.lists(st.tuples(st.lists(record, max_size=12), st.integers(0, 25)), min_size=1, max_size=4),
 )
 def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, combiner, trigger, batches):
     """Map-side Arrow aggregation + shuffle + processor == the core's step on the good records, batch by batch."""
+    assume(lateness == 0 or "Repeatedly" not in repr(trigger))  # processing time alone is columnar without lateness
     processor = make_processor(
         parts=EVERY_AGGREGATE,
         window=window,
@@ -274,7 +282,18 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
         ptime = 3 * seq  # early firings (5 ms after a window's first record) come every other batch
         out = call(processor, rows, seq, watermark, ptime, v_type=pa.float64())
         got += [
-            (r.k, r.window_start, r.pane_timestamp, r.timing, r.pane_index, r.is_last, r.n, r.total, *nulls(r))
+            (
+                r.k,
+                r.window_start,
+                r.window_end,
+                r.pane_timestamp,
+                r.timing,
+                r.pane_index,
+                r.is_last,
+                r.n,
+                r.total,
+                *nulls(r),
+            )
             for r in out[out.fm_kind == p.PANE].itertuples()
         ]
         good = [r for r in rows if r[0] is not None and r[2] is not None]
@@ -290,6 +309,7 @@ def test_combiner_and_processor_make_the_panes_the_core_makes(window, lateness, 
             (
                 pane.key,
                 pane.window.start,
+                pane.window.end,
                 pane.timestamp,
                 pane.timing.value,
                 pane.pane_index,

@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from floodmark.protocol.wire import BLOCK, BUCKET, SHUFFLE_COLUMNS
+from floodmark.protocol.wire import BLOCK, BUCKET, HOLD, SHUFFLE_COLUMNS, WINDOW_END, WINDOW_START
 from floodmark.spark.plan import spark_fields
 from floodmark.spark.rows import spark_like_pandas
 
@@ -69,7 +69,8 @@ def unpack(blocks: list[bytes | bytearray]) -> pd.DataFrame:
 
     Blocks are taken in input-partition order (stable), whatever order they came in.
     Timestamps become naive local times and integer columns with nulls become
-    float64, exactly what the processor received when Spark shipped the rows itself.
+    float64, exactly what the processor received when Spark shipped the rows itself;
+    except a partial aggregate's window bounds and hold (:data:`EXACT_COLUMNS`).
     """
     if not blocks:
         return pd.DataFrame()
@@ -86,11 +87,20 @@ def unpack_sides(blocks: list[bytes | bytearray]) -> dict[str | None, pd.DataFra
     return {side: _frame(tables) for side, tables in sides.items()}
 
 
+EXACT_COLUMNS = (WINDOW_START, WINDOW_END, HOLD)
+"""floodmark's own columns that :func:`unpack` keeps exact, as pandas' nullable Int64 (null in rows of other kinds):
+the global window ends at 2**63 - 1 and holds at 2**63 - 2, which float64 rounds to 2**63 (-2**63 once cast back)."""
+
+
 def _frame(tables: list[pa.Table]) -> pd.DataFrame:
     # A block whose rows have only nulls in a column (a left join's rows without a partner) has it as Arrow's null
     # type: the concatenation takes the other blocks' type.
     table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
-    return spark_like_pandas(table, exact_integers=False)
+    frame = spark_like_pandas(table, exact_integers=False)
+    for name in EXACT_COLUMNS:
+        if name in frame.columns and table.column(name).null_count:
+            frame[name] = table.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    return frame
 
 
 def _partition(table: pa.Table) -> int:
