@@ -2,15 +2,15 @@
 Python host, on the same input in real Spark: the same panes, late records (their ``record`` JSON to the character)
 and dead letters, and the same reconciliation.
 
-One query per host with three stages on one source (a tumbling aggregation with late firings, one with early
-count firings, and sessions with the earliest output time), over columns of every type whose values a late
-record's JSON holds: text outside ASCII, integers with nulls, doubles at Python's exponent bounds, NaN, -0.0,
-floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records are of every
-kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values). The JVM
-host's query is restarted after three batches (its state across a restart); there the stage the JVM map side
+One query per host with four stages on one source (a tumbling aggregation with late firings, one with early count
+firings, sessions with the earliest output time, a global window fired by processing time), over columns of every
+type whose values a late record's JSON holds: text outside ASCII, integers with nulls, doubles at Python's exponent
+bounds, NaN, -0.0, floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records
+are of every kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values).
+The JVM host's query is restarted after three batches (its state across a restart); there the stage the JVM map side
 combines for is read from that map side's rows by the JVM host itself (the combiner's record rules in
-``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The
-window operator's rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
+``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The window operator's
+rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.spark
 
 SECOND = 1_000
 SCHEMA = "ts LONG, k STRING, n INT, v DOUBLE, f FLOAT, b BOOLEAN, t TIMESTAMP, d DATE, p INT, at STRING"
-STAGES = ("counts", "early", "sessions", "session_means", "hourly")
-JVM_STAGES = STAGES[:4]  # "hourly" has a composite trigger: the Python host, reading a JVM stage's panes
+STAGES = ("counts", "early", "sessions", "session_means", "every_ms", "hourly")
+JVM_STAGES = STAGES[:5]  # "hourly" has a composite trigger: the Python host, reading a JVM stage's panes
 AHEAD = 4_102_444_800_000
 """2100-01-01: a record more than a year ahead of processing time (a dead letter)."""
 ODD_DOUBLES = [1e16, 1.5e-05, 0.1, -0.0, math.nan, None, 123456789.125, 1e300, 9999999999999998.0, 0.0001, -2.5e-7]
@@ -182,6 +182,17 @@ def pipeline(spark, directory, host: str, map_side: str) -> Pipeline:
         ),
         key_by="k",
         columns={"twice": "c * 2"},
+    )
+    pipeline.stage(  # Beam's processing-time windows (Nexmark q12): a batch's records fire in the next batch
+        "every_ms",
+        "events",
+        WindowSpec(
+            windows.Global(),
+            {"c": aggregates.count(), "total": aggregates.sum("v")},
+            trigger=triggers.Repeatedly(triggers.AfterProcessingTime(1)),
+            accumulation=AccumulationMode.DISCARDING,
+        ),
+        key_by="k",
     )
     pipeline.stage(  # level 3: not built into the JVM operator, so on the Python host, reading a JVM stage's panes
         "hourly",
