@@ -1,7 +1,7 @@
 package floodmark.window;
 
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
+import java.io.DataInput;
+import java.io.DataOutput;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,7 +17,7 @@ final class Keys {
 
   private Keys() {}
 
-  static void write(DataOutputStream out, Object key) throws IOException {
+  static void write(DataOutput out, Object key) throws IOException {
     if (key == null) {
       out.writeByte(0);
     } else if (key instanceof String s && s.length() <= SHORT_STRING) {
@@ -47,7 +47,7 @@ final class Keys {
     }
   }
 
-  static Object read(DataInputStream in) throws IOException {
+  static Object read(DataInput in) throws IOException {
     return switch (in.readByte()) {
       case 0 -> null;
       case 1 -> in.readUTF();

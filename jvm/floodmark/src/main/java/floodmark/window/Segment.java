@@ -1,9 +1,5 @@
 package floodmark.window;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
@@ -112,8 +108,8 @@ final class Segment {
   }
 
   byte[] toBytes() {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + size * (48 + 8 * width));
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
+    SnapshotOut out = new SnapshotOut(64 + size * (48 + 8 * width));
+    try {
       out.writeInt(size);
       out.writeInt(width);
       for (int i = 0; i < size; i++) {
@@ -130,11 +126,12 @@ final class Segment {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return bytes.toByteArray();
+    return out.toByteArray();
   }
 
   static Segment fromBytes(byte[] blob) {
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(blob))) {
+    SnapshotIn in = new SnapshotIn(blob);
+    try {
       Segment segment = new Segment(in.readInt(), in.readInt());
       for (int i = 0; i < segment.size; i++) {
         segment.keys[i] = Keys.read(in);

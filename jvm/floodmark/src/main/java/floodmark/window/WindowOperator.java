@@ -1,9 +1,5 @@
 package floodmark.window;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -40,12 +36,10 @@ public final class WindowOperator {
   /** 1: time and the table; 2: and the deferred partials (format 1 is read as an operator without segments). */
   private static final int SNAPSHOT_FORMAT = 2;
 
-  private record Id(Object key, long name) {}
-
   private final WindowSpec spec;
   private long watermark;
   private long processingTime;
-  private final Map<Id, WindowRow> rows = new LinkedHashMap<>();
+  private final Map<WindowId, WindowRow> rows = new LinkedHashMap<>();
   /** A key's open windows, for merging windows (sessions) only. */
   private final Map<Object, List<WindowRow>> byKey = new HashMap<>();
   /** Deferred partials; null when the operator does not defer. */
@@ -257,7 +251,7 @@ public final class WindowOperator {
     double[] acc = spec.aggregate().empty();
     for (int i = 0; i < merged.size; i++) {
       boolean gone = to != null && Boundaries.expired(merged.ends[i], spec.allowedLateness(), to);
-      if (gone && (rows.isEmpty() || !rows.containsKey(new Id(merged.keys[i], spec.window().name(
+      if (gone && (rows.isEmpty() || !rows.containsKey(new WindowId(merged.keys[i], spec.window().name(
           merged.starts[i], merged.ends[i]))))) {
         spec.aggregate().reset(acc);
         spec.aggregate().merge(acc, 0, merged.acc, i * merged.width); // onto an empty window's, as in the table
@@ -386,8 +380,8 @@ public final class WindowOperator {
     return byStart != 0 ? byStart : Long.compare(a.end, b.end);
   }
 
-  private Id idOf(WindowRow row) {
-    return new Id(row.key, spec.window().name(row.start, row.end));
+  private WindowId idOf(WindowRow row) {
+    return new WindowId(row.key, spec.window().name(row.start, row.end));
   }
 
   private void forget(WindowRow row) {
@@ -505,7 +499,7 @@ public final class WindowOperator {
   }
 
   private WindowRow rowFor(Object key, long start, long end) {
-    Id id = new Id(key, spec.window().name(start, end));
+    WindowId id = new WindowId(key, spec.window().name(start, end));
     WindowRow row = rows.get(id);
     if (row == null) {
       row = new WindowRow(key, start, end, spec.combiner().emptyHold(), spec.aggregate().empty());
@@ -693,8 +687,8 @@ public final class WindowOperator {
   }
 
   private byte[] write(Map<Long, byte[]> bodies) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
+    SnapshotOut out = new SnapshotOut(64 + rows.size() * 96);
+    try {
       out.writeInt(SNAPSHOT_FORMAT);
       out.writeLong(watermark);
       out.writeLong(processingTime);
@@ -737,7 +731,7 @@ public final class WindowOperator {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return bytes.toByteArray();
+    return out.toByteArray();
   }
 
   /**
@@ -755,7 +749,8 @@ public final class WindowOperator {
    */
   public static WindowOperator restore(
       WindowSpec spec, byte[] snapshot, SegmentLimits limits, LongFunction<byte[]> load) {
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(snapshot))) {
+    SnapshotIn in = new SnapshotIn(snapshot);
+    try {
       int format = in.readInt();
       if (format != 1 && format != SNAPSHOT_FORMAT) {
         throw new IllegalArgumentException("window operator snapshot format " + format + " is not readable here");
