@@ -217,15 +217,12 @@ final class PartialSegments {
    * are distinct.
    */
   static Segment reduce(WindowSpec spec, Segment rows) {
-    record Id(Object key, long name) {}
-    Map<Id, Integer> groups = new HashMap<>(Math.max(16, (int) (rows.size / 0.75f) + 1));
+    WindowIndex groups = new WindowIndex(rows.size);
     int[] group = new int[rows.size];
-    int count = 0;
     for (int i = 0; i < rows.size; i++) {
-      Id id = new Id(rows.keys[i], spec.window().name(rows.starts[i], rows.ends[i]));
-      Integer known = groups.putIfAbsent(id, count);
-      group[i] = known == null ? count++ : known;
+      group[i] = groups.numberOf(rows.keys[i], spec.window().name(rows.starts[i], rows.ends[i]));
     }
+    int count = groups.size();
     if (count == rows.size) {
       return rows;
     }
