@@ -208,38 +208,55 @@ final class PartialSegments {
 
   /** One segment of {@code segments} (oldest first): rows of one (key, window) reduced in that order. */
   Segment merge(List<Segment> segments) {
-    return segments.size() == 1 ? segments.get(0) : reduce(spec, Segment.concat(segments));
+    return segments.size() == 1 ? segments.get(0) : reduce(spec, segments);
+  }
+
+  /** {@link #reduce(WindowSpec, List)} of one segment's rows. */
+  static Segment reduce(WindowSpec spec, Segment rows) {
+    return reduce(spec, List.of(rows));
   }
 
   /**
-   * One row per (key, window) of {@code rows}, in the order each first appears: counts add up, holds combine,
-   * accumulators merge in order, and the row arrived when its oldest part did. {@code rows} itself when its rows
-   * are distinct.
+   * One row per (key, window) of the rows of {@code parts} (one after the other), in the order each first appears:
+   * counts add up, holds combine, accumulators merge in order, and the row arrived when its oldest part did. The
+   * one part itself when its rows are distinct. The parts are read where they are, not concatenated first (a flush
+   * merges millions of rows).
    */
-  static Segment reduce(WindowSpec spec, Segment rows) {
-    WindowIndex groups = new WindowIndex(rows.size);
-    int[] group = new int[rows.size];
-    for (int i = 0; i < rows.size; i++) {
-      group[i] = groups.numberOf(rows.keys[i], spec.window().name(rows.starts[i], rows.ends[i]));
+  static Segment reduce(WindowSpec spec, List<Segment> parts) {
+    int total = 0;
+    for (Segment part : parts) {
+      total += part.size;
+    }
+    WindowIndex groups = new WindowIndex(total);
+    int[][] group = new int[parts.size()][];
+    for (int p = 0; p < parts.size(); p++) {
+      Segment rows = parts.get(p);
+      group[p] = new int[rows.size];
+      for (int i = 0; i < rows.size; i++) {
+        group[p][i] = groups.numberOf(rows.keys[i], spec.window().name(rows.starts[i], rows.ends[i]));
+      }
     }
     int count = groups.size();
-    if (count == rows.size) {
-      return rows;
+    if (parts.size() == 1 && count == total) {
+      return parts.get(0);
     }
-    Segment out = new Segment(count, rows.width);
+    int width = parts.get(0).width;
+    Segment out = new Segment(count, width);
     boolean[] seen = new boolean[count];
-    int width = rows.width;
-    for (int i = 0; i < rows.size; i++) {
-      int g = group[i];
-      if (!seen[g]) {
-        seen[g] = true;
-        out.copyRow(rows, i, g);
-        continue;
+    for (int p = 0; p < parts.size(); p++) {
+      Segment rows = parts.get(p);
+      for (int i = 0; i < rows.size; i++) {
+        int g = group[p][i];
+        if (!seen[g]) {
+          seen[g] = true;
+          out.copyRow(rows, i, g);
+          continue;
+        }
+        spec.aggregate().merge(out.acc, g * width, rows.acc, i * width);
+        out.counts[g] += rows.counts[i];
+        out.holds[g] = spec.combiner().fold(out.holds[g], rows.holds[i]);
+        out.arrivals[g] = Math.min(out.arrivals[g], rows.arrivals[i]);
       }
-      spec.aggregate().merge(out.acc, g * width, rows.acc, i * width);
-      out.counts[g] += rows.counts[i];
-      out.holds[g] = spec.combiner().fold(out.holds[g], rows.holds[i]);
-      out.arrivals[g] = Math.min(out.arrivals[g], rows.arrivals[i]);
     }
     return out;
   }

@@ -78,27 +78,6 @@ final class Segment {
     return out;
   }
 
-  /** The segments' rows one after the other (oldest first). */
-  static Segment concat(List<Segment> segments) {
-    int size = 0;
-    for (Segment segment : segments) {
-      size += segment.size;
-    }
-    Segment out = new Segment(size, segments.get(0).width);
-    int at = 0;
-    for (Segment segment : segments) {
-      System.arraycopy(segment.keys, 0, out.keys, at, segment.size);
-      System.arraycopy(segment.starts, 0, out.starts, at, segment.size);
-      System.arraycopy(segment.ends, 0, out.ends, at, segment.size);
-      System.arraycopy(segment.counts, 0, out.counts, at, segment.size);
-      System.arraycopy(segment.holds, 0, out.holds, at, segment.size);
-      System.arraycopy(segment.arrivals, 0, out.arrivals, at, segment.size);
-      System.arraycopy(segment.acc, 0, out.acc, at * out.width, segment.size * out.width);
-      at += segment.size;
-    }
-    return out;
-  }
-
   long firstEnd() {
     return Arrays.stream(ends).min().orElse(Long.MAX_VALUE);
   }
