@@ -87,7 +87,7 @@ final class Segment {
   }
 
   byte[] toBytes() {
-    SnapshotOut out = new SnapshotOut(64 + size * (48 + 8 * width));
+    SnapshotOut out = new SnapshotOut(64 + size * (64 + 8 * width)); // room for short keys
     try {
       out.writeInt(size);
       out.writeInt(width);
