@@ -96,11 +96,7 @@ def _frame(tables: list[pa.Table]) -> pd.DataFrame:
     # A block whose rows have only nulls in a column (a left join's rows without a partner) has it as Arrow's null
     # type: the concatenation takes the other blocks' type.
     table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
-    frame = spark_like_pandas(table, exact_integers=False)
-    for name in EXACT_COLUMNS:
-        if name in frame.columns and table.column(name).null_count:
-            frame[name] = table.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    return frame
+    return spark_like_pandas(table, exact_integers=False, exact_columns=EXACT_COLUMNS)
 
 
 def _partition(table: pa.Table) -> int:

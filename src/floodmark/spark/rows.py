@@ -205,7 +205,7 @@ _NULLABLE_INTS = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype()}
 _NULLABLE_INTS.update({pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype()})
 
 
-def spark_like_pandas(table: pa.Table, exact_integers: bool = True) -> pd.DataFrame:
+def spark_like_pandas(table: pa.Table, exact_integers: bool = True, exact_columns: Sequence[str] = ()) -> pd.DataFrame:
     """``table`` as pandas the way Spark's ``mapInPandas`` hands it over: timestamps as naive local time.
 
     Spark sends timestamps as UTC instants tagged with the session time zone and
@@ -213,11 +213,17 @@ def spark_like_pandas(table: pa.Table, exact_integers: bool = True) -> pd.DataFr
     the same keeps the JSON of bad records (made here) like that of late records
     (made from pandas frames Spark converted). With ``exact_integers`` integer
     columns become nullable pandas integers; without, a column with nulls turns
-    into float64, as in Spark's conversion.
+    into float64, as in Spark's conversion, except the integer ``exact_columns``
+    (nullable pandas integers still), each converted once.
     """
     columns = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
             column = pc.local_timestamp(column)
         columns[name] = column
-    return pa.table(columns).to_pandas(types_mapper=_NULLABLE_INTS.get if exact_integers else None)
+    exact = [] if exact_integers else [n for n in table.column_names if n in exact_columns and columns[n].null_count]
+    rest = {name: column for name, column in columns.items() if name not in exact}
+    frame = pa.table(rest).to_pandas(types_mapper=_NULLABLE_INTS.get if exact_integers else None)
+    for name in exact:  # in the table's order: each goes back where it was
+        frame.insert(table.column_names.index(name), name, columns[name].to_pandas(types_mapper=_NULLABLE_INTS.get))
+    return frame
