@@ -299,9 +299,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     committed_by_spark = {int(f.name) for f in (checkpoint / "spark" / "commits").iterdir() if f.name.isdigit()}
     between = in_kafka - committed_by_spark
     assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
-    landed = crash_repeatedly(
-        checkpoint, 5 if SLOW_TESTS else 3, random.Random(17), *args
-    )
+    landed = crash_repeatedly(checkpoint, 5 if SLOW_TESTS else 3, random.Random(17), *args)
     print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
 
     def panes(run: str, isolation: str = "read_committed") -> list[tuple[bytes, tuple]]:
