@@ -7,6 +7,10 @@ rows in ``--files`` files, one per batch, ``--keys`` keys): native Spark's 1-min
 floodmark's (``bench/all.py``'s pipeline, panes to Parquet) on the JVM map side and host, or ``--host python``. One
 warm-up run each, then ``--repeat`` runs alternating, every run with Spark's event log on.
 
+``--workload stages``: seed 003's two stages instead (``bench/stages_throughput.py``: sessions per player, then a
+global mean per 2 minutes; ``--keys`` players per source, ``--minutes`` of event time), native's chained aggregations
+into ``noop`` against floodmark's ``Pipeline`` with the means' panes to Parquet.
+
 For the batches with input after the first, per engine, medians over batches and runs (ms): each Spark job of the
 batch (its wall time), each stage of those jobs (wall, tasks' run time, CPU, GC; stages named by their last RDD
 operation) and the SQL metrics whose name says time (summed over the stage's tasks, "time to commit changes" and
@@ -26,6 +30,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from stages_throughput import floodmark_query as stages_floodmark_query
+from stages_throughput import generate as generate_games
+from stages_throughput import native_query as stages_native_query
 from throughput import aggregation, generate, native_counts
 
 from floodmark.spark.driver.session import cluster_session
@@ -97,9 +104,14 @@ def _ms(name: str, update) -> float:
     return value / 1e6 if value > 1e6 else value
 
 
-def run_engine(spark, engine: str, data: Path, work: Path, host: str) -> dict[int, dict[str, int]]:
+def run_engine(spark, engine: str, data: Path, work: Path, host: str, workload: str) -> dict[int, dict[str, int]]:
     """One run; Spark's progress durations per batch (ms)."""
-    if engine == "native":
+    if workload == "stages":
+        if engine == "native":
+            query = stages_native_query(spark, data, work / "native-ckpt")[1]
+        else:
+            query = stages_floodmark_query(spark, data, work, host=host)[1].query
+    elif engine == "native":
         query = native_counts(spark, data, work / "native-ckpt", sink="parquet")
     else:
         agg = aggregation(spark, data, map_side="jvm", host=host)  # type: ignore[arg-type]
@@ -132,9 +144,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--host", choices=["python", "jvm"], default="jvm")
+    parser.add_argument("--workload", choices=["tumbling", "stages"], default="tumbling")
+    parser.add_argument("--minutes", type=int, default=30, help="event time covered (--workload stages)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="floodmark-bench-stages-"))
-    generate(work / "data", args.rows, args.keys, 10, args.files)
+    if args.workload == "stages":
+        generate_games(work / "data", args.keys, args.minutes)
+    else:
+        generate(work / "data", args.rows, args.keys, 10, args.files)
     logs = work / "logs"
     logs.mkdir()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, as local_session
@@ -153,7 +170,7 @@ def main() -> None:
             run_dir.mkdir()
             log = next(logs.iterdir())
             before = len(log.read_text().splitlines()) if log.exists() else 0
-            progress = run_engine(spark, engine, work / "data", run_dir, args.host)
+            progress = run_engine(spark, engine, work / "data", run_dir, args.host, args.workload)
             if run > 0:  # the first run of each engine warms up
                 marks[engine].append((before, len(log.read_text().splitlines()), progress))
     log = next(logs.iterdir())

@@ -62,6 +62,12 @@ def generate(directory: Path, users: int, minutes: int) -> tuple[int, int]:
 
 
 def native_run(spark, data: Path, checkpoint: Path) -> float:
+    """Seconds to run native's chained aggregations to the end of ``data``."""
+    return native_query(spark, data, checkpoint)[0]
+
+
+def native_query(spark, data: Path, checkpoint: Path):
+    """(seconds, the finished query) of native's chained aggregations over ``data`` into ``noop``."""
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     sessions = (
         source.withColumn("t", F.timestamp_millis("ts"))
@@ -74,12 +80,17 @@ def native_run(spark, data: Path, checkpoint: Path) -> float:
         )
     )
     means = sessions.groupBy(F.window("t", f"{WINDOW_MS // 1000} seconds")).agg(F.avg("length").alias("mean"))
-    return run_to_noop(means, checkpoint)[0]
+    return run_to_noop(means, checkpoint)
 
 
 def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python") -> float:
     """Seconds to run the pipeline to the end on ``host`` (both stages); the sessions stage's panes are not written
     unless ``intermediate_panes`` (native's chained aggregation writes only its last result either)."""
+    return floodmark_query(spark, data, work, intermediate_panes, host)[0]
+
+
+def floodmark_query(spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python"):
+    """(seconds, the finished ``FloodmarkQuery``) of :func:`floodmark_run`."""
     pipeline = Pipeline(buckets=4, host=host)  # type: ignore[arg-type]
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(60_000)
@@ -92,8 +103,8 @@ def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = Fals
         "sessions": Outputs.files(str(work / "out" / "sessions"), panes=intermediate_panes),
         "means": str(work / "out" / "means"),
     }
-    pipeline.run_to_completion(str(work / "ckpt"), outputs, trigger_interval="0 seconds")
-    return time.perf_counter() - start
+    query = pipeline.run_to_completion(str(work / "ckpt"), outputs, trigger_interval="0 seconds")
+    return time.perf_counter() - start, query
 
 
 def main() -> None:
