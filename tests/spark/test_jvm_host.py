@@ -7,10 +7,11 @@ firings, sessions with the earliest output time, a global window fired by proces
 type whose values a late record's JSON holds: text outside ASCII, integers with nulls, doubles at Python's exponent
 bounds, NaN, -0.0, floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records
 are of every kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values).
-The JVM host's query is restarted after three batches (its state across a restart); there the stage the JVM map side
-combines for is read from that map side's rows by the JVM host itself (the combiner's record rules in
-``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The window operator's
-rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
+The JVM host's query runs its first three batches after the Arrow map side (the host reads the combiner's blocks),
+then is restarted from its checkpoint (its state across a restart) after the JVM map side, whose rows the JVM host
+reads itself (the combiner's record rules in ``floodmark.host.RecordRules``): the partials of the stage it combines
+for, and every record whole for the stages that ship records. The window operator's rules themselves are held equal
+to the core's by ``tests/core/test_jvm_window_operator.py``.
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def iso(ms: int | None) -> str | None:
     return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds") + "Z"
 
 
-def run(spark, tmp_path, host: str, map_side: str = "arrow", restart_after: int | None = None):
+def run(spark, tmp_path, host: str, map_side: str = "arrow", restart_after: int | None = None, first_map_side=None):
     """The query on ``host`` after ``map_side``, to the end of input; with ``restart_after``, stopped once it has read
-    that many batches and started again from its checkpoint for the rest."""
+    that many batches (after ``first_map_side``, if given) and started again from its checkpoint for the rest."""
     name = f"{host}-{map_side}"
     directory = tmp_path / f"in-{name}"
     directory.mkdir()
@@ -105,7 +106,7 @@ def run(spark, tmp_path, host: str, map_side: str = "arrow", restart_after: int 
     write(range(restart_after or 5))
     handles = []
     if restart_after is not None:
-        first = pipeline(spark, directory, host, map_side).start(
+        first = pipeline(spark, directory, host, first_map_side or map_side).start(
             str(tmp_path / f"ckpt-{name}"), outputs(tmp_path, name)
         )
         first.processAllAvailable()
@@ -224,9 +225,9 @@ def sorted_output(spark, path) -> pd.DataFrame:
 
 def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     python, python_out = run(spark, tmp_path, "python")
-    # The JVM run restarted after three batches (its operators' state across a restart); its counts stage reads the
-    # JVM map side's rows itself, the others (which ship records) the Arrow map side's blocks.
-    jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3)
+    # The JVM run restarted after three batches (its operators' state across a restart), on the Arrow map side's
+    # blocks before, on the JVM map side's rows after: the counts stage's partials, the others' records whole.
+    jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3, first_map_side="arrow")
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
     hosts = json.loads((tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text())["hosts"]
     assert hosts == {stage: "jvm" if stage in JVM_STAGES else "python" for stage in STAGES}
