@@ -110,7 +110,7 @@ def run_engine(spark, engine: str, data: Path, work: Path, host: str, workload: 
         if engine == "native":
             query = stages_native_query(spark, data, work / "native-ckpt")[1]
         else:
-            query = stages_floodmark_query(spark, data, work, host=host)[1].query
+            query = stages_floodmark_query(spark, data, work, host=host, map_side="jvm")[1].query
     elif engine == "native":
         query = native_counts(spark, data, work / "native-ckpt", sink="parquet")
     else:

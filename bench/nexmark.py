@@ -144,15 +144,23 @@ def native_run(spark, query: Query, data: Path, work: Path) -> float:
     return run_to_noop(frame, work / "ckpt")[0]
 
 
-def floodmark_run(spark, query: Query, data: Path, work: Path, host: str = "python") -> float:
+def floodmark_run(spark, query: Query, data: Path, work: Path, host: str = "python", map_side: str = "arrow") -> float:
     time_of_bids = SourceTime(
         WatermarkStrategy.for_bounded_out_of_orderness(5 * SECOND), split="p", known_splits=["0", "1", "2", "3"]
     )
     if query.then is None:
-        run = EventTimeAggregation(bids(spark, data), "ts", [query.key], query.spec, time_of_bids, host=host)  # type: ignore[arg-type]
+        run = EventTimeAggregation(
+            bids(spark, data),
+            "ts",
+            [query.key],
+            query.spec,
+            time_of_bids,
+            host=host,  # type: ignore[arg-type]
+            map_side=map_side,  # type: ignore[arg-type]
+        )
         output: str | dict[str, str | Outputs] = str(work / "out")
     else:
-        run = Pipeline(host=host)  # type: ignore[arg-type]
+        run = Pipeline(host=host, map_side=map_side)  # type: ignore[arg-type]
         run.source("bids", bids(spark, data), "ts", time_of_bids)
         run.stage("counts", "bids", query.spec, [query.key])
         run.stage("result", "counts", query.then)
@@ -179,6 +187,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", nargs="+", choices=sorted(QUERIES), default=sorted(QUERIES))
     parser.add_argument("--host", choices=["python", "jvm"], default="python", help="floodmark's stateful host")
+    parser.add_argument("--map-side", choices=["arrow", "jvm"], default="arrow", help="floodmark's map side")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="floodmark-nexmark-"))
@@ -195,11 +204,11 @@ def main() -> None:
     for name in args.only:
         query = QUERIES[name]
         native_run(spark, query, data, work / f"{name}-native-warm-up")
-        floodmark_run(spark, query, data, work / f"{name}-fm-warm-up", args.host)
+        floodmark_run(spark, query, data, work / f"{name}-fm-warm-up", args.host, args.map_side)
         native_s, floodmark_s = [], []
         for run in range(args.repeat):
             native_s.append(native_run(spark, query, data, work / f"{name}-native-{run}"))
-            floodmark_s.append(floodmark_run(spark, query, data, work / f"{name}-fm-{run}", args.host))
+            floodmark_s.append(floodmark_run(spark, query, data, work / f"{name}-fm-{run}", args.host, args.map_side))
         native_rate = events / statistics.median(native_s) / CORES
         floodmark_rate = events / statistics.median(floodmark_s) / CORES
         flink = f"{query.flink_per_core:,}" if query.flink_per_core else "-"
