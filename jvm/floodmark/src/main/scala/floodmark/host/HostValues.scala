@@ -6,8 +6,8 @@ import org.apache.spark.unsafe.types.UTF8String
   * operator's terms, whichever form its input has ([[InputBlocks.Columns]], [[RowColumns]]). */
 private[host] object HostValues {
 
-  /** A key column's value as the operator keys it: strings, longs (every integral type, dates and timestamps),
-    * doubles (every floating type), booleans; null. */
+  /** A key column's value as the operator keys it: strings (from a `UTF8String` or a `String`), longs (every
+    * integral type, dates and timestamps), doubles (every floating type), booleans; null. */
   def keyPart(value: Any): Any = value match {
     case s: UTF8String => s.toString
     case f: java.lang.Float => f.toDouble

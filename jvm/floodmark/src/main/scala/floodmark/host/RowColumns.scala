@@ -25,15 +25,29 @@ final class RowColumns(row: Row, ordinals: Map[String, Int]) {
     if (i < 0 || row.isNullAt(i)) null else CatalystTypeConverters.convertToCatalyst(row.get(i))
   }
 
-  def string(name: String): String = Option(internal(name)).map(_.toString).orNull
+  /** The value for the operator's reads: text, integers, floats and booleans as the row holds them (a `String`, boxed
+    * numbers: no conversion per value), the rest as [[internal]]. */
+  private def plain(name: String): Any = {
+    val i = at(name)
+    if (i < 0 || row.isNullAt(i)) null
+    else
+      row.get(i) match {
+        case v @ (_: String | _: java.lang.Long | _: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte |
+            _: java.lang.Double | _: java.lang.Float | _: java.lang.Boolean) =>
+          v
+        case v => CatalystTypeConverters.convertToCatalyst(v)
+      }
+  }
 
-  def long(name: String): java.lang.Long = HostValues.long(name, internal(name))
+  def string(name: String): String = Option(plain(name)).map(_.toString).orNull
+
+  def long(name: String): java.lang.Long = HostValues.long(name, plain(name))
 
   /** A numeric (or boolean) column's value as a double; NaN when null. */
-  def double(name: String): Double = HostValues.double(name, internal(name))
+  def double(name: String): Double = HostValues.double(name, plain(name))
 
   /** The key of `columns` ([[HostValues.key]]). */
-  def key(columns: Seq[String]): Any = HostValues.key(columns.map(name => HostValues.keyPart(internal(name))))
+  def key(columns: Seq[String]): Any = HostValues.key(columns.map(name => HostValues.keyPart(plain(name))))
 
   /** The split label of column `name`'s value ([[PythonJson.label]]). */
   def label(name: String, zone: ZoneId): String = PythonJson.label(internal(name), dataType(name), zone)

@@ -183,14 +183,20 @@ private final class WindowBucket(
       }
     def split(row: RowColumns): String = direct.split.fold("0")(name => row.label(name, direct.timeZone))
     val ordinals = rows.headOption.fold(Map.empty[String, Int])(row => RowColumns.ordinals(row.schema))
-    val (aggregated, alone) = rows.map(new RowColumns(_, ordinals)).partition(_.long("fm_order") == null)
-    for (row <- aggregated) {
+    val (aggregated, numbered) = rows.iterator
+      .map(new RowColumns(_, ordinals))
+      .map(row => (row.long("fm_order"), row))
+      .toArray
+      .partition(_._1 == null)
+    // The records left alone in input order; each row's place read once (not in every comparison).
+    val alone = numbered.sortBy(_._1.longValue).iterator.map(_._2)
+    for ((_, row) <- aggregated) {
       partials.add(new Partial(row.key(stage.keyColumns), row.long("fm_window_start"), row.long("fm_window_end"),
         row.long("fm_count"), row.long("fm_hold"), stage.accumulators.map(row.double).toArray))
       val records = row.long(direct.records)
       if (records != null && records > 0) count(split(row), records, row.long("fm_min_ts"), row.long("fm_max_ts"))
     }
-    for (row <- alone.sortBy(_.long("fm_order").longValue)) {
+    for (row <- alone) {
       val ts = row.long(stage.tsColumn)
       val reason = direct.rules.reason(
         direct.corrupt.exists(row.string(_) != null), ts, row.string(direct.tsRaw), row.string(direct.tsError),
@@ -222,9 +228,9 @@ private final class WindowBucket(
     * `advance`), stored again; its output as carrier rows. */
   private def advance(entry: ControlEntry, stored: Boolean): Seq[Row] = {
     // The JVM map side's records cross a second shuffle: their input order is their fm_order (nulls last).
+    def place(raw: Raw): Long = if (raw.order == null) Long.MaxValue else raw.order.longValue
     val ordered =
-      if (raws.exists(_.order != null)) raws.sortBy(r => if (r.order == null) Long.MaxValue else r.order.longValue)
-      else raws
+      if (raws.indices.drop(1).forall(i => place(raws(i - 1)) <= place(raws(i)))) raws else raws.sortBy(place)
     val records = new java.util.ArrayList[Record](ordered.size)
     ordered.zipWithIndex.foreach { case (raw, at) =>
       records.add(new Record(raw.key, raw.ts, raw.values, Integer.valueOf(at)))
