@@ -178,14 +178,6 @@ def workloads(quick: bool) -> dict[str, Workload]:
             WindowSpec(windows.Sessions(60_000), count),
             host="jvm",
         ),
-        "sessions-jvm-map-side-and-host": Workload(
-            "sessions gap 1 min, 100k users, JVM map side and host",
-            100_000,
-            lambda t: F.session_window(t, "1 minute"),
-            WindowSpec(windows.Sessions(60_000), count),
-            map_side="jvm",
-            host="jvm",
-        ),
         "early": Workload(
             "early firings every 1 s, 100k keys",
             100_000,
@@ -294,22 +286,20 @@ def floodmark_run(spark, workload: Workload, data: Path, work: Path) -> Run:
     )
 
 
-def stages_row(spark, work: Path, users: int, repeat: int, host: str = "python", map_side: str = "arrow") -> Row:
+def stages_row(spark, work: Path, users: int, repeat: int, host: str = "python") -> Row:
     data = work / "games"
     if not data.exists():
         generate_games(data, users, 10)
     rows = int(spark.read.parquet(str(data)).count())
-    suffix = (", JVM map side and host" if map_side == "jvm" else ", JVM host") if host == "jvm" else ""
+    suffix = ", JVM host" if host == "jvm" else ""
     row = Row(f"two stages: sessions -> mean, {2 * users:,} players{suffix}", rows)
-    stages_native_run(spark, data, work / f"games-native-warm-up-{host}-{map_side}")
-    stages_floodmark_run(spark, data, work / f"games-fm-warm-up-{host}-{map_side}", host=host, map_side=map_side)
+    stages_native_run(spark, data, work / f"games-native-warm-up-{host}")
+    stages_floodmark_run(spark, data, work / f"games-fm-warm-up-{host}", host=host)
     for run in range(repeat):
-        native = stages_native_run(spark, data, work / f"games-native-{host}-{map_side}-{run}")
+        native = stages_native_run(spark, data, work / f"games-native-{host}-{run}")
         row.native.append(Run(native, rows, float("nan")))
         with PythonMemory() as memory:
-            seconds = stages_floodmark_run(
-                spark, data, work / f"games-fm-{host}-{map_side}-{run}", host=host, map_side=map_side
-            )
+            seconds = stages_floodmark_run(spark, data, work / f"games-fm-{host}-{run}", host=host)
         row.floodmark.append(Run(seconds, rows, float("nan"), python_mb=memory.peak))
     return row
 
@@ -433,7 +423,7 @@ def main() -> None:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
         args.growth_rows = [400_000, 800_000]
     chosen = workloads(args.quick)
-    extra = ["stages", "stages-jvm-host", "stages-jvm-map-side-and-host", "nexmark", "idle", "growth", "cold"]
+    extra = ["stages", "stages-jvm-host", "nexmark", "idle", "growth", "cold"]
     wanted = args.only or [*chosen, *extra]
     unknown = set(wanted) - {*chosen, *extra}
     if unknown:
@@ -461,13 +451,9 @@ def main() -> None:
         console.print(f"[dim]{workload.name}: {progress_line(row)}[/dim]")
         rows.append(row)
         shutil.rmtree(data, ignore_errors=True)
-    for name, host, map_side in (
-        ("stages", "python", "arrow"),
-        ("stages-jvm-host", "jvm", "arrow"),
-        ("stages-jvm-map-side-and-host", "jvm", "jvm"),
-    ):
+    for name, host in (("stages", "python"), ("stages-jvm-host", "jvm")):
         if name in wanted:
-            rows.append(stages_row(spark, work, args.players, args.repeat, host, map_side))
+            rows.append(stages_row(spark, work, args.players, args.repeat, host))
             console.print(f"[dim]{rows[-1].name}: {progress_line(rows[-1])}[/dim]")
     if "nexmark" in wanted:
         rows.extend(nexmark_rows(spark, work, args.rows, args.files, args.repeat))

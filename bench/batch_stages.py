@@ -110,7 +110,7 @@ def run_engine(spark, engine: str, data: Path, work: Path, host: str, workload: 
         if engine == "native":
             query = stages_native_query(spark, data, work / "native-ckpt")[1]
         else:
-            query = stages_floodmark_query(spark, data, work, host=host, map_side="jvm")[1].query
+            query = stages_floodmark_query(spark, data, work, host=host)[1].query
     elif engine == "native":
         query = native_counts(spark, data, work / "native-ckpt", sink="parquet")
     else:
@@ -188,7 +188,11 @@ def main() -> None:
             for b in with_input:
                 for name, ms in progress.get(b, {}).items():
                     durations[name].append(ms)
-        table = Table(title=f"{engine} ({'JVM map side, ' + args.host + ' host' if engine != 'native' else 'Parquet'})")
+        if args.workload == "stages":
+            title = f"{engine} ({args.host + ' host' if engine != 'native' else 'noop'})"
+        else:
+            title = f"{engine} ({'JVM map side, ' + args.host + ' host' if engine != 'native' else 'Parquet'})"
+        table = Table(title=title)
         for column in ("job / stage", "wall", "run", "cpu", "gc", "timing metrics (ms, summed over tasks)"):
             table.add_column(column)
         for label, values in summary(picked):

@@ -8,10 +8,10 @@ type whose values a late record's JSON holds: text outside ASCII, integers with 
 bounds, NaN, -0.0, floats, booleans, timestamps with microseconds, dates; the event time is ISO text, and bad records
 are of every kind the combiner names (missing or unparsable event time, too far ahead, missing or infinite values).
 The JVM host's query runs its first three batches after the Arrow map side (the host reads the combiner's blocks),
-then is restarted from its checkpoint (its state across a restart) after the JVM map side, whose rows the JVM host
-reads itself (the combiner's record rules in ``floodmark.host.RecordRules``): the partials of the stage it combines
-for, and every record whole for the stages that ship records. The window operator's rules themselves are held equal
-to the core's by ``tests/core/test_jvm_window_operator.py``.
+then is restarted from its checkpoint (its state across a restart) after the JVM map side: the stage that map side
+combines for is read from its rows by the JVM host itself (the combiner's record rules in
+``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The window operator's
+rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
 """
 
 from __future__ import annotations
@@ -226,7 +226,8 @@ def sorted_output(spark, path) -> pd.DataFrame:
 def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
     python, python_out = run(spark, tmp_path, "python")
     # The JVM run restarted after three batches (its operators' state across a restart), on the Arrow map side's
-    # blocks before, on the JVM map side's rows after: the counts stage's partials, the others' records whole.
+    # blocks before; after, its counts stage reads the JVM map side's rows itself, the others (which ship records)
+    # the Arrow map side's blocks.
     jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3, first_map_side="arrow")
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
     hosts = json.loads((tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text())["hosts"]

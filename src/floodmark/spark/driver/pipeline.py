@@ -155,10 +155,9 @@ class Pipeline:
         ``"arrow"`` (default) sends every record to Python and combines there with Arrow; ``"jvm"`` lets Spark's
         own partial aggregation combine the records that are good and on time, and sends only those partials and
         the other records to Python: faster with few keys per batch (1.1x-1.2x with 100 keys),
-        slower with many keys or sliding windows (``docs/PERFORMANCE.md``). A stage on the JVM host reads the JVM
-        map side's rows itself, without Python, and then a spec that ships records (sessions, count triggers) is
-        served too: its records reach the host as they are. Same panes either way; a stage ``"jvm"`` cannot serve
-        (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in the log.
+        slower with many keys or sliding windows (``docs/PERFORMANCE.md``). Same panes either way; a stage
+        ``"jvm"`` cannot serve (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in
+        the log.
     :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"python"`` (default), on
         ``transformWithStateInPandas``; ``"jvm"``, on Spark's own ``transformWithState`` with the window operator
         in floodmark's jar, for the stages it can host (one source, no stage reading or fed by it, a spec built into

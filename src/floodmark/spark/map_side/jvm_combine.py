@@ -37,14 +37,9 @@ hands those records, in input order, to the Arrow combiner, which finds their re
 Measured (``docs/PERFORMANCE.md``): faster with few keys and large batches (the Python side gets a few partials
 instead of every record), slower with many keys or sliding windows (as many partials as records, then through
 Python anyway; Arrow's group-by in Python is faster than Spark's with many groups). So it is chosen by the user.
-
-A stage on the JVM host reads these rows itself (no ``mapInArrow``, no Python). A spec that ships records, not
-partials (sessions, count triggers), has nothing to combine: for such a stage on the JVM host the map side is every
-record whole, numbered (:func:`records_in_jvm`), and the host applies the combiner's record rules to each.
-
-:func:`why_not` says when a stage cannot use it (a spec that does not combine, off the JVM host: sessions, count
-triggers, the general operator; an assigner of your own; numeric inputs that are text or decimals, which the core
-parses value by value; floating-point keys, which the JVM's grouping tells apart at -0.0 and 0.0; map or variant
+:func:`why_not` says when a stage cannot use it (a spec that does not combine: sessions, count triggers, the
+general operator; an assigner of your own; numeric inputs that are text or decimals, which the core parses
+value by value; floating-point keys, which the JVM's grouping tells apart at -0.0 and 0.0; map or variant
 columns, which cannot be grouped on): the stage then uses the Arrow combiner and the log says why.
 """
 
@@ -87,19 +82,15 @@ _DIRECT, _LATEST, _HOLD, _TS, _ONE = "fm_j_direct", "fm_j_latest", "fm_j_hold", 
 _WINDOW_INDEX = "fm_window_index"
 
 
-def why_not(plan: p.RuntimePlan, schema: StructType, direct: bool = False) -> str | None:
-    """Why ``plan`` over input rows of ``schema`` needs the Arrow combiner (None: the JVM map side can run).
-
-    :arg direct: the stage runs on the JVM host, which reads the JVM map side's rows itself: a spec that ships
-        records is served too (:func:`records_in_jvm`)."""
-    if plan.stage.combines:
-        window = plan.stage.spec.window
-        if type(window) not in (Tumbling, Sliding, Cumulate, Global):
-            return f"the window assigner {type(window).__name__} has no Spark expression"
-        if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
-            return "windows longer than the event-time range"
-    elif not direct:
+def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
+    """Why ``plan`` over input rows of ``schema`` needs the Arrow combiner (None: the JVM map side can run)."""
+    if not plan.stage.combines:
         return "the spec ships records, not partials (sessions, count triggers or the general policy)"
+    window = plan.stage.spec.window
+    if type(window) not in (Tumbling, Sliding, Cumulate, Global):
+        return f"the window assigner {type(window).__name__} has no Spark expression"
+    if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
+        return "windows longer than the event-time range"
     types = {f.name: f.dataType for f in schema.fields}
     for name in plan.stage.numeric_fields:
         if not isinstance(types[name], _NUMBERS):
@@ -204,14 +195,6 @@ def combined_in_jvm(data: DataFrame, plan: p.RuntimePlan, combiner: MapSideCombi
     as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
     aggregated = aggregated_in_jvm(data, plan)
     return aggregated.mapInArrow(AggregatedInJvm(combiner, data.columns), blocks.SCHEMA)
-
-
-def records_in_jvm(data: DataFrame) -> DataFrame:
-    """``data`` (as :func:`combined_in_jvm` takes it) -> every record whole, with its place in the input
-    (``fm_order``): the rows :func:`aggregated_in_jvm` makes of the records it leaves alone, here all of them. For a
-    spec that ships records on the JVM host, which checks, counts and orders them itself
-    (``floodmark.host.DirectInput``)."""
-    return data.select("*", F.call_function("fm_row_position").alias(wire.ORDER))
 
 
 def aggregated_in_jvm(data: DataFrame, plan: p.RuntimePlan) -> DataFrame:

@@ -120,9 +120,8 @@ def combined_input(
     :arg map_side: ``"arrow"``: every record through the Arrow combiner; ``"jvm"``: Spark's partial aggregation
         for the records that are good and on time (:mod:`floodmark.spark.map_side.jvm_combine`), where the plan allows.
     :arg direct: the stage runs on the JVM host, which reads the JVM map side's rows as they are: where the JVM map
-        side serves, its rows (:func:`~floodmark.spark.map_side.jvm_combine.aggregated_in_jvm`, or for a spec that
-        ships records :func:`~floodmark.spark.map_side.jvm_combine.records_in_jvm`; no ``fm_block`` column) instead
-        of blocks.
+        side serves, its rows (:func:`~floodmark.spark.map_side.jvm_combine.aggregated_in_jvm`, no ``fm_block``
+        column) instead of blocks.
     """
     ms, raw, error = event_time_ms(source, event_time, time_zone)
     # The split travels as the user's own column (no copy, no string per record); only an expression
@@ -157,7 +156,7 @@ def combined_input(
     if map_side == "arrow":
         return data.mapInArrow(combiner, blocks.SCHEMA)
     stage = f"stage {plan.stage.name!r}" if plan.stage.name else "the aggregation"
-    why_not = jvm_combine.why_not(plan, data.schema, direct)
+    why_not = jvm_combine.why_not(plan, data.schema)
     if why_not is None:
         why_not = plan_hints.why_unreachable(data.sparkSession)
     if why_not is None and not register_functions(data.sparkSession):
@@ -165,9 +164,6 @@ def combined_input(
     if why_not is not None:
         _LOG.warning("floodmark: %s combines records in Python (Arrow), not in the JVM: %s", stage, why_not)
         return data.mapInArrow(combiner, blocks.SCHEMA)
-    if not plan.stage.combines:  # direct, or why_not would have said
-        _LOG.info("floodmark: %s hands its records to the JVM host as they are (no Python)", stage)
-        return jvm_combine.records_in_jvm(data)
     _LOG.info("floodmark: %s combines on-time records in the JVM (Spark's partial aggregation)", stage)
     if direct:
         return jvm_combine.aggregated_in_jvm(data, plan)
