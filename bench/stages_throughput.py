@@ -83,19 +83,15 @@ def native_query(spark, data: Path, checkpoint: Path):
     return run_to_noop(means, checkpoint)
 
 
-def floodmark_run(
-    spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python", map_side: str = "arrow"
-) -> float:
-    """Seconds to run the pipeline to the end on ``host`` (both stages) after ``map_side``; the sessions stage's panes
-    are not written unless ``intermediate_panes`` (native's chained aggregation writes only its last result either)."""
-    return floodmark_query(spark, data, work, intermediate_panes, host, map_side)[0]
+def floodmark_run(spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python") -> float:
+    """Seconds to run the pipeline to the end on ``host`` (both stages); the sessions stage's panes are not written
+    unless ``intermediate_panes`` (native's chained aggregation writes only its last result either)."""
+    return floodmark_query(spark, data, work, intermediate_panes, host)[0]
 
 
-def floodmark_query(
-    spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python", map_side: str = "arrow"
-):
+def floodmark_query(spark, data: Path, work: Path, intermediate_panes: bool = False, host: str = "python"):
     """(seconds, the finished ``FloodmarkQuery``) of :func:`floodmark_run`."""
-    pipeline = Pipeline(buckets=4, host=host, map_side=map_side)  # type: ignore[arg-type]
+    pipeline = Pipeline(buckets=4, host=host)  # type: ignore[arg-type]
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(data))
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(60_000)
     pipeline.source("scores", source, "ts", SourceTime(strategy, split="split"))

@@ -92,7 +92,14 @@ def iso(ms: int | None) -> str | None:
     return (dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds") + "Z"
 
 
-def run(spark, tmp_path, host: str, map_side: str = "arrow", restart_after: int | None = None, first_map_side=None):
+def run(
+    spark,
+    tmp_path,
+    host: str,
+    map_side: str = "arrow",
+    restart_after: int | None = None,
+    first_map_side: str | None = None,
+):
     """The query on ``host`` after ``map_side``, to the end of input; with ``restart_after``, stopped once it has read
     that many batches (after ``first_map_side``, if given) and started again from its checkpoint for the rest."""
     name = f"{host}-{map_side}"
