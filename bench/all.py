@@ -19,7 +19,9 @@ window still open); pane latency in batches (from the batch after which the wate
 to the batch that emitted its pane: 1 = the next trigger); the driver's state (the newest control entry:
 per split, not per key); the peak resident memory of the Python worker processes during floodmark's run.
 
-The ``tumbling-100-jvm`` row is the 100-key row with floodmark's JVM map side (``map_side="jvm"``).
+The ``tumbling-100-jvm`` row is the 100-key row with floodmark's JVM map side (``map_side="jvm"``); a
+``<row>-jvm-host`` row (``stages-jvm-host``, ``nexmark-jvm-host`` too) is ``<row>`` with floodmark's stages on the JVM
+host (``host="jvm"``; ``tumbling-100-jvm-host`` with the JVM map side as well).
 ``Nexmark`` rows are ``bench/nexmark.py``'s event-time queries on Nexmark-shaped bids (``--rows`` bids; that script
 adds events/s per core and Flink's published figures). ``two stages`` is seed 003's pipeline
 (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2 minutes) against native chained
@@ -46,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from math import nan
 from pathlib import Path
@@ -90,9 +92,10 @@ class Workload:
 
 
 def workloads(quick: bool) -> dict[str, Workload]:
+    """Every row's workload by name; ``<name>-jvm-host`` rows run ``<name>``'s spec on the JVM host."""
     count = {"n": aggregates.count()}
     big = 200_000 if quick else 1_000_000
-    return {
+    rows = {
         "tumbling-100": Workload(
             "tumbling 1 min, 100 keys",
             100,
@@ -120,38 +123,17 @@ def workloads(quick: bool) -> dict[str, Workload]:
             lambda t: F.window(t, "1 minute"),
             WindowSpec(windows.Tumbling(60_000), count),
         ),
-        "tumbling-100k-jvm-host": Workload(
-            "tumbling 1 min, 100k keys, JVM host",
-            100_000,
-            lambda t: F.window(t, "1 minute"),
-            WindowSpec(windows.Tumbling(60_000), count),
-            host="jvm",
-        ),
         "tumbling-1m": Workload(
             f"tumbling 60 min, {big // 1000}k keys",
             big,
             lambda t: F.window(t, "60 minutes"),
             WindowSpec(windows.Tumbling(3_600_000), count),
         ),
-        "tumbling-1m-jvm-host": Workload(
-            f"tumbling 60 min, {big // 1000}k keys, JVM host",
-            big,
-            lambda t: F.window(t, "60 minutes"),
-            WindowSpec(windows.Tumbling(3_600_000), count),
-            host="jvm",
-        ),
         "sliding": Workload(
             "sliding 10 min / 1 min, 100k keys",
             100_000,
             lambda t: F.window(t, "10 minutes", "1 minute"),
             WindowSpec(windows.Sliding(600_000, 60_000), count),
-        ),
-        "sliding-jvm-host": Workload(
-            "sliding 10 min / 1 min, 100k keys, JVM host",
-            100_000,
-            lambda t: F.window(t, "10 minutes", "1 minute"),
-            WindowSpec(windows.Sliding(600_000, 60_000), count),
-            host="jvm",
         ),
         "cumulate": Workload(
             "cumulate 1 min steps in 10 min, 100k keys",
@@ -171,13 +153,6 @@ def workloads(quick: bool) -> dict[str, Workload]:
             lambda t: F.session_window(t, "1 minute"),
             WindowSpec(windows.Sessions(60_000), count),
         ),
-        "sessions-jvm-host": Workload(
-            "sessions gap 1 min, 100k users, JVM host",
-            100_000,
-            lambda t: F.session_window(t, "1 minute"),
-            WindowSpec(windows.Sessions(60_000), count),
-            host="jvm",
-        ),
         "early": Workload(
             "early firings every 1 s, 100k keys",
             100_000,
@@ -189,6 +164,12 @@ def workloads(quick: bool) -> dict[str, Workload]:
             ),
         ),
     }
+    with_jvm_host = {}
+    for name, workload in rows.items():
+        with_jvm_host[name] = workload
+        if name in ("tumbling-100k", "tumbling-1m", "sliding", "cumulate", "sessions", "early"):
+            with_jvm_host[f"{name}-jvm-host"] = replace(workload, name=f"{workload.name}, JVM host", host="jvm")
+    return with_jvm_host
 
 
 @dataclass
@@ -212,19 +193,23 @@ class Row:
     floodmark: list[Run] = field(default_factory=list)
 
 
-def nexmark_rows(spark, work: Path, events: int, files: int, repeat: int) -> list[Row]:
-    """``bench/nexmark.py``'s queries on the same bids, one row each (per-core figures and Flink's: that script)."""
+def nexmark_rows(spark, work: Path, events: int, files: int, repeat: int, host: str = "python") -> list[Row]:
+    """``bench/nexmark.py``'s queries on the same bids, one row each (per-core figures and Flink's: that script), with
+    floodmark's stages on ``host``."""
     data = work / "bids"
-    generate_bids(data, events, 10, files)
+    if not data.exists():
+        generate_bids(data, events, 10, files)
     events = events // files * files
+    suffix = ", JVM host" if host == "jvm" else ""
     rows = []
     for name, query in NEXMARK_QUERIES.items():
-        row = Row(f"Nexmark {query.name}", events)
-        nexmark_native_run(spark, query, data, work / f"{name}-native-warm-up")
-        nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-warm-up")
+        row = Row(f"Nexmark {query.name}{suffix}", events)
+        nexmark_native_run(spark, query, data, work / f"{name}-native-warm-up-{host}")
+        nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-warm-up-{host}", host)
         for run in range(repeat):
-            row.native.append(Run(nexmark_native_run(spark, query, data, work / f"{name}-native-{run}"), events, nan))
-            seconds = nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-{run}")
+            native = nexmark_native_run(spark, query, data, work / f"{name}-native-{host}-{run}")
+            row.native.append(Run(native, events, nan))
+            seconds = nexmark_floodmark_run(spark, query, data, work / f"{name}-fm-{host}-{run}", host)
             row.floodmark.append(Run(seconds, events, nan))
         rows.append(row)
     return rows
@@ -423,7 +408,7 @@ def main() -> None:
         args.rows, args.repeat, args.idle_seconds, args.players = 400_000, 1, 20.0, 1_000
         args.growth_rows = [400_000, 800_000]
     chosen = workloads(args.quick)
-    extra = ["stages", "stages-jvm-host", "nexmark", "idle", "growth", "cold"]
+    extra = ["stages", "stages-jvm-host", "nexmark", "nexmark-jvm-host", "idle", "growth", "cold"]
     wanted = args.only or [*chosen, *extra]
     unknown = set(wanted) - {*chosen, *extra}
     if unknown:
@@ -455,8 +440,9 @@ def main() -> None:
         if name in wanted:
             rows.append(stages_row(spark, work, args.players, args.repeat, host))
             console.print(f"[dim]{rows[-1].name}: {progress_line(rows[-1])}[/dim]")
-    if "nexmark" in wanted:
-        rows.extend(nexmark_rows(spark, work, args.rows, args.files, args.repeat))
+    for name, host in (("nexmark", "python"), ("nexmark-jvm-host", "jvm")):
+        if name in wanted:
+            rows.extend(nexmark_rows(spark, work, args.rows, args.files, args.repeat, host))
 
     table = Table(
         title=f"floodmark vs native Spark 4.3, local[2], {date.today().isoformat()}, median of {args.repeat} run(s)"

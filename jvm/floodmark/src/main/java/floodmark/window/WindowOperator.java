@@ -365,10 +365,15 @@ public final class WindowOperator {
       rows.remove(idOf(other));
       forget(other);
     }
-    rows.remove(idOf(target));
+    long name = spec.window().name(start, end);
+    if (name != spec.window().name(target.start, target.end)) {
+      // Only a window whose name changes moves in the table (a session growing to the right keeps its start, and
+      // its entry: a remove and a put per record was half of a sessions batch's operator time).
+      rows.remove(idOf(target));
+      rows.put(new WindowId(target.key, name), target);
+    }
     target.start = start;
     target.end = end;
-    rows.put(idOf(target), target);
     target.paneIndex = 0;
     target.nonspec = 0;
     target.hadNonearly = false;
