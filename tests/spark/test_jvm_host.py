@@ -10,8 +10,10 @@ are of every kind the combiner names (missing or unparsable event time, too far 
 The JVM host's query runs its first three batches after the Arrow map side (the host reads the combiner's blocks),
 then is restarted from its checkpoint (its state across a restart) after the JVM map side: the stage that map side
 combines for is read from its rows by the JVM host itself (the combiner's record rules in
-``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. The window operator's
-rules themselves are held equal to the core's by ``tests/core/test_jvm_window_operator.py``.
+``floodmark.host.RecordRules``), the stages that ship records from the Arrow map side's blocks. OUTPUT blocks hold
+three rows at most in both runs, so a bucket's output is many blocks on either host, and the levels after the JVM's
+read a bucket's panes from several. The window operator's rules themselves are held equal to the core's by
+``tests/core/test_jvm_window_operator.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 from spark_helpers import read_output
 
 from floodmark import AccumulationMode, TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
+from floodmark.protocol import wire
 from floodmark.spark import Pipeline, SourceTime
 
 pytestmark = pytest.mark.spark
@@ -230,7 +233,8 @@ def sorted_output(spark, path) -> pd.DataFrame:
     return frame.sort_values(list(frame.columns), ignore_index=True) if len(frame) else frame
 
 
-def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path):
+def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(wire, "OUTPUT_BLOCK_ROWS", 3)
     python, python_out = run(spark, tmp_path, "python")
     # The JVM run restarted after three batches (its operators' state across a restart), on the Arrow map side's
     # blocks before; after, its counts stage reads the JVM map side's rows itself, the others (which ship records)

@@ -12,8 +12,9 @@ Every internal column is prefixed ``fm_`` so that it never clashes with a user c
   statistics, :data:`STATS_COLUMNS`) and GAUGE (what the bucket reports after it ran, :data:`GAUGE_COLUMNS`);
 * *carrier* rows (:data:`CARRIER_COLUMNS`) between the stateful operators' levels and into the sink, whose
   ``fm_kind`` is IN (a block of a stage's input rows), TICK (a bucket must run without input), OUTPUT (a block
-  of one bucket's panes, late records and dead letters), STATS or GAUGE (:data:`REPORT_KINDS`: what the driver
-  reads, in :data:`REPORT_COLUMNS`).
+  of one bucket's panes, late records and dead letters, in the order the bucket emitted them: at most
+  :data:`OUTPUT_BLOCK_ROWS` rows each, so a bucket that emits more writes several), STATS or GAUGE
+  (:data:`REPORT_KINDS`: what the driver reads, in :data:`REPORT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ EMITTED_KINDS = (PANE, LATE, BAD)
 """What a stage emits: panes, late records, dead letters."""
 REPORT_KINDS = (STATS, GAUGE)
 """What the driver reads of a batch."""
+OUTPUT_BLOCK_ROWS = 65_536
+"""The most rows an OUTPUT block holds (its bytes: ~100 per pane row). A batch that fires millions of windows in one
+bucket (the end of the input) carries them in many blocks, not one value of hundreds of MB: Spark's binary values
+stop at 2 GiB, and the sink's cache of the batch copies each carrier row whole (one such row exhausted a 2 GB heap)."""
 
 ROW = "fm_row"
 """A combiner row's kind."""

@@ -34,6 +34,7 @@ from pyspark.sql.types import (
 
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
+from floodmark.protocol import wire
 from floodmark.spark import plan as p
 from floodmark.spark import plan_hints
 from floodmark.spark.map_side.combiner import AggregatedInJvm
@@ -126,7 +127,14 @@ def level_plan(plans: Mapping[str, p.RuntimePlan], direct: Mapping[str, dict[str
             }
         )
     state_bytes = next(iter(plans.values())).state.state_value_bytes
-    return json.dumps({"stages": stages, "carrier": CARRIER.json(), "state_value_bytes": state_bytes})
+    return json.dumps(
+        {
+            "stages": stages,
+            "carrier": CARRIER.json(),
+            "state_value_bytes": state_bytes,
+            "output_block_rows": wire.OUTPUT_BLOCK_ROWS,
+        }
+    )
 
 
 def jvm_level(rows: DataFrame, plan: str) -> DataFrame:

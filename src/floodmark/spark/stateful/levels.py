@@ -96,6 +96,8 @@ class StageLevel:
         self.order = order
         self.emitted_schemas = {name: plan.stage.emitted_schema() for name, plan in plans.items()}
         self.state_value_bytes = next(iter(plans.values())).state.state_value_bytes
+        # Read here, on the driver: the level travels to the Python workers with it.
+        self.output_block_rows = wire.OUTPUT_BLOCK_ROWS
         self.arrow_schemas = {name: to_arrow_schema(schema) for name, schema in self.emitted_schemas.items()}
 
     def __call__(self, key: Any, rows: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
@@ -135,13 +137,14 @@ class StageLevel:
         parts = [small.assign(**{wire.STAGE: stage, wire.BUCKET: _BUCKET_TYPE(bucket)})]
         table = self._emitted_table(stage, rows.loc[np.isin(kinds, wire.EMITTED_KINDS)], out.pane_columns)
         if table.num_rows:
+            blocks = output_blocks(table, self.output_block_rows)
             parts.append(
                 pd.DataFrame(
                     {
-                        wire.STAGE: [stage],
-                        wire.KIND: [wire.OUTPUT],
-                        wire.BUCKET: [bucket],
-                        wire.BLOCK: [ipc_bytes(table)],
+                        wire.STAGE: stage,
+                        wire.KIND: wire.OUTPUT,
+                        wire.BUCKET: _BUCKET_TYPE(bucket),
+                        wire.BLOCK: [ipc_bytes(block) for block in blocks],
                     }
                 )
             )
@@ -226,21 +229,27 @@ class ForwardedPanes:
         self.order = order
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        carrier = to_arrow_schema(CARRIER)
+        # A bucket's output may come in several OUTPUT blocks (in order, in this partition: its level's task), in
+        # one Arrow batch or more: its panes are forwarded once, after the partition's last batch, so that each
+        # target bucket gets one block per upstream bucket in the order the Python host gives (`forwarded`).
+        emitted: dict[tuple[str, int], list[pa.Table]] = {}
         for batch in batches:
             yield batch
             kinds = batch.column(wire.KIND).to_pylist()
             stages = batch.column(wire.STAGE).to_pylist()
-            parts: list[pd.DataFrame] = []
             for i, (kind, stage) in enumerate(zip(kinds, stages, strict=True)):
                 if kind != wire.OUTPUT or stage not in self.plans:
                     continue
                 block = batch.column(wire.BLOCK)[i].as_py()
-                emitted = pa.ipc.open_stream(block).read_all()
                 bucket = int(batch.column(wire.BUCKET)[i].as_py())
-                parts += forwarded(stage, self.plans[stage], bucket, emitted, self.downstream[stage], self.order)
-            if parts:
-                yield pa.RecordBatch.from_pandas(conform(parts, CARRIER), schema=carrier, preserve_index=False)
+                emitted.setdefault((stage, bucket), []).append(pa.ipc.open_stream(block).read_all())
+        parts: list[pd.DataFrame] = []
+        for (stage, bucket), tables in emitted.items():
+            table = pa.concat_tables(tables)
+            parts += forwarded(stage, self.plans[stage], bucket, table, self.downstream[stage], self.order)
+        if parts:
+            carrier = to_arrow_schema(CARRIER)
+            yield pa.RecordBatch.from_pandas(conform(parts, CARRIER), schema=carrier, preserve_index=False)
 
 
 def _processor(
@@ -251,6 +260,12 @@ def _processor(
     if isinstance(stage, ProcessStage):
         return ProcessBucketProcessor(plan, stage)
     return WindowBucketProcessor(plan)
+
+
+def output_blocks(table: pa.Table, rows: int) -> list[pa.Table]:
+    """``table`` (a bucket's emitted rows) cut into OUTPUT blocks of at most ``rows`` rows, in order
+    (:data:`~floodmark.protocol.wire.OUTPUT_BLOCK_ROWS`)."""
+    return [table.slice(start, rows) for start in range(0, table.num_rows, rows)]
 
 
 def ipc_bytes(table: pa.Table) -> bytes:

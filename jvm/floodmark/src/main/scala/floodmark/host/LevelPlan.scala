@@ -55,7 +55,8 @@ final case class DirectInput(
     timeZone: java.time.ZoneId)
 
 /** The stages of one level the JVM hosts, by name; the carrier rows' schema; the largest state value (bytes). */
-final case class LevelPlan(stages: Map[String, StagePlan], carrier: StructType, stateValueBytes: Int)
+final case class LevelPlan(
+    stages: Map[String, StagePlan], carrier: StructType, stateValueBytes: Int, outputBlockRows: Int)
 
 object LevelPlan {
   private val mapper = new ObjectMapper()
@@ -78,7 +79,8 @@ object LevelPlan {
     LevelPlan(
       stages,
       DataType.fromJson(node.path("carrier").asText).asInstanceOf[StructType],
-      node.path("state_value_bytes").asInt)
+      node.path("state_value_bytes").asInt,
+      node.path("output_block_rows").asInt)
   }
 
   private def direct(node: JsonNode): Option[DirectInput] =

@@ -295,8 +295,7 @@ private final class WindowBucket(
       }
       emit(row)
     }
-    if (written > 0)
-      out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
+    if (writer != null) out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
     out += carrierRow("GAUGE", Map(
       "fm_seq" -> entry.seq, "fm_hold" -> operator.outputHold, "fm_oldest_pending" -> operator.oldestPending,
       "fm_open_windows" -> operator.windowCount.toLong, "fm_next_fire" -> operator.nextWatermarkDeadline,
@@ -358,11 +357,13 @@ private final class WindowBucket(
 
   private def set(row: SpecificInternalRow, name: String, value: Any): Unit = row.update(emittedOrdinals(name), value)
 
-  /** Writes `row` into the OUTPUT block. */
+  /** Writes `row` into the OUTPUT block; a block that reaches `LevelPlan.outputBlockRows` rows goes out as it is and
+    * the next row starts another (Python's `wire.OUTPUT_BLOCK_ROWS`: a flush of millions of windows is many blocks). */
   private def emit(row: InternalRow): Unit = {
     if (writer == null) writer = ArrowWriter.create(stage.emitted, "UTC", true, false)
     writer.write(row)
     written += 1
+    if (written % plan.outputBlockRows == 0) out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
   }
 
   /** Releases the OUTPUT block's memory if the batch failed before [[outputBlock]]. */
