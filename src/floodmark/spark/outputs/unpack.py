@@ -1,6 +1,6 @@
 """How the sink reads a stage's rows out of the carrier: the OUTPUT blocks unpacked into an output's columns.
 
-A bucket returns its panes, late records and dead letters as one OUTPUT block (an Arrow IPC stream in its stage's
+A bucket returns its panes, late records and dead letters as OUTPUT blocks (Arrow IPC streams in its stage's
 :meth:`~floodmark.spark.plan.StageSemantics.emitted_schema`, :mod:`floodmark.spark.stateful.levels`). For each output
 the sink
 keeps the blocks of one stage, the rows of one kind (``fm_kind``: PANE, LATE or BAD) and the output's columns:

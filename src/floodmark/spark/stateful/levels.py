@@ -127,7 +127,7 @@ class StageLevel:
         return self.carry(stage, bucket, out)
 
     def carry(self, stage: str, bucket: int, out: BucketOutput) -> pd.DataFrame:
-        """A bucket's output as carrier rows: its STATS and GAUGE rows, one OUTPUT block, and its panes as IN
+        """A bucket's output as carrier rows: its STATS and GAUGE rows, its OUTPUT blocks, and its panes as IN
         blocks of the stages that read ``stage``."""
         plan = self.processors[stage].plan
         rows = conform(out.rows, plan.stage.output_schema())

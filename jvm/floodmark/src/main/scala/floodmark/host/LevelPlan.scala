@@ -54,7 +54,8 @@ final case class DirectInput(
     rules: RecordRules,
     timeZone: java.time.ZoneId)
 
-/** The stages of one level the JVM hosts, by name; the carrier rows' schema; the largest state value (bytes). */
+/** The stages of one level the JVM hosts, by name; the carrier rows' schema; the largest state value (bytes); the most
+  * rows an OUTPUT block holds (`wire.OUTPUT_BLOCK_ROWS`). */
 final case class LevelPlan(
     stages: Map[String, StagePlan], carrier: StructType, stateValueBytes: Int, outputBlockRows: Int)
 
