@@ -22,7 +22,8 @@ import org.apache.spark.unsafe.types.UTF8String
   * (`floodmark.spark.stateful.levels.StageLevel` with `floodmark.spark.stateful.processor.WindowBucketProcessor`)
   * does for the same stages, in the same carrier protocol (`floodmark/protocol/wire.py`): IN blocks and TICK rows
   * in; STATS rows, one GAUGE row and OUTPUT blocks (Arrow IPC in the stage's emitted schema, at most
-  * `LevelPlan.outputBlockRows` rows each) per bucket that ran out. Rows of stages of other levels pass through unchanged.
+  * `LevelPlan.outputBlockRows` rows each) per bucket that ran out. Rows of stages of other levels pass through
+  * unchanged.
   *
   * A bucket's state is its operator in parts, as the Python host stores it (`bucket_state.py`): the *head* (time, the
   * window table, what is known of the segments of deferred partials) in a `ListState`, and each segment under its
