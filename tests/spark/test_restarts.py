@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from types import SimpleNamespace
+
 import pytest
 
 from floodmark.spark import Restarts
@@ -45,3 +48,55 @@ def test_a_policy_that_cannot_work_is_refused():
         Restarts(initial_delay_s=10, max_delay_s=1)
     with pytest.raises(ValueError, match="multiplier"):
         Restarts(multiplier=0.5)
+
+
+class QueryFailingAtFirstLook:
+    """A stand-in for Spark's ``StreamingQuery`` that fails right after the handle's first ``exception()`` call
+    has answered None: the moment a real query can fail at, which no real one can be made to hit on purpose."""
+
+    def __init__(self, error: str | None) -> None:
+        self.error = error
+        self.ended = threading.Event()
+        self.looked = False
+
+    def exception(self) -> str | None:
+        if not self.looked:
+            self.looked = True
+            if self.error is not None:
+                self.ended.set()
+            return None
+        return self.error if self.ended.is_set() else None
+
+    def awaitTermination(self) -> None:
+        self.ended.wait()
+
+    @property
+    def isActive(self) -> bool:
+        return not self.ended.is_set()
+
+    def stop(self) -> None:
+        self.ended.set()
+
+
+def test_a_query_failing_between_two_looks_of_the_handle_is_started_again_not_raised():
+    """The handle reads a query's error once per decision: a failure after that read is left to the watcher,
+    which starts the query again, instead of being raised by a second read (the flake of a broker outage test)."""
+    from floodmark.spark.driver.query import FloodmarkQuery, Launched
+
+    controller = SimpleNamespace(batches_reported=0)
+    first, second = QueryFailingAtFirstLook(KAFKA_TIMEOUT), QueryFailingAtFirstLook(None)
+    handle = FloodmarkQuery(
+        Launched(first, controller, None),
+        {},
+        {},
+        None,
+        relaunch=lambda earlier: Launched(second, earlier, None),
+        restart_policy=Restarts(initial_delay_s=0.5),
+    )
+    try:
+        handle._check()  # the query fails right after this look: not raised here
+        assert first.ended.is_set()
+        handle._check()  # waits while the watcher starts it again
+        assert handle.query is second and handle.restarts == 1
+    finally:
+        handle.stop()

@@ -371,9 +371,13 @@ class FloodmarkQuery:
             finally:
                 self._restarting = False
 
-    def _settle_restart(self) -> None:
+    def _settle_restart(self) -> Any:
         """While a failed query is being started again by the watcher, wait until it has been (or has not); a
-        started query that fails in turn (a broker still down) is waited for the same way."""
+        started query that fails in turn (a broker still down) is waited for the same way.
+
+        :returns: the error that stopped the current query for good, or None (it runs, or it ended without
+            one). The error is read once and decided on: a second read could see a failure the first did not
+            and raise it while the watcher is about to start the query again."""
         while True:
             launched = self._launched
             error = launched.query.exception()
@@ -386,7 +390,7 @@ class FloodmarkQuery:
             ):
                 time.sleep(0.05)
             if self._launched is launched:
-                return
+                return error
 
     # ------------------------------------------------------------ PySpark's StreamingQuery
     @property
@@ -621,7 +625,6 @@ class FloodmarkQuery:
         return reports[-1] if reports else None
 
     def _check(self) -> None:
-        self._settle_restart()
-        error = self.query.exception()
+        error = self._settle_restart()
         if error is not None:
             raise RuntimeError(f"the floodmark query failed: {failure_line(error)}") from None
