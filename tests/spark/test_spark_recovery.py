@@ -244,29 +244,41 @@ def produce_ordered(broker, topic: str, seed: int) -> pd.DataFrame:
     return records
 
 
-def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_path):
+@pytest.fixture(scope="module")
+def kafka_reference(kafka_broker, tmp_path_factory) -> tuple[str, pd.DataFrame, list[tuple[bytes, tuple]]]:
+    """The input topic of the Kafka kill tests (:func:`produce_ordered`) and the panes of one uninterrupted
+    exactly-once run over it, read_committed: ``(topic, records, [(pane id, pane fields)])``. Shared: a pane's
+    content does not depend on the sink's delivery guarantee."""
+    from floodmark.spark.outputs.sinks import PANE_ID_HEADER
+
+    records = produce_ordered(kafka_broker, "kill-in", seed=17)
+    for kind in ("panes", "late", "dead"):
+        kafka_broker.create_topic(f"ref-{kind}", partitions=2)
+    work = tmp_path_factory.mktemp("kafka-reference")
+    reference = run_driver("--kafka", kafka_broker.bootstrap_servers, "kill-in", work, "ref", "--exactly-once")
+    assert reference.wait(timeout=600) == 0
+    messages = kafka_broker.consume("ref-panes", isolation_level="read_committed")
+    panes = [(dict(m.headers)[PANE_ID_HEADER], tuple(m.json()[f] for f in PANE_FIELDS)) for m in messages]
+    assert len({pane_id for pane_id, _ in panes}) == len(panes), "no repeats without a crash"
+    assert kafka_broker.consume("ref-late") == [] and kafka_broker.consume("ref-dead") == []
+    return "kill-in", records, panes
+
+
+def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, kafka_reference, tmp_path):
     from floodmark.spark.outputs.sinks import PANE_ID_HEADER
 
     broker = kafka_broker
-    records = produce_ordered(broker, "restart-in", seed=11)
-    for run in ("ref", "crash"):
-        for kind in ("panes", "late", "dead"):
-            broker.create_topic(f"{run}-{kind}")
-    servers = broker.bootstrap_servers
-    reference = run_driver("--kafka", servers, "restart-in", tmp_path / "ref" / "ckpt", "ref")
-    assert reference.wait(timeout=600) == 0
+    topic, records, reference = kafka_reference
+    for kind in ("panes", "late", "dead"):
+        broker.create_topic(f"crash-{kind}")
     checkpoint = tmp_path / "crash" / "ckpt"
-    crash_and_restart(checkpoint, "--kafka", servers, "restart-in", checkpoint, "crash")
+    crash_and_restart(checkpoint, "--kafka", broker.bootstrap_servers, topic, checkpoint, "crash")
 
-    def panes(run):
-        return [(dict(m.headers)[PANE_ID_HEADER], m.json()) for m in broker.consume(f"{run}-panes")]
-
-    expected = [tuple(p[f] for f in PANE_FIELDS) for _, p in panes("ref")]
-    assert len({pane_id for pane_id, _ in panes("ref")}) == len(expected), "no repeats without a crash"
+    expected = [pane for _, pane in reference]
     # At-least-once: the batch the kill interrupted is produced again by its replay. Keeping the last
     # message per dedupe key (the committed attempt; a key's messages share a partition, in order) must
     # give every pane of the uninterrupted run.
-    delivered = panes("crash")
+    delivered = [(dict(m.headers)[PANE_ID_HEADER], m.json()) for m in broker.consume("crash-panes")]
     last = {pane_id: pane for pane_id, pane in delivered}
     got = [tuple(p[f] for f in PANE_FIELDS) for p in last.values()]
     print(f"\n{len(delivered)} pane messages, {len(delivered) - len(last)} repeats of a dedupe key")
@@ -276,37 +288,33 @@ def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, tmp_p
     assert broker.consume("crash-late") == [] and broker.consume("crash-dead") == []
 
 
-def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_broker, tmp_path):
-    """Exactly-once Kafka output across four kills of the driver (six with ``FLOODMARK_SLOW_TESTS=1``): one right
+def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_broker, kafka_reference, tmp_path):
+    """Exactly-once Kafka output across three kills of the driver (six with ``FLOODMARK_SLOW_TESTS=1``): one right
     after a batch's Kafka transaction committed and before Spark committed the batch, the others at random points
     (the last inside the final flush).
     A read_committed consumer sees each pane of an uninterrupted run once."""
     from floodmark.spark.outputs.sinks import BATCH_ID_HEADER, PANE_ID_HEADER
 
     broker = kafka_broker
-    records = produce_ordered(broker, "eo-in", seed=17)
-    for run in ("eoref", "eocrash"):
-        for kind in ("panes", "late", "dead"):
-            broker.create_topic(f"{run}-{kind}", partitions=2)
-    servers = broker.bootstrap_servers
-    reference = run_driver("--kafka", servers, "eo-in", tmp_path / "ref", "eoref", "--exactly-once")
-    assert reference.wait(timeout=600) == 0
+    topic, records, reference = kafka_reference
+    for kind in ("panes", "late", "dead"):
+        broker.create_topic(f"eocrash-{kind}", partitions=2)
     checkpoint = tmp_path / "crash"
-    args = ("--kafka", servers, "eo-in", checkpoint, "eocrash", "--exactly-once")
+    args = ("--kafka", broker.bootstrap_servers, topic, checkpoint, "eocrash", "--exactly-once")
     killed = run_driver(*args, "--kill-after-commit", 3, stderr=tmp_path / "killed.log")
     assert killed.wait(timeout=600) == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     in_kafka = {int(dict(m.headers)[BATCH_ID_HEADER]) for m in broker.consume("eocrash-panes")}
     committed_by_spark = {int(f.name) for f in (checkpoint / "spark" / "commits").iterdir() if f.name.isdigit()}
     between = in_kafka - committed_by_spark
     assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
-    landed = crash_repeatedly(checkpoint, 5 if SLOW_TESTS else 3, random.Random(17), *args)
+    landed = crash_repeatedly(checkpoint, 5 if SLOW_TESTS else 2, random.Random(17), *args)
     print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
 
     def panes(run: str, isolation: str = "read_committed") -> list[tuple[bytes, tuple]]:
         messages = broker.consume(f"{run}-panes", isolation_level=isolation)
         return [(dict(m.headers)[PANE_ID_HEADER], tuple(m.json()[f] for f in PANE_FIELDS)) for m in messages]
 
-    expected, got = panes("eoref"), panes("eocrash")
+    expected, got = reference, panes("eocrash")
     assert len({pane_id for pane_id, _ in got}) == len(got), "no pane twice"
     assert sorted(pane_id for pane_id, _ in got) == sorted(pane_id for pane_id, _ in expected), "none missing"
     assert structure([p for _, p in got]) == structure([p for _, p in expected])
