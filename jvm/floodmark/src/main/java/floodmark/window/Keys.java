@@ -4,12 +4,17 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null, and lists of them: a key of
  * several columns). A string is modified UTF-8 ({@code writeUTF}, tag 1) while that surely fits its 64 KiB limit,
- * else its length and UTF-16 chars (tag 6): any Java string round-trips, lone surrogates included.
+ * else its length and UTF-16 chars (tag 6): any Java string round-trips, lone surrogates included. In a snapshot's
+ * sequence of keys ({@link Writer}, {@link Reader}; format 3) a key equal to one written before is tag 7 and the
+ * number of that key's first writing: a key has a row per window (ten for 10-minute windows sliding by one), and
+ * writing its text once per row, then reading it into a new string per row, was a tenth of a sliding-window batch.
  */
 final class Keys {
   /** The longest string {@code writeUTF} surely takes: at most three bytes per char, 65,535 bytes. */
@@ -48,7 +53,50 @@ final class Keys {
   }
 
   static Object read(DataInput in) throws IOException {
-    return switch (in.readByte()) {
+    return read(in.readByte(), in);
+  }
+
+  private static final byte EARLIER = 7;
+
+  /** Writes a sequence of keys, each key after its first as a back-reference ({@code EARLIER}). */
+  static final class Writer {
+    private final Map<Object, Integer> written = new HashMap<>();
+
+    void write(DataOutput out, Object key) throws IOException {
+      if (key == null) { // one byte: no reference is shorter
+        Keys.write(out, null);
+        return;
+      }
+      Integer earlier = written.putIfAbsent(key, written.size());
+      if (earlier == null) {
+        Keys.write(out, key);
+      } else {
+        out.writeByte(EARLIER);
+        out.writeInt(earlier);
+      }
+    }
+  }
+
+  /** Reads what a {@link Writer} wrote (and a sequence without back-references: snapshot formats 1 and 2). A key
+   * read again is the same object as its first reading. */
+  static final class Reader {
+    private final List<Object> read = new ArrayList<>();
+
+    Object read(DataInput in) throws IOException {
+      byte tag = in.readByte();
+      if (tag == EARLIER) {
+        return read.get(in.readInt());
+      }
+      Object key = Keys.read(tag, in);
+      if (key != null) {
+        read.add(key);
+      }
+      return key;
+    }
+  }
+
+  private static Object read(byte tag, DataInput in) throws IOException {
+    return switch (tag) {
       case 0 -> null;
       case 1 -> in.readUTF();
       case 2 -> in.readLong();

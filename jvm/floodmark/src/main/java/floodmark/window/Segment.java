@@ -91,8 +91,9 @@ final class Segment {
     try {
       out.writeInt(size);
       out.writeInt(width);
+      Keys.Writer keyWriter = new Keys.Writer();
       for (int i = 0; i < size; i++) {
-        Keys.write(out, keys[i]);
+        keyWriter.write(out, keys[i]);
         out.writeLong(starts[i]);
         out.writeLong(ends[i]);
         out.writeLong(counts[i]);
@@ -112,8 +113,9 @@ final class Segment {
     SnapshotIn in = new SnapshotIn(blob);
     try {
       Segment segment = new Segment(in.readInt(), in.readInt());
+      Keys.Reader keyReader = new Keys.Reader();
       for (int i = 0; i < segment.size; i++) {
-        segment.keys[i] = Keys.read(in);
+        segment.keys[i] = keyReader.read(in);
         segment.starts[i] = in.readLong();
         segment.ends[i] = in.readLong();
         segment.counts[i] = in.readLong();

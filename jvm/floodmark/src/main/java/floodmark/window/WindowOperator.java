@@ -33,8 +33,11 @@ import java.util.function.LongFunction;
  * batch what the batch touches, not every open window.
  */
 public final class WindowOperator {
-  /** 1: time and the table; 2: and the deferred partials (format 1 is read as an operator without segments). */
-  private static final int SNAPSHOT_FORMAT = 2;
+  /**
+   * 1: time and the table; 2: and the deferred partials (format 1 is read as an operator without segments); 3: its
+   * keys, and its segments' keys, with back-references ({@link Keys.Writer}). Every format up to this one is read.
+   */
+  private static final int SNAPSHOT_FORMAT = 3;
 
   private final WindowSpec spec;
   private long watermark;
@@ -698,8 +701,9 @@ public final class WindowOperator {
       out.writeLong(watermark);
       out.writeLong(processingTime);
       out.writeInt(rows.size());
+      Keys.Writer keyWriter = new Keys.Writer();
       for (WindowRow row : rows.values()) {
-        Keys.write(out, row.key);
+        keyWriter.write(out, row.key);
         out.writeLong(row.start);
         out.writeLong(row.end);
         out.writeLong(row.newCount);
@@ -757,7 +761,7 @@ public final class WindowOperator {
     SnapshotIn in = new SnapshotIn(snapshot);
     try {
       int format = in.readInt();
-      if (format != 1 && format != SNAPSHOT_FORMAT) {
+      if (format < 1 || format > SNAPSHOT_FORMAT) {
         throw new IllegalArgumentException("window operator snapshot format " + format + " is not readable here");
       }
       long watermark = in.readLong();
@@ -765,8 +769,9 @@ public final class WindowOperator {
       int count = in.readInt();
       int width = spec.aggregate().columns.size();
       List<WindowRow> rows = new ArrayList<>(count);
+      Keys.Reader keyReader = new Keys.Reader();
       for (int i = 0; i < count; i++) {
-        Object key = Keys.read(in);
+        Object key = keyReader.read(in);
         long start = in.readLong();
         long end = in.readLong();
         WindowRow row = new WindowRow(key, start, end, spec.combiner().emptyHold(), new double[width]);
