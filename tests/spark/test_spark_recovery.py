@@ -211,7 +211,7 @@ def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: ob
 
 @pytest.mark.parametrize(
     ("kills", "files"),
-    [(3, 12), pytest.param(5, 20, marks=SLOW), pytest.param(10, 36, marks=SLOW)],
+    [(2, 12), pytest.param(5, 20, marks=SLOW), pytest.param(10, 36, marks=SLOW)],
 )
 def test_repeated_kill_minus_nine_including_the_final_flush_is_exactly_once(spark, tmp_path, kills, files):
     write_batches(tmp_path / "in", ordered_batches(files, seed=kills))
