@@ -445,9 +445,8 @@ class FloodmarkQuery:
                 ended = launched.query.awaitTermination(left) if left is not None else launched.query.awaitTermination()
             if left is not None and not ended:
                 return False
-            self._settle_restart()
+            self._check()  # raises a failure the watcher does not restart; waits while it restarts one
             if self._launched is launched:
-                self._check()
                 return True if timeout is not None else None
 
     def processAllAvailable(self) -> None:
@@ -456,9 +455,8 @@ class FloodmarkQuery:
             launched = self._launched
             with contextlib.suppress(Exception):  # its error is the query's exception(), raised below
                 launched.query.processAllAvailable()
-            self._settle_restart()
+            self._check()
             if self._launched is launched:
-                self._check()
                 return
 
     # ------------------------------------------------------------ floodmark's own
