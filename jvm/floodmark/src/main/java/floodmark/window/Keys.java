@@ -4,9 +4,7 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Keys in a snapshot: a tag byte, then the value (strings, longs, doubles, booleans, null, and lists of them: a key of
@@ -58,21 +56,30 @@ final class Keys {
 
   private static final byte EARLIER = 7;
 
-  /** Writes a sequence of keys, each key after its first as a back-reference ({@code EARLIER}). */
+  /**
+   * Writes a sequence of at most {@code capacity} keys, each key after its first as a back-reference
+   * ({@code EARLIER}). The keys are numbered by a {@link WindowIndex} (a {@code HashMap} spent a third of a
+   * segment's writing on an entry and a boxed number per key).
+   */
   static final class Writer {
-    private final Map<Object, Integer> written = new HashMap<>();
+    private final WindowIndex written;
+
+    Writer(int capacity) {
+      written = new WindowIndex(capacity);
+    }
 
     void write(DataOutput out, Object key) throws IOException {
       if (key == null) { // one byte: no reference is shorter
         Keys.write(out, null);
         return;
       }
-      Integer earlier = written.putIfAbsent(key, written.size());
-      if (earlier == null) {
+      int known = written.size();
+      int number = written.numberOf(key, 0);
+      if (number == known) {
         Keys.write(out, key);
       } else {
         out.writeByte(EARLIER);
-        out.writeInt(earlier);
+        out.writeInt(number);
       }
     }
   }

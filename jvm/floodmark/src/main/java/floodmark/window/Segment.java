@@ -91,7 +91,7 @@ final class Segment {
     try {
       out.writeInt(size);
       out.writeInt(width);
-      Keys.Writer keyWriter = new Keys.Writer();
+      Keys.Writer keyWriter = new Keys.Writer(size);
       for (int i = 0; i < size; i++) {
         keyWriter.write(out, keys[i]);
         out.writeLong(starts[i]);

@@ -11,6 +11,7 @@ import java.util.Objects;
 final class WindowIndex {
   private final int[] slots; // a pair's number + 1; 0: empty
   private final int mask;
+  private final int shift; // 32 - log2(slots.length): a hash's top bits pick its first slot
   private final Object[] keys;
   private final long[] names;
   private final int[] hashes;
@@ -20,6 +21,7 @@ final class WindowIndex {
     int slotCount = Integer.highestOneBit(Math.max(8, capacity) * 2 - 1) << 1; // a power of two >= 2 * capacity
     slots = new int[slotCount];
     mask = slotCount - 1;
+    shift = Integer.numberOfLeadingZeros(slotCount) + 1;
     keys = new Object[capacity];
     names = new long[capacity];
     hashes = new int[capacity];
@@ -28,7 +30,9 @@ final class WindowIndex {
   /** The number of {@code (key, name)}: the one it was given, or the next one (the count so far) if it is new. */
   int numberOf(Object key, long name) {
     int hash = 31 * Objects.hashCode(key) + Long.hashCode(name);
-    int at = (hash * 0x9E3779B9) & mask; // Fibonacci hashing spreads the low bits
+    // Fibonacci hashing: the product's top bits depend on every bit of the hash (its low bits only on the hash's
+    // low bits, which cluster for similar keys and window names).
+    int at = (hash * 0x9E3779B9) >>> shift;
     while (true) {
       int slot = slots[at];
       if (slot == 0) {

@@ -701,7 +701,7 @@ public final class WindowOperator {
       out.writeLong(watermark);
       out.writeLong(processingTime);
       out.writeInt(rows.size());
-      Keys.Writer keyWriter = new Keys.Writer();
+      Keys.Writer keyWriter = new Keys.Writer(rows.size());
       for (WindowRow row : rows.values()) {
         keyWriter.write(out, row.key);
         out.writeLong(row.start);

@@ -6,12 +6,14 @@ import java.time.{ZoneId, ZoneOffset}
 import scala.jdk.CollectionConverters._
 
 import org.apache.arrow.memory.{BufferAllocator, RootAllocator}
+import org.apache.arrow.vector.{FieldVector, VarCharVector}
 import org.apache.arrow.vector.ipc.ArrowStreamReader
 import org.apache.arrow.vector.types.{DateUnit, FloatingPointPrecision}
 import org.apache.arrow.vector.types.pojo.{ArrowType, Field}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnVector, ColumnarBatch}
+import org.apache.spark.unsafe.types.UTF8String
 
 /** A bucket's IN blocks (`floodmark.spark.blocks.pack`: Arrow IPC streams of the combiner's rows, each tagged with
   * the input partition it came from), read in input-partition order (stable), whatever order they came in: the
@@ -41,8 +43,9 @@ object InputBlocks {
           }
         }.toArray
         while (reader.loadNextBatch()) {
-          val vectors: Array[ColumnVector] = root.getFieldVectors.asScala.map(new ArrowColumnVector(_)).toArray
-          each(new Columns(schema, zones, new ColumnarBatch(vectors, root.getRowCount)))
+          val arrow = root.getFieldVectors.asScala.toArray
+          val vectors: Array[ColumnVector] = arrow.map(new ArrowColumnVector(_))
+          each(new Columns(schema, zones, new ColumnarBatch(vectors, root.getRowCount), arrow))
         }
       }
     } finally readers.foreach(_.close())
@@ -66,11 +69,25 @@ object InputBlocks {
     case _ => NullType
   }
 
-  /** One record batch of a block, its columns by name (found once per batch, not per value). */
-  final class Columns(val schema: StructType, zones: Array[ZoneId], val batch: ColumnarBatch) {
+  /** One record batch of a block. Its columns are found by name once per batch ([[find]]) and read by ordinal: a
+    * column without nulls in the batch is read without a null check per value, and a long or double column
+    * without boxing (a bucket's batch reads millions of values). The by-name reads find the column each time. */
+  final class Columns(
+      val schema: StructType, zones: Array[ZoneId], val batch: ColumnarBatch, arrow: Array[FieldVector]) {
     private val ordinals = schema.fieldNames.zipWithIndex.toMap
+    private val names = schema.fieldNames
     private val vectors: Array[ColumnVector] = Array.tabulate(schema.length)(batch.column)
     private val types: Array[DataType] = schema.fields.map(_.dataType)
+    /** Whether the column has no null in this batch (Arrow counts a vector's nulls once, from its validity bits). */
+    private val full: Array[Boolean] = vectors.map(_.numNulls == 0)
+    /** A text column's Arrow vector where it has no nulls, else null: its values are read from its buffers
+      * directly (Spark's accessor checks the value's validity bit twice per read). */
+    private val texts: Array[VarCharVector] = arrow.indices.map { at =>
+      arrow(at) match {
+        case text: VarCharVector if full(at) => text
+        case _ => null
+      }
+    }.toArray
 
     def rows: Int = batch.numRows
 
@@ -79,43 +96,68 @@ object InputBlocks {
     def ordinal(name: String): Int =
       ordinals.getOrElse(name, throw new IllegalArgumentException(s"an IN block has no column $name"))
 
+    /** The column's ordinal, -1 when the batch has no such column (read as null everywhere). */
+    def find(name: String): Int = ordinals.getOrElse(name, -1)
+
     def zone(name: String): ZoneId = zones(ordinal(name))
 
     def dataType(name: String): DataType = types(ordinal(name))
 
-    /** The column's ordinal if the batch has it and its value at `row` is not null, else -1. */
-    private def present(name: String, row: Int): Int = {
-      val at = ordinals.getOrElse(name, -1)
-      if (at < 0 || vectors(at).isNullAt(row)) -1 else at
-    }
+    /** Whether column `at` (an ordinal or -1) has a value at `row`. */
+    private def present(at: Int, row: Int): Boolean = at >= 0 && (full(at) || !vectors(at).isNullAt(row))
 
-    def isNull(name: String, row: Int): Boolean = present(name, row) < 0
+    def isNull(name: String, row: Int): Boolean = !present(find(name), row)
 
     def string(name: String, row: Int): String = {
-      val at = present(name, row)
-      if (at < 0) null else vectors(at).getUTF8String(row).toString
+      val at = find(name)
+      if (present(at, row)) utf8(at, row).toString else null
     }
 
     /** The first byte of a text column's value (the combiner's one-letter row kind), 0 when null. */
-    def letter(name: String, row: Int): Char = {
-      val at = present(name, row)
-      if (at < 0) 0.toChar else vectors(at).getUTF8String(row).getByte(0).toChar
+    def letter(at: Int, row: Int): Char =
+      if (present(at, row)) utf8(at, row).getByte(0).toChar else 0.toChar
+
+    /** A text column's value at `row`, which is not null: a view of the block's buffer, valid during the call. */
+    private def utf8(at: Int, row: Int): UTF8String = {
+      val text = texts(at)
+      if (text == null) vectors(at).getUTF8String(row)
+      else {
+        val start = text.getStartOffset(row)
+        UTF8String.fromAddress(null, text.getDataBufferAddress + start, text.getEndOffset(row) - start)
+      }
     }
 
     /** A long column's value, or null. */
-    def long(name: String, row: Int): java.lang.Long = HostValues.long(name, value(name, row))
+    def long(name: String, row: Int): java.lang.Long = long(find(name), row)
+
+    def long(at: Int, row: Int): java.lang.Long =
+      if (!present(at, row)) null
+      else if (types(at) eq LongType) vectors(at).getLong(row)
+      else HostValues.long(names(at), value(at, row))
+
+    /** A long column's value where a null breaks the map side's contract (a partial's bounds, count and hold). */
+    def exactLong(at: Int, row: Int): Long =
+      if (present(at, row) && (types(at) eq LongType)) vectors(at).getLong(row)
+      else {
+        val value = long(at, row)
+        if (value == null) throw new IllegalArgumentException(s"column ${names(at)} is null in a partial row")
+        value
+      }
 
     /** A numeric (or boolean) column's value as a double; NaN when null. */
-    def double(name: String, row: Int): Double = HostValues.double(name, value(name, row))
+    def double(at: Int, row: Int): Double =
+      if (!present(at, row)) Double.NaN
+      else if (types(at) eq DoubleType) vectors(at).getDouble(row)
+      else if (types(at) eq LongType) vectors(at).getLong(row).toDouble
+      else HostValues.double(names(at), value(at, row))
 
     /** A key column's value as the window operator keys it ([[HostValues.keyPart]]). */
-    def key(name: String, row: Int): Any = HostValues.keyPart(value(name, row))
+    def key(at: Int, row: Int): Any = HostValues.keyPart(value(at, row))
 
     /** The value as Spark holds it internally (`InternalRow.get`), null when null or when the block has no such
       * column. */
-    def value(name: String, row: Int): Any = {
-      val at = present(name, row)
-      if (at < 0) return null
+    def value(at: Int, row: Int): Any = {
+      if (!present(at, row)) return null
       val vector = vectors(at)
       types(at) match {
         case LongType | TimestampType | TimestampNTZType => vector.getLong(row)
@@ -125,7 +167,7 @@ object InputBlocks {
         case ShortType => vector.getShort(row)
         case ByteType => vector.getByte(row)
         case BooleanType => vector.getBoolean(row)
-        case StringType => vector.getUTF8String(row)
+        case StringType => utf8(at, row)
         case BinaryType => vector.getBinary(row)
         case _ => null
       }

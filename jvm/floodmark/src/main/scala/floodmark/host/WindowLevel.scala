@@ -123,12 +123,34 @@ private final class WindowBucket(
     if (blocks.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
     val watermark = entry.watermark(stage.name)
     InputBlocks.foreach(blocks) { columns =>
+      // Each column found once per record batch, then read by ordinal.
+      val kindAt = columns.find("fm_row")
+      val tsAt = columns.find(stage.tsColumn)
+      val orderAt = columns.find("fm_order")
+      val keyAts = stage.keyColumns.map(columns.find).toArray
+      val valueAts = stage.valueFields.map(columns.find).toArray
+      val (windowStartAt, windowEndAt, countAt, holdAt) =
+        (columns.find("fm_window_start"), columns.find("fm_window_end"), columns.find("fm_count"),
+          columns.find("fm_hold"))
+      val accumulatorAts = stage.accumulators.map(columns.find).toArray
+      def key(row: Int): Any =
+        if (keyAts.length == 1) columns.key(keyAts(0), row)
+        else HostValues.key(keyAts.toSeq.map(columns.key(_, row)))
+      def doubles(ats: Array[Int], row: Int): Array[Double] = {
+        val values = new Array[Double](ats.length)
+        var j = 0
+        while (j < ats.length) {
+          values(j) = columns.double(ats(j), row)
+          j += 1
+        }
+        values
+      }
       var i = 0
       while (i < columns.rows) {
-        columns.letter("fm_row", i) match {
+        columns.letter(kindAt, i) match {
           case 'R' =>
-            val ts = columns.long(stage.tsColumn, i)
-            val values = stage.valueFields.map(columns.double(_, i)).toArray
+            val ts = columns.long(tsAt, i)
+            val values = doubles(valueAts, i)
             // Only a late or bad record's columns are written out: copy those rows out of the block, not every one.
             val record: () => String =
               if (WindowOperator.mayReport(stage.spec, ts, values, watermark)) {
@@ -136,26 +158,26 @@ private final class WindowBucket(
                 () => json(row, columns)
               } else () => throw new IllegalStateException(
                 s"a record at $ts, after the watermark $watermark and with finite values, was reported late or bad")
-            raws += Raw(columns.long("fm_order", i), key(columns, i), ts, values, record)
+            raws += Raw(columns.long(orderAt, i), key(i), ts, values, record)
           case 'P' =>
             partials.add(
               new Partial(
-                key(columns, i),
-                columns.long("fm_window_start", i),
-                columns.long("fm_window_end", i),
-                columns.long("fm_count", i),
-                columns.long("fm_hold", i),
-                stage.accumulators.map(columns.double(_, i)).toArray))
+                key(i),
+                columns.exactLong(windowStartAt, i),
+                columns.exactLong(windowEndAt, i),
+                columns.exactLong(countAt, i),
+                columns.exactLong(holdAt, i),
+                doubles(accumulatorAts, i)))
           case 'B' =>
             deadLetters += 1
-            val row = emittedRow("BAD", key(columns, i))
-            set(row, "event_time", columns.long(stage.tsColumn, i))
+            val row = emittedRow("BAD", key(i))
+            set(row, "event_time", columns.long(tsAt, i))
             set(row, "reason", utf8(columns.string("fm_reason", i)))
             set(row, "record", utf8(columns.string("fm_record", i)))
             emit(row)
           case 'S' =>
             out += carrierRow("STATS", Map(
-              "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long("fm_count", i),
+              "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long(countAt, i),
               "fm_min_ts" -> columns.long("fm_min_ts", i), "fm_max_ts" -> columns.long("fm_max_ts", i)))
           case other => throw new IllegalStateException(s"unknown combiner row kind $other")
         }
@@ -306,8 +328,6 @@ private final class WindowBucket(
   }
 
   // ------------------------------------------------------------------ input
-  private def key(columns: InputBlocks.Columns, row: Int): Any = HostValues.key(stage.keyColumns.map(columns.key(_, row)))
-
   private def json(row: InternalRow, columns: InputBlocks.Columns): String = PythonJson.obj(stage.userColumns.map {
     name =>
       val dataType = columns.dataType(name)
