@@ -58,7 +58,7 @@ final class Keys {
 
   /**
    * Writes a sequence of at most {@code capacity} keys, each key after its first as a back-reference
-   * ({@code EARLIER}). The keys are numbered by a {@link WindowIndex} (a {@code HashMap} spent a third of a
+   * ({@code EARLIER}). The keys are numbered by a {@link WindowIndex} (a {@code HashMap} spent about half of a
    * segment's writing on an entry and a boxed number per key).
    */
   static final class Writer {

@@ -80,14 +80,12 @@ object InputBlocks {
     private val types: Array[DataType] = schema.fields.map(_.dataType)
     /** Whether the column has no null in this batch (Arrow counts a vector's nulls once, from its validity bits). */
     private val full: Array[Boolean] = vectors.map(_.numNulls == 0)
-    /** A text column's Arrow vector where it has no nulls, else null: its values are read from its buffers
-      * directly (Spark's accessor checks the value's validity bit twice per read). */
-    private val texts: Array[VarCharVector] = arrow.indices.map { at =>
-      arrow(at) match {
-        case text: VarCharVector if full(at) => text
-        case _ => null
-      }
-    }.toArray
+    /** A text column's Arrow vector, else null: a value [[present]] found is read from its buffers directly
+      * (Spark's accessor checks the value's validity bit again, twice). */
+    private val texts: Array[VarCharVector] = arrow.map {
+      case text: VarCharVector => text
+      case _ => null
+    }
 
     def rows: Int = batch.numRows
 
