@@ -10,6 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from spark_helpers import stamp_in_order
+
 from floodmark import TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.core.windows import Window
 from floodmark.spark import (
@@ -33,7 +35,8 @@ def write_input(root: Path, files: int = 4, rows: int = 400, seed: int = 7) -> N
     and two lines that are not records (dead letters with their text)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    for f in range(files):
+    paths = [root / f"part-{f}.jsonl" for f in range(files)]
+    for f, path in enumerate(paths):
         lines = []
         for i in range(rows):
             at = (f * rows + i) * 1_500 - rng.randint(0, 20_000)  # within the 30 s bound
@@ -43,7 +46,8 @@ def write_input(root: Path, files: int = 4, rows: int = 400, seed: int = 7) -> N
             lines.append(json.dumps({"ts": at, "user": user, "channel": rng.choice("ab"), "partition": i % 2}))
         if f == 1:
             lines[10:10] = ['{"ts": "yesterday", "user": "u1"', "not json at all"]
-        (root / f"part-{f}.jsonl").write_text("\n".join(lines) + "\n")
+        path.write_text("\n".join(lines) + "\n")
+    stamp_in_order(paths)  # the file source's order is the files' order
 
 
 def source(spark: Any, root: Path) -> Any:

@@ -9,14 +9,21 @@ from pathlib import Path
 import pandas as pd
 
 
+def stamp_in_order(paths: list[Path]) -> None:
+    """Give ``paths`` modification times one second apart, in their order: Spark's file source reads files by
+    modification time (milliseconds), and files written within one millisecond come in listing order."""
+    base = time.time() - 1_000
+    for i, path in enumerate(paths):
+        os.utime(path, (base + i, base + i))
+
+
 def write_batches(directory: Path, batches: list[pd.DataFrame]) -> None:
     """One parquet file per batch, with increasing modification times (the file source's order)."""
     directory.mkdir(parents=True, exist_ok=True)
-    base = time.time() - 1_000
-    for i, frame in enumerate(batches):
-        path = directory / f"part-{i:05d}.parquet"
+    paths = [directory / f"part-{i:05d}.parquet" for i in range(len(batches))]
+    for path, frame in zip(paths, batches, strict=True):
         frame.to_parquet(path, index=False)
-        os.utime(path, (base + i, base + i))
+    stamp_in_order(paths)
 
 
 def read_output(spark, path: Path) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 from pyspark import cloudpickle
-from spark_helpers import read_output
+from spark_helpers import read_output, write_batches
 
 from floodmark import ProcessContext, Timer, WatermarkStrategy
 from floodmark.spark import Pipeline, SourceTime
@@ -43,9 +43,7 @@ def test_a_misbehaving_function_makes_dead_letters_and_its_processing_timers_fir
         [("b", 3_000, 7), ("a", 4_000, 6)],
     ]
     folder = tmp_path / "in"
-    folder.mkdir()
-    for i, rows in enumerate(batches):
-        pd.DataFrame(rows, columns=["device", "ts", "v"]).to_parquet(folder / f"part-{i}.parquet", index=False)
+    write_batches(folder, [pd.DataFrame(rows, columns=["device", "ts", "v"]) for rows in batches])
     pipeline = Pipeline(buckets=2)
     frame = (
         spark.readStream.schema("device STRING, ts LONG, v LONG").option("maxFilesPerTrigger", 1).parquet(str(folder))

@@ -39,6 +39,10 @@ def read_json_lines(
     in the file), so that each dead letter's ``record`` is its line as it came. Lines of nothing but whitespace
     are skipped, as Spark's JSON reader skips them.
 
+    Files are read in the order of Spark's file source: by modification time, to the millisecond, files written
+    within the same millisecond in the file system's listing order (not by name). When the order matters (a
+    replay of history, ``maxFilesPerTrigger``), read them with :func:`~floodmark.spark.read_files_in_order`.
+
     Partition columns are found when the stream is defined, from the folders under ``path`` then (Spark's
     partition discovery: a folder added later under a new ``key=`` name is not a column). A field of ``schema``
     named as a partition column takes the folder's value, cast to the field's type (a folder value that does
