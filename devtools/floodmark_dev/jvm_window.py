@@ -178,6 +178,11 @@ class JvmWindowOperator:
         stored, merged ones deleted), and restore the head reading segments from that store."""
         self._move({"op": "roundtrip_apart"})
 
+    def segment_infos(self) -> list[tuple[int, int, int, int]]:
+        """Each segment's level, rows, earliest window end and oldest arrival, oldest first (as the core's
+        ``SegmentInfo``, without the id)."""
+        return [tuple(info) for info in self.last["segments"]]
+
     def windows_of(self, key: Any) -> set[Window]:
         """The open windows of ``key``."""
         self._move({"op": "windows", "key": _plain(key)})

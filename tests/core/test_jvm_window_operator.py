@@ -102,6 +102,13 @@ def gauges(operator):
     )
 
 
+def segment_infos(operator):
+    """The core operator's segments as the JVM one reports them: level, rows, earliest end, oldest arrival."""
+    segments_ = operator.policy.segments
+    infos = segments_.infos if segments_ is not None else []
+    return [(i.level, i.rows, i.first_end, i.oldest_arrival) for i in infos]
+
+
 def combined(operator, records, ahead):
     """Add ``records`` (a :class:`RecordBatch`) as a map side would: cut in two "partitions", each combined
     (:func:`~floodmark.core.combine.combine`, with a watermark ``ahead`` of the operator's: that only keeps more
@@ -148,6 +155,8 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
             both = [op.advance_watermark(watermark) for op in (python, java)]
         assert emitted_form(both[1]) == emitted_form(both[0]), f"after {kind} {arg}"
         assert gauges(java) == gauges(python), f"gauges after {kind} {arg}"
+        if deferred is not None:
+            assert java.segment_infos() == segment_infos(python), f"segments after {kind} {arg}"
     assert java.window_count() == 0, "everything is garbage collected at the end of input"
     java.drop()
 
@@ -179,9 +188,10 @@ def test_partials_from_the_map_side_give_the_same_panes_on_the_jvm(jvm, spec, mo
     st.sampled_from([1, 2, segments.FANOUT]),
 )
 def test_deferred_partials_on_the_jvm_equal_the_python_core(jvm, spec, moves, ahead, defer_above, fanout):
-    """Segments of deferred partials (made, compacted, cut where the watermark reached some of their windows,
-    merged before a record for an open window, stored apart and read back) give the same panes, late records and
-    gauges, the open-window count's upper bound included."""
+    """Segments of deferred partials (made, compacted, cut where the watermark reached some of their windows and
+    split by window end, merged before a record for an open window, stored apart and read back) give the same
+    panes, late records and gauges, the open-window count's upper bound included, and the same segments: levels,
+    rows, earliest ends and oldest arrivals."""
     with mock.patch.object(segments, "FANOUT", fanout), mock.patch.object(segments, "DEFER_ABOVE", defer_above):
         assert_same_on_both_hosts(jvm, spec, moves, ahead, deferred=(defer_above, fanout))
 

@@ -198,3 +198,45 @@ def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apa
     assert len(storage.values) == 1
     out = advance(storage.restore(spec), None, 9, 2)
     assert sorted((p.key, p.window.start, p.value["n"]) for p in out.all_panes()) == [("a", 0, 1), ("b", 0, 1)]
+
+
+@mock.patch.object(segments, "DEFER_ABOVE", 0)
+def test_a_sliding_segments_rest_is_split_by_window_end_and_each_piece_is_read_once():
+    spec = WindowSpec(windows.Sliding(100, 10), {"n": aggregates.count()})
+    storage = Storage()
+    operator = WindowOperator(spec, deferred=True)
+    keys = np.array(["a", "b"], dtype=object)
+    records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
+    advance(operator, None, -1, 0, combine(spec, -1, records)[0])  # ten windows each, ends 10, 20, ..., 100
+    storage.save(operator)
+    operator = storage.restore(spec)
+    out = advance(operator, None, 9, 1)  # reaches the window ending at 10 only: nine ends stay, in eight pieces
+    assert sorted(p.key for p in out.all_panes()) == ["a", "b"]
+    infos = operator.policy.segments.infos
+    assert [info.level for info in infos] == [segments.PIECE] * segments.FANOUT
+    assert [info.first_end for info in infos] == [20, 30, 40, 50, 60, 70, 80, 90], "ends of index 9g/8 to 9(g+1)/8"
+    assert [info.rows for info in infos] == [2] * 7 + [4]
+    storage.save(operator)
+    reads = storage.reads
+    for end in range(20, 101, 10):
+        operator = storage.restore(spec)
+        out = advance(operator, None, end - 1, end)
+        assert sorted((p.key, p.window.end) for p in out.all_panes()) == [("a", end), ("b", end)]
+        storage.save(operator)
+    # Each piece is read once; the one of two ends (90 and 100) is read at 90 and its 100-rows written once more.
+    assert storage.reads - reads == segments.FANOUT + 1
+    assert not storage.values and operator.window_count() == 0
+
+
+@mock.patch.object(segments, "DEFER_ABOVE", 0)
+def test_pieces_stop_a_run_of_one_level_and_are_never_compacted():
+    spec = WindowSpec(windows.Sliding(100, 10), {"n": aggregates.count()})
+    operator = WindowOperator(spec, deferred=True)
+    keys = np.array(["a"], dtype=object)
+    advance(operator, None, -1, 0, combine(spec, -1, RecordBatch(keys, np.array([1]), {None: keys}))[0])
+    advance(operator, None, 9, 1)  # the first segment's rest: eight pieces
+    for batch in range(2, 2 + segments.FANOUT + 1):  # then FANOUT + 1 new level-0 segments of later windows
+        records = RecordBatch(keys, np.array([1_000 + batch]), {None: keys})
+        advance(operator, None, 9, batch, combine(spec, 9, records)[0])
+    levels = [info.level for info in operator.policy.segments.infos]
+    assert levels == [segments.PIECE] * segments.FANOUT + [1], "the level-0 run merged, the pieces stayed apart"

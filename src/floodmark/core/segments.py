@@ -9,13 +9,17 @@ its count, accumulators and the processing time its records arrived at, written 
 runtime stores each segment as one value: :meth:`PartialSegments.take_added`). A segment is read again only when
 
 * the watermark reaches its earliest window's max timestamp: its rows of the windows the watermark reached are
-  merged into the table before those windows fire, and the rest stays a (smaller) segment in its place (every
-  segment that holds a window the watermark reached is read then: its earliest window is reached too; the rows
-  merged at once are first reduced into one segment, vectorised);
+  merged into the table before those windows fire, and the rest is split by window end into at most
+  :data:`FANOUT` *pieces* in its place (every segment that holds a window the watermark reached is read then: its
+  earliest window is reached too; the rows merged at once are first reduced into one segment, vectorised). A
+  piece holds whole window ends, the earliest piece the earliest ends; it is read again when the watermark reaches
+  its own first end, so a sliding window's partials are read and written about twice, not once per window end
+  the watermark passes;
 * a record arrives as a record for a window the watermark has not reached (every segment is merged first);
 * more than :data:`FANOUT` segments of one level follow each other: they merge into one segment of the next level,
   so a batch's partials are rewritten about ``log_FANOUT(batches)`` times while their windows stay open, and a
-  (key, window) that several batches touched becomes one row.
+  (key, window) that several batches touched becomes one row. Pieces (level :data:`PIECE`) never merge so: they
+  stop a run of segments of one level, and their windows are due before the segment's whole span has passed.
 
 Segments merge into the table in arrival order, as the operator would have merged each batch's partials when it
 arrived: a window's accumulators see the same sequence of partials and its pane is the same.
@@ -39,6 +43,8 @@ from floodmark.core.windows import window_reached
 
 FANOUT = 8
 """Consecutive segments of one level that stay apart; one more and they merge into one of the next level."""
+PIECE = -1
+"""The level of a piece of a segment split when the watermark reached its earliest window (never compacted)."""
 DEFER_ABOVE = 50_000
 """Partials are merged into the table at once while there is no segment and the table would hold at most this
 many windows with them: a small table costs little to store every batch, and a segment per batch would cost a
@@ -50,7 +56,7 @@ class SegmentInfo:
     """What the operator knows of a segment without reading it.
 
     :ivar segment_id: unique within the operator. :ivar level: 0 for a batch's partials, ``n + 1`` for a merge of
-        segments of level ``n``. :ivar rows: its (key, window) rows.
+        segments of level ``n``, :data:`PIECE` for a piece of a split segment. :ivar rows: its (key, window) rows.
     :ivar first_end: the earliest end (ms, exclusive) of its windows. :ivar oldest_arrival: the earliest processing
         time (ms) at which its records arrived.
     """
@@ -148,7 +154,7 @@ class PartialSegments:
         segment when ``watermark`` is None).
 
         Only segments whose earliest window ``watermark`` has reached are read; the rows of such a segment that
-        it has not reached stay as a segment in its place (rewritten once per window end the watermark passes:
+        it has not reached stay in its place as at most :data:`FANOUT` pieces of whole window ends (:meth:`split`:
         a sliding window's partials are not all due at once).
         """
         taken: list[Segment] = []
@@ -164,9 +170,24 @@ class PartialSegments:
                 taken.append(segment)
             else:
                 taken.append(segment.subset(reached))
-                kept.append(self._new(segment.subset(~reached), info.level))
+                kept.extend(self._new(piece, PIECE) for piece in self.split(segment.subset(~reached)))
         self.infos = kept
         return taken
+
+    @staticmethod
+    def split(segment: Segment) -> list[Segment]:
+        """``segment``'s rows in ``k = min(n, FANOUT)`` pieces by window end, earliest ends first, each row in its
+        order: of its ``n`` distinct ends (ascending, indexed from 0), piece ``g`` holds those of index
+        ``floor(g * n / k)`` to ``floor((g + 1) * n / k)``, exclusive (at least one each)."""
+        ends = segment.partials.ends
+        distinct = np.unique(ends)
+        n = len(distinct)
+        k = min(n, FANOUT)
+        if k <= 1:
+            return [segment]
+        firsts = distinct[np.arange(1, k) * n // k]  # each later piece's first end
+        piece = np.searchsorted(firsts, ends, side="right")
+        return [segment.subset(piece == g) for g in range(k)]
 
     def take_added(self) -> tuple[dict[int, bytes], set[int]]:
         """The segments to store (id -> bytes) and the stored ones to delete since the last call."""
@@ -217,10 +238,13 @@ class PartialSegments:
         self.infos.append(self._new(segment, level))
 
     def _compact(self) -> None:
-        """Merge the newest segments while more than :data:`FANOUT` of one level follow each other at the end
-        (levels never rise towards the end: merged segments are older than the level-0 ones after them)."""
+        """Merge the newest segments while more than :data:`FANOUT` of one level other than :data:`PIECE` follow
+        each other at the end (between two pieces, levels never rise towards the end: merged segments are older
+        than the level-0 ones after them)."""
         while True:
             level = self.infos[-1].level
+            if level == PIECE:
+                return
             run = 0
             while run < len(self.infos) and self.infos[-1 - run].level == level:
                 run += 1

@@ -220,6 +220,10 @@ public final class OperatorMain {
     gauges.put("window_count", operator.windowCount());
     gauges.putPOJO("next_watermark_deadline", operator.nextWatermarkDeadline());
     gauges.putPOJO("next_processing_deadline", operator.nextProcessingDeadline());
+    ArrayNode segments = out.putArray("segments");
+    for (SegmentInfo info : operator.segmentInfos()) {
+      segments.addArray().add(info.level()).add(info.rows()).add(info.firstEnd()).add(info.oldestArrival());
+    }
     return out;
   }
 }

@@ -1,6 +1,7 @@
 package floodmark.window;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,11 +18,13 @@ import java.util.function.LongFunction;
  *
  * <ul>
  *   <li>the watermark reaches its earliest window's max timestamp ({@link #take} with a watermark): its rows of the
- *       windows the watermark reached merge into the table before those fire, the rest stays a segment in its
- *       place;
+ *       windows the watermark reached merge into the table before those fire, the rest is split by window end into
+ *       at most {@link SegmentLimits#fanout} pieces in its place ({@link #split}), each read again when the
+ *       watermark reaches its own first end;
  *   <li>a record arrives for a window the watermark has not reached ({@link #take} of everything);
  *   <li>more than {@link SegmentLimits#fanout} segments of one level follow each other: they merge into one
  *       segment of the next level, so a batch's partials are rewritten about {@code log_fanout(batches)} times.
+ *       Pieces ({@link #PIECE}) never merge so: they stop a run of one level.
  * </ul>
  *
  * <p>Segments merge into the table in arrival order, as the operator would have merged each batch's partials when
@@ -29,6 +32,9 @@ import java.util.function.LongFunction;
  * a (key, window) counts once per segment that holds it, so {@link #rows} is an upper bound.
  */
 final class PartialSegments {
+  /** The level of a piece of a segment split when the watermark reached its earliest window (never compacted). */
+  static final int PIECE = -1;
+
   private final WindowSpec spec;
   private final SegmentLimits limits;
   private final LongFunction<byte[]> load;
@@ -68,8 +74,8 @@ final class PartialSegments {
 
   /**
    * Removes and returns, oldest first, the rows of the windows {@code watermark} has reached (every row when null).
-   * Only segments whose earliest window it reached are read; such a segment's other rows stay a segment in its
-   * place.
+   * Only segments whose earliest window it reached are read; such a segment's other rows stay in its place as
+   * pieces of whole window ends ({@link #split}).
    */
   List<Segment> take(Long watermark) {
     List<Segment> taken = new ArrayList<>();
@@ -86,11 +92,54 @@ final class PartialSegments {
         taken.add(segment);
       } else {
         taken.add(segment.subset(watermark, true));
-        kept.add(register(rest, info.level()));
+        for (Segment piece : split(rest, limits.fanout())) {
+          kept.add(register(piece, PIECE));
+        }
       }
     }
     infos = kept;
     return taken;
+  }
+
+  /**
+   * {@code segment}'s rows in {@code k = min(n, fanout)} pieces by window end, earliest ends first, each row in its
+   * order: of its {@code n} distinct ends (ascending, indexed from 0), piece {@code g} holds those of index
+   * {@code floor(g * n / k)} to {@code floor((g + 1) * n / k)}, exclusive (at least one each).
+   */
+  static List<Segment> split(Segment segment, int fanout) {
+    long[] distinct = segment.ends.clone();
+    Arrays.sort(distinct);
+    int n = 0;
+    for (int i = 0; i < distinct.length; i++) {
+      if (n == 0 || distinct[i] != distinct[n - 1]) {
+        distinct[n++] = distinct[i];
+      }
+    }
+    int k = Math.min(n, fanout);
+    if (k <= 1) {
+      return List.of(segment);
+    }
+    long[] firsts = new long[k - 1]; // each later piece's first end
+    for (int g = 1; g < k; g++) {
+      firsts[g - 1] = distinct[(int) ((long) g * n / k)];
+    }
+    int[] piece = new int[segment.size];
+    int[] sizes = new int[k];
+    for (int i = 0; i < segment.size; i++) {
+      int found = Arrays.binarySearch(firsts, segment.ends[i]);
+      piece[i] = found >= 0 ? found + 1 : -found - 1; // how many later pieces start at or before this end
+      sizes[piece[i]]++;
+    }
+    List<Segment> pieces = new ArrayList<>(k);
+    for (int g = 0; g < k; g++) {
+      pieces.add(new Segment(sizes[g], segment.width));
+    }
+    int[] filled = new int[k];
+    for (int i = 0; i < segment.size; i++) {
+      int g = piece[i];
+      pieces.get(g).copyRow(segment, i, filled[g]++);
+    }
+    return pieces;
   }
 
   /** The segments to store (id to bytes) since the last call; {@link #takeDropped} the stored ones to delete. */
@@ -182,12 +231,16 @@ final class PartialSegments {
   }
 
   /**
-   * Merges the newest segments while more than {@code fanout} of one level follow each other at the end (levels
-   * never rise towards the end: merged segments are older than the level-0 ones after them).
+   * Merges the newest segments while more than {@code fanout} of one level other than {@link #PIECE} follow each
+   * other at the end (between two pieces, levels never rise towards the end: merged segments are older than the
+   * level-0 ones after them).
    */
   private void compact() {
     while (true) {
       int level = infos.get(infos.size() - 1).level();
+      if (level == PIECE) {
+        return;
+      }
       int run = 0;
       while (run < infos.size() && infos.get(infos.size() - 1 - run).level() == level) {
         run++;

@@ -48,6 +48,11 @@ public final class WindowOperator {
   /** Deferred partials; null when the operator does not defer. */
   private final PartialSegments segments;
 
+  /** What is known of each segment of deferred partials without reading it, oldest first (none without). */
+  List<SegmentInfo> segmentInfos() {
+    return segments == null ? List.of() : segments.infos();
+  }
+
   public WindowOperator(WindowSpec spec, long watermark, long processingTime) {
     this(spec, watermark, processingTime, null, null);
   }
