@@ -180,16 +180,22 @@ def test_a_self_contained_snapshot_keeps_the_segments(fanout):
     assert panes == [("a", 5), ("b", 5)]
 
 
+def stored_sliding_segment(spec: WindowSpec, storage: Storage):
+    """An operator restored from ``storage`` after one batch of records "a" at 1 and "b" at 2 became a segment of
+    every window of ``spec`` that holds them."""
+    operator = WindowOperator(spec, deferred=True)
+    keys = np.array(["a", "b"], dtype=object)
+    records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
+    advance(operator, None, -1, 0, combine(spec, -1, records)[0])
+    storage.save(operator)
+    return storage.restore(spec)
+
+
 @mock.patch.object(segments, "DEFER_ABOVE", 0)
 def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apart():
     spec = WindowSpec(windows.Sliding(10, 5), {"n": aggregates.count()})
     storage = Storage()
-    operator = WindowOperator(spec, deferred=True)
-    keys = np.array(["a", "b"], dtype=object)
-    records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
-    advance(operator, None, -1, 0, combine(spec, -1, records)[0])  # windows [-5, 5) and [0, 10) of each key
-    storage.save(operator)
-    operator = storage.restore(spec)
+    operator = stored_sliding_segment(spec, storage)  # windows [-5, 5) and [0, 10) of each key
     out = advance(operator, None, 4, 1)  # reaches [-5, 5) only
     assert sorted((p.key, p.window.start, p.value["n"]) for p in out.all_panes()) == [("a", -5, 1), ("b", -5, 1)]
     assert len(operator.policy.segments) == 1 and operator.policy.segments.rows == 2, "the [0, 10) rows stay a segment"
@@ -204,12 +210,7 @@ def test_the_watermark_takes_a_sliding_segments_due_rows_and_leaves_the_rest_apa
 def test_a_sliding_segments_rest_is_split_by_window_end_and_each_piece_is_read_once():
     spec = WindowSpec(windows.Sliding(100, 10), {"n": aggregates.count()})
     storage = Storage()
-    operator = WindowOperator(spec, deferred=True)
-    keys = np.array(["a", "b"], dtype=object)
-    records = RecordBatch(keys, np.array([1, 2], dtype=np.int64), {None: keys})
-    advance(operator, None, -1, 0, combine(spec, -1, records)[0])  # ten windows each, ends 10, 20, ..., 100
-    storage.save(operator)
-    operator = storage.restore(spec)
+    operator = stored_sliding_segment(spec, storage)  # ten windows each, ends 10, 20, ..., 100
     out = advance(operator, None, 9, 1)  # reaches the window ending at 10 only: nine ends stay, in eight pieces
     assert sorted(p.key for p in out.all_panes()) == ["a", "b"]
     infos = operator.policy.segments.infos
