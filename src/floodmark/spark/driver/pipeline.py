@@ -71,7 +71,7 @@ from floodmark.protocol import wire
 from floodmark.spark import hadoop_files, plan_hints
 from floodmark.spark import plan as p
 from floodmark.spark.connect import is_connect
-from floodmark.spark.driver import python_workers
+from floodmark.spark.driver import arrow_batches, python_workers
 from floodmark.spark.driver.query import (
     EndOfInputRequest,
     FloodmarkQuery,
@@ -478,10 +478,11 @@ class Pipeline:
     # ---------------------------------------------------------------- running
     def build(
         self, checkpoint: str, spark: SparkSession, earlier: Controller | None = None
-    ) -> tuple[DataFrame, Controller, dict[str, p.RuntimePlan], SparkCheckpoint]:
+    ) -> tuple[DataFrame, Controller, dict[str, p.RuntimePlan], SparkCheckpoint, list[StructType | None]]:
         """The streaming DataFrame of carrier rows (before the sink), its controller (``earlier``: the controller
-        of this query's previous run in this process, whose reports carry over), the stages' plans and Spark's
-        checkpoint of the query."""
+        of this query's previous run in this process, whose reports carry over), the stages' plans, Spark's
+        checkpoint of the query and the rows each of its Python steps reads (None: not known; a source's own
+        Python code; :mod:`~floodmark.spark.driver.arrow_batches`)."""
         unbound = self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
@@ -513,6 +514,7 @@ class Pipeline:
         inputs = [ticks]
         direct: dict[str, dict[str, Any]] = {}  # the stages whose JVM host reads the JVM map side's rows
         reporting: set[str] = set()  # a source read by several stages reports its statistics once
+        python_inputs: list[StructType | None] = []
         corrupt = p.corrupt_record_column(spark)
         for name in order:
             if graph.levels[name] != 1:
@@ -526,6 +528,8 @@ class Pipeline:
                     name, source, states[name], corrupt, label, source_name not in reporting, rows_of
                 )
                 reporting.add(source_name)
+                if is_connect(spark) or arrow_batches.runs_python(source.frame):
+                    python_inputs.append(None)
                 combined = combined_input(
                     source.frame,
                     source.event_time,
@@ -534,6 +538,7 @@ class Pipeline:
                     self.map_side,
                     source.time_zone,
                     direct=hosts.get(name) == "jvm",
+                    python_inputs=python_inputs,
                 )
                 stage_columns = [F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND)]
                 if wire.BLOCK in combined.columns:
@@ -552,6 +557,7 @@ class Pipeline:
                 rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
                 feeding = {n: plans[n] for n in stages if readers[n]}
                 if feeding:  # their panes become the next levels' IN rows, as the Python host makes them
+                    python_inputs.append(rows.schema)
                     rows = rows.mapInArrow(ForwardedPanes(feeding, readers, order), CARRIER)
                 continue
             host = StageLevel(
@@ -560,13 +566,14 @@ class Pipeline:
                 order,
                 {n: self.stages[n] for n in stages},
             )
+            python_inputs.append(rows.schema)
             grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
             if level == 1 and state_format < state_codec.PARTS_FORMAT:
                 rows = grouped.applyInPandasWithState(host, CARRIER, BLOB_SCHEMA, "append", "NoTimeout")
             else:
                 processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
                 rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
-        return rows, controller, plans, spark_checkpoint
+        return rows, controller, plans, spark_checkpoint, python_inputs
 
     def _hosts(self, spark: SparkSession, plans: dict[str, p.RuntimePlan], graph: StageGraph) -> dict[str, str]:
         """Where each stage of a new checkpoint runs: on the JVM where asked and every stage of its level can
@@ -722,15 +729,19 @@ class Pipeline:
 
         def launch(earlier: Controller | None = None) -> Launched:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
-            frame, controller, plans, spark_checkpoint = self.build(checkpoint, spark, earlier)
+            frame, controller, plans, spark_checkpoint, python_inputs = self.build(checkpoint, spark, earlier)
             time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+            jvm_unpack = use_jvm_unpack(spark)
+            if not jvm_unpack:  # the sink unpacks the carrier rows in Python
+                python_inputs.append(frame.schema)
             sink = BatchSink(
                 {n: plan.stage for n, plan in plans.items()},
                 outputs,
                 controller,
-                use_jvm_unpack(spark),
+                jvm_unpack,
                 time_zone,
                 spark_checkpoint.query_id,
+                arrow_batches.query_settings(spark, python_inputs),
             )
             null_splits.source_of = controller.source_of
             if follower is None:

@@ -190,18 +190,18 @@ def direct_records(plan: p.RuntimePlan, windows: WindowColumns) -> Column:
     return direct
 
 
-def combined_in_jvm(data: DataFrame, plan: p.RuntimePlan, combiner: MapSideCombiner) -> DataFrame:
-    """``data`` (the input with ``fm_bucket``, the event time in ms and the split) -> ``(fm_bucket, fm_block)`` rows,
-    as :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
-    aggregated = aggregated_in_jvm(data, plan)
-    return aggregated.mapInArrow(AggregatedInJvm(combiner, data.columns), blocks.SCHEMA)
+def combined_in_jvm(aggregated: DataFrame, record_columns: list[str], combiner: MapSideCombiner) -> DataFrame:
+    """:func:`aggregated_in_jvm`'s rows of an input with ``record_columns`` -> ``(fm_bucket, fm_block)`` rows, as
+    :func:`~floodmark.spark.sources.inputs.combined_input` makes them with the Arrow combiner alone."""
+    return aggregated.mapInArrow(AggregatedInJvm(combiner, record_columns), blocks.SCHEMA)
 
 
 def aggregated_in_jvm(data: DataFrame, plan: p.RuntimePlan) -> DataFrame:
-    """``data`` (as :func:`combined_in_jvm` takes it) -> the partial aggregation's rows: one per (key, bucket[,
-    split], window) of the records it combined (``fm_order`` null; ``fm_row_count``, ``fm_min_ts``, ``fm_max_ts``:
-    their records, lowest and highest event time), and every record it left alone, whole (``fm_order``: its place
-    in the input). The JVM host reads these rows as they are (``floodmark.host.DirectInput``)."""
+    """``data`` (the input with ``fm_bucket``, the event time in ms and the split) -> the partial aggregation's
+    rows: one per (key, bucket[, split], window) of the records it combined (``fm_order`` null; ``fm_row_count``,
+    ``fm_min_ts``, ``fm_max_ts``: their records, lowest and highest event time), and every record it left alone,
+    whole (``fm_order``: its place in the input). The JVM host reads these rows as they are
+    (``floodmark.host.DirectInput``)."""
     windows = window_columns(plan)
     record_columns = data.columns
     ts, on = F.col(plan.input.ts_column), F.col(_DIRECT)

@@ -15,7 +15,7 @@ Kafka (written through the driver) runs after a no-op write that computes the ba
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -95,6 +95,9 @@ class BatchSink:
     :arg stages: ``{stage: what it emits}``, upstream first. :arg outputs: ``{stage: Outputs}``.
     :arg jvm_unpack, time_zone: see :class:`StageRoute`. :arg query_id: Spark's id of the query, asked for as
         batches are written (:meth:`~floodmark.spark.driver.spark_checkpoint.SparkCheckpoint.query_id`).
+    :arg session_settings: SQL settings for the query's own session (the copy of the session Spark takes as the
+        query starts, which runs its batches), set before the first batch's jobs
+        (:func:`~floodmark.spark.driver.arrow_batches.query_settings`).
     """
 
     def __init__(
@@ -105,7 +108,9 @@ class BatchSink:
         jvm_unpack: bool,
         time_zone: str = "UTC",
         query_id: Callable[[], str] = str,
+        session_settings: Mapping[str, str] | None = None,
     ) -> None:
+        self.session_settings = dict(session_settings or {})
         self.routes = {name: StageRoute(stage, outputs[name], jvm_unpack, time_zone) for name, stage in stages.items()}
         self.controller = controller
         self.query_id = query_id
@@ -164,6 +169,10 @@ class BatchSink:
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         # Before any job of the batch: its entry, with the processing time Spark planned it at.
         batch_entry.publish(frame.sparkSession, self.controller.begin_batch(batch_id))
+        if self.session_settings:  # once: the query's session lasts as long as the query
+            for key, value in self.session_settings.items():
+                frame.sparkSession.conf.set(key, value)
+            self.session_settings = {}
         query_id = self.query_id()
         frame = frame.persist()
         try:

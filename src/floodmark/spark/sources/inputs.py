@@ -114,6 +114,7 @@ def combined_input(
     map_side: MapSide = "arrow",
     time_zone: str = "UTC",
     direct: bool = False,
+    python_inputs: list[StructType | None] | None = None,
 ) -> DataFrame:
     """``source`` through the map side of ``plan``: ``(fm_bucket, fm_block)`` rows (``blocks.SCHEMA``).
 
@@ -122,6 +123,8 @@ def combined_input(
     :arg direct: the stage runs on the JVM host, which reads the JVM map side's rows as they are: where the JVM map
         side serves, its rows (:func:`~floodmark.spark.map_side.jvm_combine.aggregated_in_jvm`, no ``fm_block``
         column) instead of blocks.
+    :arg python_inputs: where given, the schema of the rows each Python step of the map side reads is appended
+        (:mod:`floodmark.spark.driver.arrow_batches`).
     """
     ms, raw, error = event_time_ms(source, event_time, time_zone)
     # The split travels as the user's own column (no copy, no string per record); only an expression
@@ -153,7 +156,9 @@ def combined_input(
         StructField(f.name, f.dataType, nullable=True) for f in data.schema.fields if f.name != plan.input.text_column
     ]
     combiner = MapSideCombiner(plan, StructType([*inputs, *plan.stage.combiner_fields()]))
+    read = python_inputs.append if python_inputs is not None else lambda schema: None
     if map_side == "arrow":
+        read(data.schema)
         return data.mapInArrow(combiner, blocks.SCHEMA)
     stage = f"stage {plan.stage.name!r}" if plan.stage.name else "the aggregation"
     why_not = jvm_combine.why_not(plan, data.schema)
@@ -163,8 +168,11 @@ def combined_input(
         why_not = "this session cannot load floodmark's jar"
     if why_not is not None:
         _LOG.warning("floodmark: %s combines records in Python (Arrow), not in the JVM: %s", stage, why_not)
+        read(data.schema)
         return data.mapInArrow(combiner, blocks.SCHEMA)
     _LOG.info("floodmark: %s combines on-time records in the JVM (Spark's partial aggregation)", stage)
+    aggregated = jvm_combine.aggregated_in_jvm(data, plan)
     if direct:
-        return jvm_combine.aggregated_in_jvm(data, plan)
-    return jvm_combine.combined_in_jvm(data, plan, combiner)
+        return aggregated
+    read(aggregated.schema)
+    return jvm_combine.combined_in_jvm(aggregated, data.columns, combiner)
