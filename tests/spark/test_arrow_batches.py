@@ -4,6 +4,8 @@ a batch within the byte limit, and never in the session the user gave."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -12,7 +14,7 @@ from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, Str
 from spark_helpers import write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
-from floodmark.spark import EventTimeAggregation, SourceTime
+from floodmark.spark import EventTimeAggregation, FunctionSink, Outputs, SourceTime
 from floodmark.spark.driver.arrow_batches import MAX_BYTES, UNSIZED, query_settings, row_bytes, runs_python
 
 pytestmark = pytest.mark.spark
@@ -50,10 +52,13 @@ def test_a_source_that_runs_python_keeps_sparks_sizing(spark):
     assert runs_python(frame.select(F.pandas_udf(lambda s: s + 1, "long")("ts").alias("ts")))
 
 
-@pytest.mark.parametrize(("host", "sized_by_rows"), [("jvm", True), ("python", False)])
-def test_the_setting_reaches_the_querys_session_only(spark, tmp_path, host, sized_by_rows):
+@pytest.mark.parametrize(
+    ("host", "function", "sized_by_rows"), [("jvm", False, True), ("python", False, False), ("jvm", True, False)]
+)
+def test_the_setting_reaches_the_querys_session_only(spark, tmp_path, host, function, sized_by_rows):
     """The JVM host over numbers: the map side's rows are all the Python reads. The Python host reads carrier rows
-    (binary blocks): Spark's sizing stays."""
+    (binary blocks), and a function as an output may run Python of its own on late records' text: Spark's sizing
+    stays."""
     batches = [
         pd.DataFrame({"ts": [b * 10_000 + i * 500 for i in range(20)], "k": [i % 3 for i in range(20)]})
         for b in range(3)
@@ -69,7 +74,10 @@ def test_the_setting_reaches_the_querys_session_only(spark, tmp_path, host, size
         SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(1_000)),
         host=host,
     )
-    handle = job.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    output = Outputs.files(str(tmp_path / "out"))
+    if function:
+        output = replace(output, late=FunctionSink(lambda rows, batch_id: None))
+    handle = job.run_to_completion(str(tmp_path / "ckpt"), output, timeout_s=300)
     # The session Spark copied for the query as it started and ran its batches in.
     own = handle.query._jsq.streamingQuery().sparkSessionForStream().conf()
     assert (own.get(MAX_BYTES, None) == UNSIZED) is sized_by_rows

@@ -12,8 +12,9 @@ sink sets it on its batch's session, :class:`~floodmark.spark.outputs.batch_sink
 is not changed) only where it changes nothing but the time: every Python step of the query reads rows of
 fixed-width columns, so a batch of ``maxRecordsPerBatch`` rows holds at most that many times the row's width
 (:func:`row_bytes`), and that is within the byte limit, which therefore could never cut a batch first. A text,
-binary or nested column, a Python host level (its rows carry binary blocks), Python code in a source (its inputs
-are not known here), a row limit of zero (none) or a Spark Connect session keep Spark's sizing.
+binary or nested column, a Python host level (its rows carry binary blocks), Python code in a source or an output
+that is your function (their inputs are not known here), a row limit of zero (none) or a Spark Connect session keep
+Spark's sizing.
 """
 
 from __future__ import annotations

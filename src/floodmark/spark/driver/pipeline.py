@@ -91,7 +91,7 @@ from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
-from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
+from floodmark.spark.outputs.sinks import KINDS, FileSink, FunctionSink, Outputs
 from floodmark.spark.outputs.unpack import register_functions, use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.sources.inputs import MapSide, combined_input
@@ -734,6 +734,8 @@ class Pipeline:
             jvm_unpack = use_jvm_unpack(spark)
             if not jvm_unpack:  # the sink unpacks the carrier rows in Python
                 python_inputs.append(frame.schema)
+            if any(isinstance(each.sink(kind), FunctionSink) for each in outputs.values() for kind in KINDS):
+                python_inputs.append(None)  # your function may run Python steps of its own on the batch's rows
             sink = BatchSink(
                 {n: plan.stage for n, plan in plans.items()},
                 outputs,
