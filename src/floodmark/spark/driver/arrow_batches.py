@@ -86,8 +86,10 @@ def row_bytes(schema: StructType) -> int | None:
 
 
 def runs_python(frame: DataFrame) -> bool:
-    """Whether ``frame``'s plan may run Python (a classic session's frame): its analyzed plan as JSON, which names
-    the class of every node and expression, names one of Python's; True too when the plan cannot be read."""
+    """Whether ``frame``'s plan may run Python: its analyzed plan as JSON, which names the class of every node and
+    expression, names one of Python's; True too when the plan cannot be read (over Spark Connect: not from here)."""
+    if is_connect(frame.sparkSession):
+        return True
     try:
         plan = str(frame._jdf.queryExecution().analyzed().toJSON())
     except Exception:  # a plan Spark cannot write as JSON: its steps are not known
@@ -99,14 +101,18 @@ def query_settings(spark: SparkSession, python_inputs: Sequence[StructType | Non
     """The settings for the query's own session: ``{MAX_BYTES: UNSIZED}`` where the row limit bounds every batch of
     ``python_inputs`` (the rows each Python step of the query reads; None: rows not known, such as a source's own
     Python steps: :func:`runs_python`) within the byte limit, else none."""
-    if not python_inputs or is_connect(spark):
+    widest = 0  # bytes; stays 0 without a Python step
+    for schema in python_inputs:
+        width = None if schema is None else row_bytes(schema)
+        if width is None:
+            return {}
+        widest = max(widest, width)
+    if not widest:
         return {}
+    # A classic session here: over Spark Connect a source's rows are not known (runs_python).
     conf = spark._jsparkSession.sessionState().conf()
     max_rows, max_bytes = int(conf.arrowMaxRecordsPerBatch()), int(conf.arrowMaxBytesPerBatch())
-    if max_rows <= 0 or max_bytes >= int(UNSIZED):
-        return {}
-    widths = [None if schema is None else row_bytes(schema) for schema in python_inputs]
-    if any(width is None or width * max_rows > max_bytes for width in widths):
+    if max_rows <= 0 or max_bytes >= int(UNSIZED) or widest * max_rows > max_bytes:
         return {}
     _LOG.info(
         "floodmark: the query's Python steps read fixed-width rows: Spark cuts their Arrow batches by rows (%d), "

@@ -91,7 +91,7 @@ from floodmark.spark.driver.restarts import Restarts
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
-from floodmark.spark.outputs.sinks import KINDS, FileSink, FunctionSink, Outputs
+from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.outputs.unpack import register_functions, use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.sources.inputs import MapSide, combined_input
@@ -528,7 +528,7 @@ class Pipeline:
                     name, source, states[name], corrupt, label, source_name not in reporting, rows_of
                 )
                 reporting.add(source_name)
-                if is_connect(spark) or arrow_batches.runs_python(source.frame):
+                if arrow_batches.runs_python(source.frame):
                     python_inputs.append(None)
                 combined = combined_input(
                     source.frame,
@@ -734,8 +734,8 @@ class Pipeline:
             jvm_unpack = use_jvm_unpack(spark)
             if not jvm_unpack:  # the sink unpacks the carrier rows in Python
                 python_inputs.append(frame.schema)
-            if any(isinstance(each.sink(kind), FunctionSink) for each in outputs.values() for kind in KINDS):
-                python_inputs.append(None)  # your function may run Python steps of its own on the batch's rows
+            if any(each.sink(kind).runs_your_code for each in outputs.values() for kind in KINDS):
+                python_inputs.append(None)
             sink = BatchSink(
                 {n: plan.stage for n, plan in plans.items()},
                 outputs,

@@ -80,6 +80,9 @@ class Sink(ABC):
     pane write can then be the job that runs the whole micro-batch (no extra job). Not so for a function, which
     may run no Spark action, nor for exactly-once Kafka, which reads the rows partition by partition on the
     driver: the batch then runs first as a no-op write, and their write reads the cached batch."""
+    runs_your_code: ClassVar[bool] = False
+    """``write`` hands the rows to your code, which may run Python steps of its own on them
+    (:mod:`floodmark.spark.driver.arrow_batches` cannot know what they read)."""
 
     @abstractmethod
     def write(self, batch: OutputBatch) -> None:
@@ -356,6 +359,7 @@ class FunctionSink(Sink):
 
     function: Callable[[DataFrame, int], None]
     guarantee: ClassVar[str] = "as the function makes it (called again, same batch id, on replay)"
+    runs_your_code: ClassVar[bool] = True
 
     def write(self, batch: OutputBatch) -> None:
         self.function(batch.rows, batch.batch_id)
