@@ -264,6 +264,9 @@ def kafka_reference(kafka_broker, tmp_path_factory) -> tuple[str, pd.DataFrame, 
     return "kill-in", records, panes
 
 
+# A slow variant (~60 s): the exactly-once test below replays a Kafka source's batches across two kills, and an
+# at-least-once output writes a replayed batch as it wrote the first attempt, without a transaction.
+@SLOW
 def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, kafka_reference, tmp_path):
     from floodmark.spark.outputs.sinks import PANE_ID_HEADER
 
