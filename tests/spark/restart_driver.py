@@ -1,8 +1,8 @@
 """A floodmark driver process for the kill -9 restart tests (run as a script).
 
-Usage: restart_driver.py INPUT CHECKPOINT OUTPUT [--cumulate]
+Usage: restart_driver.py INPUT CHECKPOINT OUTPUT [--cumulate] [--host jvm]
        restart_driver.py --kafka BOOTSTRAP TOPIC CHECKPOINT OUTPUT_PREFIX [--exactly-once [--kill-after-commit N]]
-                         [--timeouts-ms MS]
+                         [--timeouts-ms MS] [--host jvm]
 Runs the bounded input (Parquet files, or everything a Kafka topic holds) to completion from the checkpoint
 (starting or resuming); Kafka runs write panes, late records and dead letters to the topics
 OUTPUT_PREFIX-panes, -late and -dead, exactly-once (transactional id prefix OUTPUT_PREFIX) with
@@ -11,6 +11,7 @@ of the first pane batch >= N has committed, before Spark commits the batch.
 ``--cumulate``: cumulate windows (2 s steps, 6 s epochs) with the default trigger, and splits idle after 1.5 s.
 ``--timeouts-ms MS``: the Kafka clients' request, API, blocking and delivery timeouts (source and sinks) at MS
 instead of Kafka's defaults (30 s to 2 min), so that an outage outlasts them sooner.
+``--host jvm``: the stage on the JVM host (fixed in the checkpoint when it is created); the Python host without.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ TUMBLING = WindowSpec(
 CUMULATE = WindowSpec(windows.Cumulate(2_000, 6_000), AGGREGATES)
 
 
-def run(source, checkpoint: str, output, split: str, known_splits, cumulate: bool = False) -> None:
+def run(
+    source, checkpoint: str, output, split: str, known_splits, cumulate: bool = False, host: str = "python"
+) -> None:
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
     agg = EventTimeAggregation(
         source,
@@ -54,6 +57,7 @@ def run(source, checkpoint: str, output, split: str, known_splits, cumulate: boo
         time=SourceTime(
             strategy.with_idleness(1_500) if cumulate else strategy, split=split, known_splits=known_splits
         ),
+        host=host,
     )
     # A trigger interval long enough that the test can kill the driver in the middle of the stream.
     agg.run_to_completion(checkpoint, output, trigger_interval="500 milliseconds", timeout_s=600)
@@ -72,6 +76,7 @@ class KillAfterCommit(KafkaSink):
 
 def main(args: list[str]) -> None:
     spark = local_session("floodmark-restart", cores=2, shuffle_partitions=2)
+    host = args[args.index("--host") + 1] if "--host" in args else "python"
     if args[0] == "--kafka":
         bootstrap, topic, checkpoint, prefix = args[1:5]
         timeouts = client_timeouts(int(args[args.index("--timeouts-ms") + 1])) if "--timeouts-ms" in args else {}
@@ -90,11 +95,11 @@ def main(args: list[str]) -> None:
             panes = KillAfterCommit(bootstrap, f"{prefix}-panes", transactional_id_prefix=exactly_once)
             panes.kill_at = int(args[args.index("--kill-after-commit") + 1])
             outputs = Outputs(panes, outputs.late, outputs.dead_letter)
-        run(source, checkpoint, outputs, "partition", ["0", "1"])
+        run(source, checkpoint, outputs, "partition", ["0", "1"], host=host)
     else:
         input_dir, checkpoint, output = args[:3]
         source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(input_dir)
-        run(source, checkpoint, output, "p", ["0", "1"], cumulate="--cumulate" in args)
+        run(source, checkpoint, output, "p", ["0", "1"], cumulate="--cumulate" in args, host=host)
     spark.stop()
 
 

@@ -136,13 +136,15 @@ def test_kill_minus_nine_and_restart_is_exactly_once(spark, tmp_path):
 
 
 def test_kill_minus_nine_with_cumulate_windows_and_an_idle_split_is_exactly_once(spark, tmp_path):
-    """Cumulate windows (2 s steps in 6 s epochs: a record in up to three windows sharing a start) across a kill -9,
-    split 1 silent after the first half of the stream (idle after 1.5 s, so the watermark goes on with split 0):
-    one ON_TIME pane per window, equal to the windows computed straight from the records."""
+    """Cumulate windows (2 s steps in 6 s epochs: a record in up to three windows sharing a start) on the JVM host
+    across a kill -9, split 1 silent after the first half of the stream (idle after 1.5 s, so the watermark goes on
+    with split 0): one ON_TIME pane per window, equal to the windows computed straight from the records. (The other
+    kill tests run on the Python host.)"""
     batches = [b if i < 6 else b[b["p"] == 0].reset_index(drop=True) for i, b in enumerate(ordered_batches(12, 5))]
     write_batches(tmp_path / "in", batches)
     checkpoint = tmp_path / "ckpt"
-    crash_and_restart(checkpoint, tmp_path / "in", checkpoint, tmp_path / "out", "--cumulate")
+    crash_and_restart(checkpoint, tmp_path / "in", checkpoint, tmp_path / "out", "--cumulate", "--host", "jvm")
+    assert json.loads((checkpoint / "floodmark" / "hosts.json").read_text())["hosts"] == {"aggregation": "jvm"}
 
     expected: dict = {}
     for r in pd.concat(batches).itertuples():
@@ -294,8 +296,8 @@ def test_kill_minus_nine_with_kafka_in_and_out_loses_nothing(kafka_broker, kafka
 def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_broker, kafka_reference, tmp_path):
     """Exactly-once Kafka output across two kills of the driver: one right after a batch's Kafka transaction
     committed and before Spark committed the batch, one inside the final flush (with ``FLOODMARK_SLOW_TESTS=1``, four
-    more at random points before it).
-    A read_committed consumer sees each pane of an uninterrupted run once."""
+    more at random points before it). The crashing run's stage is on the JVM host, the uninterrupted one's on the
+    Python host: a read_committed consumer sees each pane of the uninterrupted run once."""
     from floodmark.spark.outputs.sinks import BATCH_ID_HEADER, PANE_ID_HEADER
 
     broker = kafka_broker
@@ -303,7 +305,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     for kind in ("panes", "late", "dead"):
         broker.create_topic(f"eocrash-{kind}", partitions=2)
     checkpoint = tmp_path / "crash"
-    args = ("--kafka", broker.bootstrap_servers, topic, checkpoint, "eocrash", "--exactly-once")
+    args = ("--kafka", broker.bootstrap_servers, topic, checkpoint, "eocrash", "--exactly-once", "--host", "jvm")
     killed = run_driver(*args, "--kill-after-commit", 3, stderr=tmp_path / "killed.log")
     assert killed.wait(timeout=600) == -signal.SIGKILL, (tmp_path / "killed.log").read_text()[-3000:]
     in_kafka = {int(dict(m.headers)[BATCH_ID_HEADER]) for m in broker.consume("eocrash-panes")}
@@ -312,6 +314,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
     landed = crash_repeatedly(checkpoint, 5 if SLOW_TESTS else 1, random.Random(17), *args)
     print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
+    assert json.loads((checkpoint / "floodmark" / "hosts.json").read_text())["hosts"] == {"aggregation": "jvm"}
 
     def panes(run: str, isolation: str = "read_committed") -> list[tuple[bytes, tuple]]:
         messages = broker.consume(f"{run}-panes", isolation_level=isolation)
