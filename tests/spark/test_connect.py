@@ -179,6 +179,9 @@ def test_kafka_in_and_out_over_spark_connect_exactly_once_through_a_client_kill(
     assert len(mine[2]) == 2 and len(mine[1]) > 0 and "Traceback" not in output
 
 
+# A slow variant (~50 s): alignment's pauses run classic in tests/spark/test_kafka.py, and a data source by name over
+# Connect in the exactly-once Kafka test above.
+@SLOW
 def test_watermark_alignment_pauses_kafka_partitions_over_spark_connect(spark, connect_server, kafka_broker, tmp_path):
     """The replay of ``test_kafka.py``'s alignment test, over Connect: the server's controller pauses the partitions
     that run ahead (through floodmark's data source on the server's driver), the fast partitions' windows no longer
