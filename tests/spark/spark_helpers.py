@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -30,3 +31,10 @@ def read_output(spark, path: Path) -> pd.DataFrame:
     if not path.exists() or not any(path.iterdir()):
         return pd.DataFrame()
     return spark.read.parquet(str(path)).toPandas()
+
+
+def recorded_hosts(checkpoint: Path) -> dict[str, str]:
+    """Where the checkpoint's stages run, as it recorded when it was created (``{stage: "python" | "jvm"}``)."""
+    from floodmark.spark.driver.query import HOSTS_RECORD
+
+    return json.loads((checkpoint / "floodmark" / HOSTS_RECORD).read_text())["hosts"]

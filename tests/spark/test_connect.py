@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from connect_jobs import STAGES, produce, produce_skewed, run, run_kafka, summary, write_input
-from spark_helpers import read_output
+from spark_helpers import read_output, recorded_hosts
 
 from floodmark.spark.connect import connect_path_problem
 
@@ -80,7 +80,7 @@ def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, 
     assert "Traceback" not in output, output[-4000:]
     host = "jvm" if job == "jvm" else "python"
     for root in (classic, remote):
-        hosts = json.loads((root / "ckpt" / "floodmark" / "hosts.json").read_text())["hosts"]
+        hosts = recorded_hosts(root / "ckpt")
         assert set(hosts.values()) == {host}, hosts
     if job == "jvm":
         # Neither the map side nor the host fell back (each would say why in a warning).

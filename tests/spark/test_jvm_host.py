@@ -19,12 +19,11 @@ read a bucket's panes from several. The window operator's rules themselves are h
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 
 import pandas as pd
 import pytest
-from spark_helpers import read_output
+from spark_helpers import read_output, recorded_hosts
 
 from floodmark import AccumulationMode, TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.protocol import wire
@@ -241,7 +240,7 @@ def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path, monkeypa
     # the Arrow map side's blocks.
     jvm, jvm_out = run(spark, tmp_path, "jvm", "jvm", restart_after=3, first_map_side="arrow")
     assert totals(jvm[:1], "counts")[0] > 0, "the JVM run's first query read input before its restart"
-    hosts = json.loads((tmp_path / "ckpt-jvm-jvm" / "floodmark" / "hosts.json").read_text())["hosts"]
+    hosts = recorded_hosts(tmp_path / "ckpt-jvm-jvm")
     assert hosts == {stage: "jvm" if stage in JVM_STAGES else "python" for stage in STAGES}
     for stage in ("session_means", "hourly"):  # the levels after the JVM's are fed through ForwardedPanes
         assert len(sorted_output(spark, jvm_out / stage / "panes")) > 0, stage

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spark_helpers import read_output, write_batches
+from spark_helpers import read_output, recorded_hosts, write_batches
 
 from floodmark import AccumulationMode, WatermarkStrategy, aggregates, triggers, windows
 from floodmark.core.records import RecordBatch
@@ -144,7 +144,7 @@ def test_kill_minus_nine_with_cumulate_windows_and_an_idle_split_is_exactly_once
     write_batches(tmp_path / "in", batches)
     checkpoint = tmp_path / "ckpt"
     crash_and_restart(checkpoint, tmp_path / "in", checkpoint, tmp_path / "out", "--cumulate", "--host", "jvm")
-    assert json.loads((checkpoint / "floodmark" / "hosts.json").read_text())["hosts"] == {"aggregation": "jvm"}
+    assert recorded_hosts(checkpoint) == {"aggregation": "jvm"}
 
     expected: dict = {}
     for r in pd.concat(batches).itertuples():
@@ -314,7 +314,7 @@ def test_kill_minus_nine_with_exactly_once_kafka_output_repeats_nothing(kafka_br
     assert len(between) == 1, f"one batch committed to Kafka, not by Spark: {in_kafka} vs {committed_by_spark}"
     landed = crash_repeatedly(checkpoint, 5 if SLOW_TESTS else 1, random.Random(17), *args)
     print(f"\nkilled after Kafka's commit of batch {between}, then: {landed}")
-    assert json.loads((checkpoint / "floodmark" / "hosts.json").read_text())["hosts"] == {"aggregation": "jvm"}
+    assert recorded_hosts(checkpoint) == {"aggregation": "jvm"}
 
     def panes(run: str, isolation: str = "read_committed") -> list[tuple[bytes, tuple]]:
         messages = broker.consume(f"{run}-panes", isolation_level=isolation)
