@@ -46,7 +46,7 @@ CUMULATE = WindowSpec(windows.Cumulate(2_000, 6_000), AGGREGATES)
 
 
 def run(
-    source, checkpoint: str, output, split: str, known_splits, cumulate: bool = False, host: str = "python"
+    source, checkpoint: str, output, split: str, known_splits, cumulate: bool = False, host: str | None = None
 ) -> None:
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
     agg = EventTimeAggregation(
@@ -76,7 +76,7 @@ class KillAfterCommit(KafkaSink):
 
 def main(args: list[str]) -> None:
     spark = local_session("floodmark-restart", cores=2, shuffle_partitions=2)
-    host = args[args.index("--host") + 1] if "--host" in args else "python"
+    host = args[args.index("--host") + 1] if "--host" in args else None  # None: FLOODMARK_HOST or Python
     if args[0] == "--kafka":
         bootstrap, topic, checkpoint, prefix = args[1:5]
         timeouts = client_timeouts(int(args[args.index("--timeouts-ms") + 1])) if "--timeouts-ms" in args else {}

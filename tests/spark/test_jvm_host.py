@@ -28,6 +28,7 @@ from spark_helpers import read_output, recorded_hosts
 from floodmark import AccumulationMode, TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.protocol import wire
 from floodmark.spark import Pipeline, SourceTime
+from floodmark.spark.stateful.jvm_level import HOST_ENV
 
 pytestmark = pytest.mark.spark
 
@@ -258,3 +259,14 @@ def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path, monkeypa
         assert reason in reasons, reason
     for reason in ("field 'v' is missing", "field 'v' is not a finite number: inf", "field 'n' is missing"):
         assert reason in reasons, reason
+
+
+def test_a_pipeline_that_names_no_host_runs_where_floodmark_host_says(monkeypatch):
+    monkeypatch.delenv(HOST_ENV, raising=False)
+    assert Pipeline().host == "python"
+    monkeypatch.setenv(HOST_ENV, "jvm")
+    assert Pipeline().host == "jvm"
+    assert Pipeline(host="python").host == "python"
+    monkeypatch.setenv(HOST_ENV, "rust")
+    with pytest.raises(ValueError, match="FLOODMARK_HOST must be 'python' or 'jvm', not 'rust'"):
+        Pipeline()

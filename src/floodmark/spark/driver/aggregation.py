@@ -72,8 +72,8 @@ class EventTimeAggregation:
     :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``; see ``Pipeline``).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
         :class:`~floodmark.spark.driver.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
-    :arg host: ``"python"`` (default) or ``"jvm"``: where the stateful step runs (see
-        :class:`~floodmark.spark.driver.pipeline.Pipeline`).
+    :arg host: ``"python"`` (the default unless ``FLOODMARK_HOST`` names another) or ``"jvm"``: where the stateful
+        step runs (see :class:`~floodmark.spark.driver.pipeline.Pipeline`).
     :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see
         :meth:`Pipeline.source <floodmark.spark.driver.pipeline.Pipeline.source>`).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
@@ -90,7 +90,7 @@ class EventTimeAggregation:
         buckets: int | None = None,
         map_side: MapSide = "arrow",
         time_zone: str = "UTC",
-        host: Host = "python",
+        host: Host | None = None,
     ) -> None:
         if not key_by:
             raise ValueError("key_by needs at least one column")

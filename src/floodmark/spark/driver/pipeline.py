@@ -158,16 +158,18 @@ class Pipeline:
         slower with many keys or sliding windows (``docs/PERFORMANCE.md``). Same panes either way; a stage
         ``"jvm"`` cannot serve (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in
         the log.
-    :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"python"`` (default), on
-        ``transformWithStateInPandas``; ``"jvm"``, on Spark's own ``transformWithState`` with the window operator
-        in floodmark's jar, for the stages it can host (one source, no stage reading or fed by it, a spec built into
-        it: :func:`~floodmark.spark.stateful.jvm_level.why_not`; the log says why another stays on Python). Same
-        panes, late records and dead letters either way. Fixed when the checkpoint is created (recorded there).
+    :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"python"`` (the default
+        unless the environment variable ``FLOODMARK_HOST`` names another), on ``transformWithStateInPandas``;
+        ``"jvm"``, on Spark's own ``transformWithState`` with the window operator in floodmark's jar, for the window
+        stages it can host (a spec built into it, reading one source or stages:
+        :func:`~floodmark.spark.stateful.jvm_level.why_not`; the log says why another stays on Python). Same panes,
+        late records and dead letters either way. Fixed when the checkpoint is created (recorded there).
     """
 
-    def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow", host: Host = "python") -> None:
+    def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow", host: Host | None = None) -> None:
         if map_side not in ("arrow", "jvm"):
             raise ValueError(f"map_side must be 'arrow' or 'jvm', not {map_side!r}")
+        host = jvm_level.default_host() if host is None else host
         if host not in ("python", "jvm"):
             raise ValueError(f"host must be 'python' or 'jvm', not {host!r}")
         self.sources: dict[str, Source] = {}

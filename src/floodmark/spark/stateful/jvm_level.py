@@ -12,8 +12,9 @@ stages (every rule about columns stays here, on the Python side); :func:`jvm_lev
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -41,6 +42,22 @@ from floodmark.spark.map_side.combiner import AggregatedInJvm
 
 Host = Literal["python", "jvm"]
 """Where a stage's stateful step runs (``Pipeline(host=...)``)."""
+
+HOST_ENV = "FLOODMARK_HOST"
+"""The host of a pipeline that names none: ``python`` unless this is set (``FLOODMARK_HOST=jvm`` runs the test suite
+on the JVM host)."""
+
+
+def default_host() -> Host:
+    """The host of a pipeline built without ``host=``: :data:`HOST_ENV`'s value, else ``"python"``.
+
+    :raises ValueError: the variable names neither host.
+    """
+    host = os.environ.get(HOST_ENV) or "python"
+    if host not in ("python", "jvm"):
+        raise ValueError(f"{HOST_ENV} must be 'python' or 'jvm', not {host!r}")
+    return cast(Host, host)
+
 
 JSON_TYPES = (
     StringType,
