@@ -58,21 +58,22 @@ TIME = SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(30_000), split=
 
 
 def aggregation(spark: Any, root: Path, on_jvm: bool = False) -> EventTimeAggregation:
-    """The README's job: a count per channel and minute, late records within 2 minutes update their window; with
-    ``on_jvm``, combined by the JVM map side and run on the JVM host."""
+    """The README's job: a count per channel and minute, late records within 2 minutes update their window, on the
+    Python host; with ``on_jvm``, combined by the JVM map side and run on the JVM host."""
     return EventTimeAggregation(
         source(spark, root),
         event_time="ts",
         key_by="channel",
         spec=WindowSpec(windows.Tumbling(MINUTE), {"clicks": aggregates.count()}, allowed_lateness=2 * MINUTE),
         time=TIME,
-        **({"map_side": "jvm", "host": "jvm"} if on_jvm else {}),
+        **({"map_side": "jvm", "host": "jvm"} if on_jvm else {"host": "python"}),
     )
 
 
 def pipeline(spark: Any, root: Path) -> Pipeline:
-    """Two stages: sessions per user, then the mean session length per two minutes (a derived column)."""
-    job = Pipeline()
+    """Two stages on the Python host: sessions per user, then the mean session length per two minutes (a derived
+    column)."""
+    job = Pipeline(host="python")
     job.source("clicks", source(spark, root), event_time="ts", time=TIME)
     job.stage(
         "sessions",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
-from spark_helpers import read_output, write_batches
+from spark_helpers import read_output, recorded_hosts, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
@@ -26,6 +26,7 @@ def definition(events, **overrides):
         "window": windows.Tumbling(1_000),
         "aggregations": {"n": aggregates.count()},
         "known_splits": (),
+        "host": None,
     }
     a = {**arguments, **overrides}
     return EventTimeAggregation(
@@ -34,6 +35,7 @@ def definition(events, **overrides):
         key_by=a["key_by"],
         spec=WindowSpec(a["window"], a["aggregations"]),
         time=SourceTime(a["watermarks"], split=a["split"], known_splits=a["known_splits"]),
+        host=a["host"],
     )
 
 
@@ -96,8 +98,10 @@ def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_p
     assert [d.name for d in (tmp_path / "out" / "panes").iterdir()] == [f"batch_id={flush}"]
 
 
-def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spark, tmp_path):
-    """Types survive the Arrow map side: timestamps, integer keys, nullable integers, numbers as text."""
+@pytest.mark.parametrize("host", ["python", "jvm"])
+def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spark, tmp_path, host):
+    """Types survive the Arrow map side: timestamps, integer keys, nullable integers, numbers as text. Asked for the
+    JVM host, the stage stays on Python: the core parses numbers given as text (a late record holds one)."""
 
     def at(*seconds):
         stamps = pd.to_datetime([None if s is None else 1_704_067_200 + s for s in seconds], unit="s", utc=True)
@@ -116,8 +120,10 @@ def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spa
         split=None,
         window=windows.Tumbling(60_000),
         aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
+        host=host,
     )
     agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert recorded_hosts(tmp_path / "ckpt") == {"aggregation": "python"}
     start = 1_704_067_200_000
     panes = read_output(spark, tmp_path / "out" / "panes").sort_values("window_start")
     assert panes[["k", "window_start", "n", "total"]].values.tolist() == [

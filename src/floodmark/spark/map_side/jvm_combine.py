@@ -92,15 +92,27 @@ def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
     if isinstance(window, Tumbling | Sliding) and window.size > MAX_DURATION:
         return "windows longer than the event-time range"
     types = {f.name: f.dataType for f in schema.fields}
-    for name in plan.stage.numeric_fields:
-        if not isinstance(types[name], _NUMBERS):
-            return f"the aggregate input {name!r} is {types[name].simpleString()}: the core parses it value by value"
+    parsed = parsed_by_the_core(plan, schema)
+    if parsed is not None:
+        return parsed
     floats = [c for c in plan.stage.key_columns if isinstance(types[c], _FLOATS)]
     if floats:
         return f"floating-point key columns {floats} (the JVM's grouping tells -0.0 from 0.0)"
     grouped_on = [f.name for f in schema.fields if _has_map(f.dataType)]
     if grouped_on:
         return f"map or variant columns {grouped_on} (the JVM side groups on a record's columns)"
+    return None
+
+
+def parsed_by_the_core(plan: p.RuntimePlan, schema: StructType) -> str | None:
+    """Why an aggregate input of ``plan`` over rows of ``schema`` must be read by Python (None: every one is a number
+    or a boolean the JVM reads as it is). Text and decimals are parsed value by value by the core's rule
+    (``core/assign.py``'s ``_one_number``: Python's ``float``), which has no JVM copy: the JVM map side and the JVM
+    host leave such a stage to Python."""
+    types = {f.name: f.dataType for f in schema.fields}
+    for name in plan.stage.numeric_fields:
+        if name in types and not isinstance(types[name], _NUMBERS):
+            return f"the aggregate input {name!r} is {types[name].simpleString()}: the core parses it value by value"
     return None
 
 

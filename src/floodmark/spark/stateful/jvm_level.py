@@ -38,6 +38,7 @@ from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.protocol import wire
 from floodmark.spark import plan as p
 from floodmark.spark import plan_hints
+from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import AggregatedInJvm
 
 Host = Literal["python", "jvm"]
@@ -85,6 +86,9 @@ def why_not(plan: p.RuntimePlan, schema: StructType) -> str | None:
         return "joins and process stages run on the Python host"
     if built_in_form(semantics.spec) is None:
         return "its spec is not built into the JVM operator (a composite trigger, collect_list or your own aggregate)"
+    parsed = jvm_combine.parsed_by_the_core(plan, schema)
+    if parsed is not None:
+        return parsed
     types: dict[str, DataType] = {f.name: f.dataType for f in schema.fields}
     other = [
         f"{name} ({types[name].simpleString()})"
