@@ -83,7 +83,7 @@ def main() -> None:
         )
 
         def carrier(name: str):
-            frame, _, _, _, _ = aggregation.pipeline.build(str(work / name / "fm"), spark)
+            frame, *_ = aggregation.pipeline.build(str(work / name / "fm"), spark)
             return frame
 
         def to_foreach_batch(name: str):

@@ -122,8 +122,8 @@ def test_timestamp_event_time_integer_keys_and_text_numbers_keep_their_types(spa
         aggregations={"n": aggregates.count(), "total": aggregates.sum("v")},
         host=host,
     )
-    agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
-    assert recorded_hosts(tmp_path / "ckpt") == {"aggregation": "python"}
+    query = agg.run_to_completion(str(tmp_path / "ckpt"), str(tmp_path / "out"), timeout_s=300)
+    assert query.hosts == recorded_hosts(tmp_path / "ckpt") == {"aggregation": "python"}
     start = 1_704_067_200_000
     panes = read_output(spark, tmp_path / "out" / "panes").sort_values("window_start")
     assert panes[["k", "window_start", "n", "total"]].values.tolist() == [

@@ -19,6 +19,7 @@ read a bucket's panes from several. The window operator's rules themselves are h
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 
 import pandas as pd
@@ -133,7 +134,7 @@ def outputs(tmp_path, name: str) -> dict[str, str]:
     return {stage: str(tmp_path / name / stage) for stage in STAGES}
 
 
-def pipeline(spark, directory, host: str, map_side: str) -> Pipeline:
+def pipeline(spark, directory, host: str | None, map_side: str) -> Pipeline:
     frame = (
         spark.readStream.schema(SCHEMA)
         .option("maxFilesPerTrigger", 1)
@@ -263,10 +264,29 @@ def test_the_jvm_host_emits_what_the_python_host_emits(spark, tmp_path, monkeypa
 
 def test_a_pipeline_that_names_no_host_runs_where_floodmark_host_says(monkeypatch):
     monkeypatch.delenv(HOST_ENV, raising=False)
-    assert Pipeline().host == "python"
-    monkeypatch.setenv(HOST_ENV, "jvm")
-    assert Pipeline().host == "jvm"
-    assert Pipeline(host="python").host == "python"
+    assert (Pipeline().host, Pipeline().host_named) == ("jvm", False)
+    assert (Pipeline(host="jvm").host, Pipeline(host="jvm").host_named) == ("jvm", True)
+    monkeypatch.setenv(HOST_ENV, "python")
+    assert (Pipeline().host, Pipeline().host_named) == ("python", True)
+    assert Pipeline(host="jvm").host == "jvm"
     monkeypatch.setenv(HOST_ENV, "rust")
     with pytest.raises(ValueError, match="FLOODMARK_HOST must be 'python' or 'jvm', not 'rust'"):
         Pipeline()
+
+
+def test_a_stage_left_on_python_is_a_warning_only_where_the_jvm_host_was_named(spark, tmp_path, monkeypatch, caplog):
+    monkeypatch.delenv(HOST_ENV, raising=False)
+    (tmp_path / "in").mkdir()
+    for host, level in (("jvm", logging.WARNING), (None, logging.INFO)):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="floodmark"):
+            *_, hosts = pipeline(spark, tmp_path / "in", host, "arrow").build(str(tmp_path / f"ckpt-{host}"), spark)
+        assert hosts == {stage: "jvm" if stage in JVM_STAGES else "python" for stage in STAGES}
+        said = [(r.levelno, r.getMessage()) for r in caplog.records if "runs on the Python host" in r.getMessage()]
+        assert said == [
+            (
+                level,
+                "floodmark: stage hourly runs on the Python host, not the JVM: its spec is not built "
+                "into the JVM operator (a composite trigger, collect_list or your own aggregate)",
+            )
+        ], said

@@ -86,11 +86,11 @@ def test_a_query_failing_between_two_looks_of_the_handle_is_started_again_not_ra
     controller = SimpleNamespace(batches_reported=0)
     first, second = QueryFailingAtFirstLook(KAFKA_TIMEOUT), QueryFailingAtFirstLook(None)
     handle = FloodmarkQuery(
-        Launched(first, controller, None),
+        Launched(first, controller, None, {}),
         {},
         {},
         None,
-        relaunch=lambda earlier: Launched(second, earlier, None),
+        relaunch=lambda earlier: Launched(second, earlier, None, {}),
         restart_policy=Restarts(initial_delay_s=0.5),
     )
     try:

@@ -216,14 +216,23 @@ def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: ob
     [(2, 12), pytest.param(5, 20, marks=SLOW), pytest.param(10, 36, marks=SLOW)],
 )
 def test_repeated_kill_minus_nine_including_the_final_flush_is_exactly_once(spark, tmp_path, kills, files):
+    """The crashing runs on the Python host against an uninterrupted run on the default host (the JVM's)."""
     write_batches(tmp_path / "in", ordered_batches(files, seed=kills))
     reference = run_driver(tmp_path / "in", tmp_path / "ref" / "ckpt", tmp_path / "ref" / "out")
     assert reference.wait(timeout=600) == 0
     checkpoint = tmp_path / "crash" / "ckpt"
     landed = crash_repeatedly(
-        checkpoint, kills, random.Random(kills), tmp_path / "in", checkpoint, tmp_path / "crash" / "out"
+        checkpoint,
+        kills,
+        random.Random(kills),
+        tmp_path / "in",
+        checkpoint,
+        tmp_path / "crash" / "out",
+        "--host",
+        "python",
     )
     print(f"\nkills: {landed}")
+    assert recorded_hosts(checkpoint) == {"aggregation": "python"}
 
     expected_panes, expected_late = outputs(spark, tmp_path / "ref" / "out")
     got_panes, got_late = outputs(spark, tmp_path / "crash" / "out")

@@ -32,6 +32,7 @@ next control entry with every stage's watermark.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -158,17 +159,20 @@ class Pipeline:
         slower with many keys or sliding windows (``docs/PERFORMANCE.md``). Same panes either way; a stage
         ``"jvm"`` cannot serve (see :func:`~floodmark.spark.map_side.jvm_combine.why_not`) uses Arrow and says why in
         the log.
-    :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"python"`` (the default
-        unless the environment variable ``FLOODMARK_HOST`` names another), on ``transformWithStateInPandas``;
-        ``"jvm"``, on Spark's own ``transformWithState`` with the window operator in floodmark's jar, for the window
-        stages it can host (a spec built into it, reading one source or stages:
-        :func:`~floodmark.spark.stateful.jvm_level.why_not`; the log says why another stays on Python). Same panes,
-        late records and dead letters either way. Fixed when the checkpoint is created (recorded there).
+    :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"jvm"`` (the default
+        unless the environment variable ``FLOODMARK_HOST`` names another), on Spark's own ``transformWithState``
+        with the window operator in floodmark's jar, for the window stages it can host (a spec built into it,
+        reading one source or stages: :func:`~floodmark.spark.stateful.jvm_level.why_not`), the other stages on
+        Python; ``"python"``, every stage on ``transformWithStateInPandas``. Same panes, late records and dead
+        letters either way. A stage that stays on Python although ``"jvm"`` was named is a warning in the log (an
+        info line when nothing named a host). Fixed when the checkpoint is created (recorded there:
+        :attr:`FloodmarkQuery.hosts <floodmark.spark.driver.query.FloodmarkQuery.hosts>`).
     """
 
     def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow", host: Host | None = None) -> None:
         if map_side not in ("arrow", "jvm"):
             raise ValueError(f"map_side must be 'arrow' or 'jvm', not {map_side!r}")
+        self.host_named = host is not None or bool(os.environ.get(jvm_level.HOST_ENV))
         host = jvm_level.default_host() if host is None else host
         if host not in ("python", "jvm"):
             raise ValueError(f"host must be 'python' or 'jvm', not {host!r}")
@@ -480,11 +484,14 @@ class Pipeline:
     # ---------------------------------------------------------------- running
     def build(
         self, checkpoint: str, spark: SparkSession, earlier: Controller | None = None
-    ) -> tuple[DataFrame, Controller, dict[str, p.RuntimePlan], SparkCheckpoint, list[StructType | None]]:
+    ) -> tuple[
+        DataFrame, Controller, dict[str, p.RuntimePlan], SparkCheckpoint, list[StructType | None], dict[str, str]
+    ]:
         """The streaming DataFrame of carrier rows (before the sink), its controller (``earlier``: the controller
         of this query's previous run in this process, whose reports carry over), the stages' plans, Spark's
-        checkpoint of the query and the rows each of its Python steps reads (None: not known; a source's own
-        Python code; :mod:`~floodmark.spark.driver.arrow_batches`)."""
+        checkpoint of the query, the rows each of its Python steps reads (None: not known; a source's own
+        Python code; :mod:`~floodmark.spark.driver.arrow_batches`) and where each stage runs (``{stage: "python" |
+        "jvm"}``, as the checkpoint records it)."""
         unbound = self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         log, metrics = control_log(checkpoint, spark)
@@ -575,7 +582,7 @@ class Pipeline:
             else:
                 processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
                 rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
-        return rows, controller, plans, spark_checkpoint, python_inputs
+        return rows, controller, plans, spark_checkpoint, python_inputs, hosts
 
     def _hosts(self, spark: SparkSession, plans: dict[str, p.RuntimePlan], graph: StageGraph) -> dict[str, str]:
         """Where each stage of a new checkpoint runs: on the JVM where asked and every stage of its level can
@@ -608,9 +615,10 @@ class Pipeline:
             blocked = [n for n in graph.order if graph.levels[n] == level and reasons[n] is not None]
             if reasons[name] is None and blocked:
                 reasons[name] = f"it shares a level of the graph with {blocked}, which run on the Python host"
+        say = _LOG.warning if self.host_named else _LOG.info
         for name, reason in reasons.items():
             if reason is not None:
-                _LOG.warning("floodmark: stage %s runs on the Python host, not the JVM: %s", name or "(one)", reason)
+                say("floodmark: stage %s runs on the Python host, not the JVM: %s", name or "(one)", reason)
         return {n: "python" if reasons[n] else "jvm" for n in graph.order}
 
     def _pause(self) -> Callable[[dict[str, frozenset[str]]], None] | None:
@@ -731,7 +739,7 @@ class Pipeline:
 
         def launch(earlier: Controller | None = None) -> Launched:
             python_workers.prestart(spark)  # while the query plans (python_workers.py)
-            frame, controller, plans, spark_checkpoint, python_inputs = self.build(checkpoint, spark, earlier)
+            frame, controller, plans, spark_checkpoint, python_inputs, hosts = self.build(checkpoint, spark, earlier)
             time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
             jvm_unpack = use_jvm_unpack(spark)
             if not jvm_unpack:  # the sink unpacks the carrier rows in Python
@@ -757,7 +765,7 @@ class Pipeline:
             query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
             if follower is not None:
                 controller.metrics_path = None  # the server's copy (in the sink) writes the file; this one reads it
-            return Launched(query, controller, spark_checkpoint)
+            return Launched(query, controller, spark_checkpoint, hosts)
 
         try:
             launched = launch()

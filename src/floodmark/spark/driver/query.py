@@ -216,11 +216,13 @@ class EndOfInputRequest:
 
 @dataclass
 class Launched:
-    """One run of a query: the Spark query, the controller of its batches and Spark's checkpoint of it."""
+    """One run of a query: the Spark query, the controller of its batches, Spark's checkpoint of it and where each
+    stage runs."""
 
     query: StreamingQuery
     controller: Controller
     spark_checkpoint: SparkCheckpoint
+    hosts: dict[str, str]
 
 
 _LOG = logging.getLogger("floodmark")
@@ -313,6 +315,13 @@ class FloodmarkQuery:
     @property
     def controller(self) -> Controller:
         return self._launched.controller
+
+    @property
+    def hosts(self) -> dict[str, str]:
+        """Where each stage's stateful step runs, ``{stage: "jvm" | "python"}`` (an ``EventTimeAggregation``'s one
+        stage is ``"aggregation"``): as the checkpoint recorded it when it was created, whatever ``host`` a later
+        start names. Every stage is ``"python"`` in a checkpoint created before hosts were recorded."""
+        return {name: self._launched.hosts.get(name, "python") for name in self.stages}
 
     @property
     def spark_checkpoint(self) -> SparkCheckpoint:

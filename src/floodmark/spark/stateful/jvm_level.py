@@ -45,16 +45,17 @@ Host = Literal["python", "jvm"]
 """Where a stage's stateful step runs (``Pipeline(host=...)``)."""
 
 HOST_ENV = "FLOODMARK_HOST"
-"""The host of a pipeline that names none: ``python`` unless this is set (``FLOODMARK_HOST=jvm`` runs the test suite
-on the JVM host)."""
+"""The host of a pipeline that names none: ``jvm`` unless this is set (``FLOODMARK_HOST=python`` runs the test suite
+on the Python host)."""
 
 
 def default_host() -> Host:
-    """The host of a pipeline built without ``host=``: :data:`HOST_ENV`'s value, else ``"python"``.
+    """The host of a pipeline built without ``host=``: :data:`HOST_ENV`'s value, else ``"jvm"`` (a stage the JVM
+    cannot host runs on Python all the same: :func:`why_not`).
 
     :raises ValueError: the variable names neither host.
     """
-    host = os.environ.get(HOST_ENV) or "python"
+    host = os.environ.get(HOST_ENV) or "jvm"
     if host not in ("python", "jvm"):
         raise ValueError(f"{HOST_ENV} must be 'python' or 'jvm', not {host!r}")
     return cast(Host, host)
