@@ -72,8 +72,9 @@ class EventTimeAggregation:
     :arg buckets: number of state buckets (default: ``spark.sql.shuffle.partitions``; see ``Pipeline``).
     :arg map_side: ``"arrow"`` (default) or ``"jvm"``: where records are combined before the shuffle (see
         :class:`~floodmark.spark.driver.pipeline.Pipeline`; ``"jvm"`` pays off with few keys per batch).
-    :arg host: ``"python"`` (the default unless ``FLOODMARK_HOST`` names another) or ``"jvm"``: where the stateful
-        step runs (see :class:`~floodmark.spark.driver.pipeline.Pipeline`).
+    :arg host: ``"jvm"`` (the default unless ``FLOODMARK_HOST`` names another; the stage runs on Python where the
+        JVM cannot host it) or ``"python"``: where the stateful step runs (see
+        :class:`~floodmark.spark.driver.pipeline.Pipeline`).
     :arg time_zone: the zone of event times given without one (text, ``TIMESTAMP_NTZ``); UTC by default (see
         :meth:`Pipeline.source <floodmark.spark.driver.pipeline.Pipeline.source>`).
     :raises ValueError: for a definition the input cannot run, or a session floodmark cannot run in.
