@@ -216,7 +216,8 @@ def crash_repeatedly(checkpoint: Path, kills: int, rng: random.Random, *args: ob
     [(2, 12), pytest.param(5, 20, marks=SLOW), pytest.param(10, 36, marks=SLOW)],
 )
 def test_repeated_kill_minus_nine_including_the_final_flush_is_exactly_once(spark, tmp_path, kills, files):
-    """The crashing runs on the Python host against an uninterrupted run on the default host (the JVM's)."""
+    """The crashing runs on the Python host against an uninterrupted run on the default host (the JVM's unless
+    ``FLOODMARK_HOST`` names another)."""
     write_batches(tmp_path / "in", ordered_batches(files, seed=kills))
     reference = run_driver(tmp_path / "in", tmp_path / "ref" / "ckpt", tmp_path / "ref" / "out")
     assert reference.wait(timeout=600) == 0
