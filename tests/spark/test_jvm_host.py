@@ -290,3 +290,35 @@ def test_a_stage_left_on_python_is_a_warning_only_where_the_jvm_host_was_named(s
                 "into the JVM operator (a composite trigger, collect_list or your own aggregate)",
             )
         ], said
+
+
+@pytest.mark.parametrize("host, map_side", [("python", "arrow"), ("jvm", "arrow"), ("jvm", "jvm")])
+def test_a_stage_reading_two_sources_keeps_each_sources_splits(spark, tmp_path, host, map_side):
+    """One stage over two sources of one schema, ``app`` 30 s ahead of ``web``, on either host and map side (on the
+    JVM's, the JVM host reads the map side's rows itself where it can): each source's splits are its own, so ``web``
+    holds the stage's watermark back and nothing is late; every pane counts both sources' records."""
+    sources = {"web": -30 * SECOND, "app": 0}
+    pipeline = Pipeline(host=host, map_side=map_side)  # type: ignore[arg-type]
+    for name, behind in sources.items():
+        for batch in range(4):
+            base = 60 * SECOND + batch * 10 * SECOND + behind
+            rows = pd.DataFrame({"ts": [base + i * 500 for i in range(20)], "k": ["a", "b"] * 10, "p": [0, 1] * 10})
+            spark.createDataFrame(rows).coalesce(1).write.parquet(str(tmp_path / name / f"b{batch}"))
+        frame = (
+            spark.readStream.schema("ts LONG, k STRING, p LONG")
+            .option("maxFilesPerTrigger", 1)
+            .option("recursiveFileLookup", "true")
+            .parquet(str(tmp_path / name))
+        )
+        pipeline.source(
+            name, frame, "ts", SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(SECOND), split="p")
+        )
+    spec = WindowSpec(windows.Tumbling(10 * SECOND), {"n": aggregates.count()})
+    pipeline.stage("counts", list(sources), spec, key_by="k")
+    query = pipeline.run_to_completion(str(tmp_path / "ckpt"), {"counts": str(tmp_path / "out")}, timeout_s=600)
+    assert query.hosts == {"counts": host}
+    splits = {label for report in query.reports for label in report.splits}
+    assert splits == {"web/0", "web/1", "app/0", "app/1"}
+    assert read_output(spark, tmp_path / "out" / "late").empty
+    panes = read_output(spark, tmp_path / "out" / "panes")
+    assert panes["n"].sum() == 160 and set(panes["window_start"]) == {s * 1_000 for s in range(30, 100, 10)}

@@ -546,7 +546,9 @@ class Pipeline:
                     source_plan,
                     self.map_side,
                     source.time_zone,
-                    direct=hosts.get(name) == "jvm",
+                    # The JVM host reads the JVM map side's rows itself for a stage of one source (the rows name
+                    # no source; the plan's split column and label are that source's); else the combiner's blocks.
+                    direct=hosts.get(name) == "jvm" and len(self.stages[name].upstream) == 1,
                     python_inputs=python_inputs,
                 )
                 stage_columns = [F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND)]
@@ -593,10 +595,7 @@ class Pipeline:
         for name in graph.order:
             stage = self.stages[name]
             read = [up for up in stage.upstream if up in self.sources]
-            if read and len(stage.upstream) > 1:
-                reasons[name] = "stages that read several sources, or sources and stages, run on the Python host"
-                continue
-            if read:
+            if read:  # the sources of one stage share a schema (plans)
                 schema = self.sources[read[0]].frame.schema
             elif isinstance(stage, WindowedStage):
                 schema = _input_schema(plans[stage.upstream[0]].stage, stage)
