@@ -19,17 +19,21 @@ read a bucket's panes from several. The window operator's rules themselves are h
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from plain_session_job import counts
 from spark_helpers import read_output, recorded_hosts
 
 from floodmark import AccumulationMode, TimestampCombiner, WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.protocol import wire
 from floodmark.spark import Pipeline, SourceTime
 from floodmark.spark.stateful.jvm_level import HOST_ENV
+from readme_blocks import run_block
 
 pytestmark = pytest.mark.spark
 
@@ -322,3 +326,34 @@ def test_a_stage_reading_two_sources_keeps_each_sources_splits(spark, tmp_path, 
     assert read_output(spark, tmp_path / "out" / "late").empty
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert panes["n"].sum() == 160 and set(panes["window_start"]) == {s * 1_000 for s in range(30, 100, 10)}
+
+
+def test_a_session_without_floodmarks_settings_warns_and_refuses_a_checkpoint_of_the_jvm_host(spark, tmp_path):
+    """A session with floodmark's settings and jar but not its ``spark.sql.extensions`` (``spark-submit --jars``
+    without the ``--conf``) cannot reach the JVM host: a new checkpoint's stages run on Python with one warning that
+    says why, whether or not a host was named; a checkpoint whose stages were fixed on the JVM host is refused (its
+    stages would not run, their input lost)."""
+    spark.createDataFrame([(1_000, "a")], "ts LONG, k STRING").write.parquet(str(tmp_path / "in"))
+    *_, hosts = counts(spark, str(tmp_path / "in")).build(str(tmp_path / "jvm"), spark)
+    assert hosts == {"counts": "jvm"}
+    job = Path(__file__).with_name("plain_session_job.py")
+    out = json.loads(
+        run_block(
+            f"import runpy, sys; sys.argv = ['job', {str(tmp_path / 'in')!r}, {str(tmp_path / 'new')!r}, "
+            f"{str(tmp_path / 'jvm')!r}]; runpy.run_path({str(job)!r}, run_name='__main__')",
+            tmp_path,
+        )
+    )
+    assert out["hosts"] == {"counts": "python"}
+    host_lines = [line for line in out["said"] if "host" in line[1]]
+    reach = (
+        "this session was started without spark.sql.extensions=floodmark.Extensions (floodmark's sessions and "
+        "configure_spark_with_floodmark set it; spark-submit and Spark Connect servers need it given)"
+    )
+    assert host_lines == [
+        ["WARNING", f"floodmark: stages counts run on the Python host (slower), not the JVM host: {reach}"]
+    ]
+    assert out["refused"] == (
+        f"the checkpoint {tmp_path / 'jvm'} runs stages counts on the JVM host (fixed when it was created), which "
+        f"this session cannot reach: {reach}"
+    )

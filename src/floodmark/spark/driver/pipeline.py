@@ -69,7 +69,7 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
-from floodmark.spark import hadoop_files, plan_hints
+from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.connect import is_connect
 from floodmark.spark.driver import arrow_batches, python_workers
@@ -93,7 +93,7 @@ from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
 from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
-from floodmark.spark.outputs.unpack import register_functions, use_jvm_unpack
+from floodmark.spark.outputs.unpack import use_jvm_unpack
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.sources.inputs import MapSide, combined_input
 from floodmark.spark.sources.kafka import PausePartitions, alignment_keys
@@ -507,6 +507,13 @@ class Pipeline:
         plans = {n: replace(plan, state=states[n]) for n, plan in unbound.items()}
         existing = log.latest_seq() is not None
         hosts = stage_hosts(log.files, checkpoint, existing, lambda: self._hosts(spark, plans, graph))
+        on_jvm = [n or "(one)" for n, host in hosts.items() if host == "jvm"]
+        unreached = jvm_level.out_of_reach(spark) if on_jvm else None
+        if unreached is not None:  # its hint would be dropped: batches that run no stage, their input lost
+            raise ValueError(
+                f"the checkpoint {checkpoint} runs stages {', '.join(on_jvm)} on the JVM host (fixed when it was "
+                f"created), which this session cannot reach: {unreached}"
+            )
         engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
@@ -602,12 +609,17 @@ class Pipeline:
             else:
                 schema = StructType()
             reasons[name] = jvm_level.why_not(plans[name], schema)
+        unreached = None
         if any(reason is None for reason in reasons.values()):
-            # A session can name the extensions and still lack the jar: Spark then skips them with a warning.
-            unreached = plan_hints.why_unreachable(spark)
-            if unreached is None and not register_functions(spark):
-                unreached = "this session cannot load floodmark's jar"
+            unreached = jvm_level.out_of_reach(spark)
             if unreached is not None:
+                # A setting of the session, not a property of a spec: a warning whether or not a host was named.
+                hostable = [n or "(one)" for n, reason in reasons.items() if reason is None]
+                _LOG.warning(
+                    "floodmark: stages %s run on the Python host (slower), not the JVM host: %s",
+                    ", ".join(hostable),
+                    unreached,
+                )
                 reasons = {n: reason or unreached for n, reason in reasons.items()}
         for name in graph.order:
             level = graph.levels[name]
@@ -616,7 +628,7 @@ class Pipeline:
                 reasons[name] = f"it shares a level of the graph with {blocked}, which run on the Python host"
         say = _LOG.warning if self.host_named else _LOG.info
         for name, reason in reasons.items():
-            if reason is not None:
+            if reason is not None and reason != unreached:
                 say("floodmark: stage %s runs on the Python host, not the JVM: %s", name or "(one)", reason)
         return {n: "python" if reasons[n] else "jvm" for n in graph.order}
 

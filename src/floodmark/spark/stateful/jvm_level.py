@@ -40,6 +40,7 @@ from floodmark.spark import plan as p
 from floodmark.spark import plan_hints
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import AggregatedInJvm
+from floodmark.spark.outputs.unpack import register_functions
 
 Host = Literal["python", "jvm"]
 """Where a stage's stateful step runs (``Pipeline(host=...)``)."""
@@ -59,6 +60,16 @@ def default_host() -> Host:
     if host not in ("python", "jvm"):
         raise ValueError(f"{HOST_ENV} must be 'python' or 'jvm', not {host!r}")
     return cast(Host, host)
+
+
+def out_of_reach(spark: SparkSession) -> str | None:
+    """Why ``spark`` cannot run the JVM host (None: it can): its ``spark.sql.extensions`` lack floodmark's (the hint
+    would be dropped), or it cannot load floodmark's jar (a session can name the extensions and still lack the jar:
+    Spark then skips them with a warning of its own)."""
+    unreached = plan_hints.why_unreachable(spark)
+    if unreached is None and not register_functions(spark):
+        unreached = "this session cannot load floodmark's jar"
+    return unreached
 
 
 JSON_TYPES = (
