@@ -21,7 +21,8 @@ per split, not per key); the peak resident memory of the Python worker processes
 
 The ``tumbling-100-jvm`` row is the 100-key row with floodmark's JVM map side (``map_side="jvm"``); a
 ``<row>-jvm-host`` row (``stages-jvm-host``, ``nexmark-jvm-host`` too) is ``<row>`` with floodmark's stages on the JVM
-host (``host="jvm"``; ``tumbling-100-jvm-host`` with the JVM map side as well).
+host (``host="jvm"``; ``tumbling-100-jvm-host`` with the JVM map side as well, ``tumbling-100-arrow-jvm-host`` with
+the Arrow map side: floodmark's defaults).
 ``Nexmark`` rows are ``bench/nexmark.py``'s event-time queries on Nexmark-shaped bids (``--rows`` bids; that script
 adds events/s per core and Flink's published figures). ``two stages`` is seed 003's pipeline
 (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2 minutes) against native chained
@@ -115,6 +116,13 @@ def workloads(quick: bool) -> dict[str, Workload]:
             lambda t: F.window(t, "1 minute"),
             WindowSpec(windows.Tumbling(60_000), count),
             map_side="jvm",
+            host="jvm",
+        ),
+        "tumbling-100-arrow-jvm-host": Workload(
+            "tumbling 1 min, 100 keys, JVM host (Arrow map side: the defaults)",
+            100,
+            lambda t: F.window(t, "1 minute"),
+            WindowSpec(windows.Tumbling(60_000), count),
             host="jvm",
         ),
         "tumbling-100k": Workload(
