@@ -161,12 +161,14 @@ class Pipeline:
         the log.
     :arg host: where the stateful step runs (:mod:`floodmark.spark.stateful.jvm_level`): ``"jvm"`` (the default
         unless the environment variable ``FLOODMARK_HOST`` names another), on Spark's own ``transformWithState``
-        with the window operator in floodmark's jar, for the window stages it can host (a spec built into it,
-        reading one source or stages: :func:`~floodmark.spark.stateful.jvm_level.why_not`), the other stages on
-        Python; ``"python"``, every stage on ``transformWithStateInPandas``. Same panes, late records and dead
-        letters either way. A stage that stays on Python although ``"jvm"`` was named is a warning in the log (an
-        info line when nothing named a host). Fixed when the checkpoint is created (recorded there:
-        :attr:`FloodmarkQuery.hosts <floodmark.spark.driver.query.FloodmarkQuery.hosts>`).
+        with the window operator in floodmark's jar, for the window stages it can host (a spec built into it:
+        :func:`~floodmark.spark.stateful.jvm_level.why_not`), the other stages on Python; ``"python"``, every stage
+        on ``transformWithStateInPandas``. Same panes, late records and dead letters either way. A stage that stays
+        on Python although ``"jvm"`` was named is a warning in the log (an info line when nothing named a host); a
+        session without floodmark's extensions or jar, which cannot reach the JVM host, is a warning either way.
+        Fixed when the checkpoint is created (recorded there:
+        :attr:`FloodmarkQuery.hosts <floodmark.spark.driver.query.FloodmarkQuery.hosts>`); a session that cannot
+        reach the JVM host refuses a checkpoint whose stages are on it.
     """
 
     def __init__(self, buckets: int | None = None, map_side: MapSide = "arrow", host: Host | None = None) -> None:
