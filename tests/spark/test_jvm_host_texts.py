@@ -82,7 +82,12 @@ JVM's older Unicode tables leave unassigned and Python's assign; Python escapes 
 
 @settings(max_examples=1_000, deadline=None)
 @given(
-    st.one_of(TEXT, st.sampled_from(["", "'", '"', "'\"", "a'b", "\x7f\x80\xa0\xad", "\u2028\u3000日本", "\U0001f600"]))
+    st.one_of(
+        TEXT,
+        st.sampled_from(["", "'", '"', "'\"", "a'b", "\x7f\x80\xa0\xad", "\u2028\u3000日本", "\U0001f600"]),
+        # Format characters Unicode assigned after the JVM 17's tables (13): Python escapes them.
+        st.sampled_from(["\u0890", "a\u0891b", "\U00013439", "\U0001343f"]),
+    )
 )
 def test_text_is_quoted_and_escaped_as_python_does(python_json, text):
     answer = python_json({"text": text})

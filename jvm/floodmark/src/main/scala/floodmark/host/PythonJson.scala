@@ -102,7 +102,9 @@ object PythonJson {
     * has one and no double quote; backslash escapes for the quote, backslash, tab, newline and return; `\xNN`,
     * `\uNNNN` or `\UNNNNNNNN` for what Python does not print (controls, separators but the space, format,
     * private-use and lone surrogate characters). Characters the JVM's Unicode tables do not assign are printed:
-    * Python's newer tables assign many of them (those unassigned in both are escaped by Python only). */
+    * Python's newer tables assign many of them (those unassigned in both are escaped by Python only), except the
+    * format characters assigned since Unicode 13 (Java 17's tables), which every declared Python escapes
+    * ([[NewerFormats]]). */
   def repr(text: String): String = {
     val quote = if (text.contains('\'') && !text.contains('"')) '"' else '\''
     val out = new java.lang.StringBuilder().append(quote)
@@ -121,12 +123,18 @@ object PythonJson {
     out.append(quote).toString
   }
 
-  private def printable(c: Int): Boolean = Character.getType(c) match {
+  /** The format characters (`Cf`) Unicode assigned after version 13, the JVM 17's tables: U+0890 and U+0891
+    * (Unicode 14: Python 3.11), U+13439 to U+1343F (15.0: Python 3.12 and 3.13). Every other character that Python
+    * 3.11-3.13 assigns and the JVM does not is printable in both (checked over every code point against each
+    * declared Python, session 45; `tests/spark/test_jvm_host_texts.py` holds them in its examples). */
+  private val NewerFormats: Set[Int] = Set(0x890, 0x891) ++ (0x13439 to 0x1343f)
+
+  private def printable(c: Int): Boolean = !NewerFormats.contains(c) && (Character.getType(c) match {
     case Character.CONTROL | Character.FORMAT | Character.PRIVATE_USE | Character.SURROGATE |
         Character.LINE_SEPARATOR | Character.PARAGRAPH_SEPARATOR | Character.SPACE_SEPARATOR =>
       false
     case _ => true
-  }
+  })
 
   /** `str()` of a split column's value as floodmark labels a split (`combiner._split_label`: integral floats as
     * integers, `""` for null), from the value as Spark holds it internally. */
