@@ -96,34 +96,17 @@ def workloads(quick: bool) -> dict[str, Workload]:
     """Every row's workload by name; ``<name>-jvm-host`` rows run ``<name>``'s spec on the JVM host."""
     count = {"n": aggregates.count()}
     big = 200_000 if quick else 1_000_000
+    tumbling_100 = Workload(
+        "tumbling 1 min, 100 keys", 100, lambda t: F.window(t, "1 minute"), WindowSpec(windows.Tumbling(60_000), count)
+    )
     rows = {
-        "tumbling-100": Workload(
-            "tumbling 1 min, 100 keys",
-            100,
-            lambda t: F.window(t, "1 minute"),
-            WindowSpec(windows.Tumbling(60_000), count),
+        "tumbling-100": tumbling_100,
+        "tumbling-100-jvm": replace(tumbling_100, name="tumbling 1 min, 100 keys, JVM map side", map_side="jvm"),
+        "tumbling-100-jvm-host": replace(
+            tumbling_100, name="tumbling 1 min, 100 keys, JVM map side and host", map_side="jvm", host="jvm"
         ),
-        "tumbling-100-jvm": Workload(
-            "tumbling 1 min, 100 keys, JVM map side",
-            100,
-            lambda t: F.window(t, "1 minute"),
-            WindowSpec(windows.Tumbling(60_000), count),
-            map_side="jvm",
-        ),
-        "tumbling-100-jvm-host": Workload(
-            "tumbling 1 min, 100 keys, JVM map side and host",
-            100,
-            lambda t: F.window(t, "1 minute"),
-            WindowSpec(windows.Tumbling(60_000), count),
-            map_side="jvm",
-            host="jvm",
-        ),
-        "tumbling-100-arrow-jvm-host": Workload(
-            "tumbling 1 min, 100 keys, JVM host (Arrow map side: the defaults)",
-            100,
-            lambda t: F.window(t, "1 minute"),
-            WindowSpec(windows.Tumbling(60_000), count),
-            host="jvm",
+        "tumbling-100-arrow-jvm-host": replace(
+            tumbling_100, name="tumbling 1 min, 100 keys, JVM host (Arrow map side: the defaults)", host="jvm"
         ),
         "tumbling-100k": Workload(
             "tumbling 1 min, 100k keys",
