@@ -6,9 +6,10 @@ Both engines read the same Parquet input (``--files`` files of 2M rows in all, o
 10 minutes of event time; ``bench/throughput.py``'s generator) in one session (local[2]): native Spark is
 ``bench/all.py``'s (``withWatermark(5 s)``, a 1-minute tumbling count, ``availableNow``), to ``noop`` and to Parquet;
 floodmark is ``bench/all.py``'s ``EventTimeAggregation`` (``run_to_completion``, panes to Parquet) with each map
-side, and with the JVM map side twice more: the end of input as before session 29 (a batch that reads nothing, then
-the flush) and, with ``--other-buckets N``, N state buckets. One warm-up run per engine, then the engines alternate
-``--repeat`` times; every cell is a median over the runs.
+side, on each host; with the defaults (the Arrow map side, the JVM host) once more with the panes not written
+(against native's ``noop``); and with the JVM map side twice more: the end of input as before session 29 (a batch
+that reads nothing, then the flush) and, with ``--other-buckets N``, N state buckets. One warm-up run per engine,
+then the engines alternate ``--repeat`` times; every cell is a median over the runs.
 
 Columns: the run's wall seconds and batches (of which without input); Spark's progress per batch with input after
 the first (``triggerExecution``, ``addBatch``: the sink's call, ``queryPlanning``, the offset and commit logs' writes);
@@ -34,7 +35,7 @@ from rich.table import Table
 from throughput import aggregation, generate, native_counts
 
 from floodmark.driver.controller import Controller
-from floodmark.spark import local_session
+from floodmark.spark import Outputs, local_session
 from floodmark.spark.outputs.batch_sink import BatchSink
 
 
@@ -89,9 +90,12 @@ def floodmark(
     buckets: int | None = None,
     fold: bool = True,
     host: str = "python",
+    panes: bool = True,
 ) -> Sample:
     """``fold=False``: the end of input as before session 29, decided after a batch that read nothing, the flush
-    in the batch after it (``Controller.begin_batch`` told that no batch is the end of input as it begins)."""
+    in the batch after it (``Controller.begin_batch`` told that no batch is the end of input as it begins).
+    ``panes=False``: the panes are not written (``Outputs.files(root, panes=False)``), so that the row is
+    floodmark's engine against native's ``noop``."""
     agg = aggregation(spark, data, map_side=map_side, host=host)  # type: ignore[arg-type]
     agg.pipeline.buckets = buckets
     clock.driver_ms = []
@@ -100,7 +104,8 @@ def floodmark(
         Controller._input_exhausted_before = lambda self, entry, batch_id: False  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
-        handle = agg.run_to_completion(str(work / "ckpt"), str(work / "out"), timeout_s=3_600)
+        output = Outputs.files(str(work / "out"), panes=panes)
+        handle = agg.run_to_completion(str(work / "ckpt"), output, timeout_s=3_600)
         seconds = time.perf_counter() - started
     finally:
         Controller._input_exhausted_before = folds  # type: ignore[method-assign]
@@ -172,6 +177,9 @@ def main() -> None:
     )
     engines["floodmark, Arrow map side, JVM host"] = lambda w: floodmark(
         spark, data, w, "arrow", clock, args.buckets, host="jvm"
+    )
+    engines["floodmark, Arrow map side, JVM host, panes not written"] = lambda w: floodmark(
+        spark, data, w, "arrow", clock, args.buckets, host="jvm", panes=False
     )
     engines["floodmark, JVM map side, flush after an empty batch"] = lambda w: floodmark(
         spark, data, w, "jvm", clock, args.buckets, fold=False
