@@ -86,10 +86,11 @@ reached yet), ``bench/soak.py`` stays flat. Give other values in ``conf`` to kee
 def kafka_connector_jars() -> str:
     """Spark's Kafka connector as a ``spark.jars`` value (comma-separated paths), ``""`` when not installed.
 
-    ``scripts/setup.sh`` fetches it (``jars/spark-kafka/``). For your own session or cluster, give the same
-    value to ``spark.jars`` (``SparkSession.builder.config("spark.jars", kafka_connector_jars())`` or
-    ``spark-submit --jars``), or use ``spark.jars.packages`` with ``spark-sql-kafka-0-10_2.13`` for your
-    Spark version: the driver and every executor need it.
+    A checkout's ``scripts/setup.sh`` fetches it (``jars/spark-kafka/``; the wheel does not carry it). For your own
+    session or cluster, give the same value to ``spark.jars``
+    (``SparkSession.builder.config("spark.jars", kafka_connector_jars())`` or ``spark-submit --jars``), or use
+    ``spark.jars.packages`` with ``spark-sql-kafka-0-10_2.13`` for your Spark version: the driver and every
+    executor need it.
     """
     return ",".join(str(jar) for jar in jars(SPARK_KAFKA))
 
@@ -176,10 +177,10 @@ def local_session(
 ) -> SparkSession:
     """A ``local[cores]`` session with RocksDB state, no UI and small shuffles (the embedded default).
 
-    Spark's Kafka connector is on its classpath when ``scripts/setup.sh`` has fetched it
-    (:func:`kafka_connector_jars`), and floodmark's session extensions (:data:`EXTENSIONS`) are added to any
-    ``spark.sql.extensions`` of ``conf``. The driver listens on loopback only (``SPARK_LOCAL_IP``, default
-    ``127.0.0.1``).
+    Spark's Kafka connector is on its classpath when a checkout's ``scripts/setup.sh`` has fetched it
+    (:func:`kafka_connector_jars`; the wheel does not carry it: give ``spark.jars.packages`` in ``conf``), and
+    floodmark's session extensions (:data:`EXTENSIONS`) are added to any ``spark.sql.extensions`` of ``conf``.
+    The driver listens on loopback only (``SPARK_LOCAL_IP``, default ``127.0.0.1``).
 
     :arg conf: more Spark settings, applied last (they win over floodmark's); read when the session's
         SparkContext starts, so they apply only when no SparkContext runs in this process yet.

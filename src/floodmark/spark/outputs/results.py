@@ -56,7 +56,8 @@ def read_late(spark: SparkSession, path: str | Path, schema: StructType | str | 
     """The late records under ``path`` (an output root holding ``late/``, or that folder), each with
     :data:`RECORD_FIELDS`: its ``record`` parsed with ``schema`` (None: the schema Spark infers from the records).
 
-    :raises FileNotFoundError: no late output under ``path``.
+    :raises FileNotFoundError: no late output under ``path`` (no batch had a late record: a batch writes its
+        folder only when it has some).
     """
     return _parsed(_read(spark, path, LATE), schema)
 
@@ -65,7 +66,7 @@ def read_dead_letters(spark: SparkSession, path: str | Path, schema: StructType 
     """The dead letters under ``path`` (an output root holding ``dead_letter/``, or that folder), each with its
     ``reason`` and :data:`RECORD_FIELDS` (see :func:`read_late`; null for a record that is not JSON of ``schema``).
 
-    :raises FileNotFoundError: no dead-letter output under ``path``.
+    :raises FileNotFoundError: no dead-letter output under ``path`` (no batch had a dead letter).
     """
     return _parsed(_read(spark, path, DEAD_LETTER), schema)
 
@@ -77,7 +78,9 @@ def _read(spark: SparkSession, path: str | Path, kind: str) -> DataFrame:
     names = files.list_names(folder)
     batches = [name for name in names if name.startswith(f"{output.BATCH_ID}=")]
     if not batches:
-        raise FileNotFoundError(f"no {kind} output in {folder} (a batch_id=N folder per micro-batch)")
+        raise FileNotFoundError(
+            f"no {kind} output in {folder}: no batch wrote any (a batch_id=N folder per micro-batch that had some)"
+        )
     parts = [name for batch in batches for name in files.list_names(f"{folder}/{batch}")]
     file_format = "json" if any(name.endswith(".json") for name in parts) else "parquet"
     return spark.read.format(file_format).load(folder)
