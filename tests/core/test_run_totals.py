@@ -58,7 +58,7 @@ def test_totals_kept_batch_by_batch_equal_the_totals_over_every_report(batches):
             totals.add(second, lambda label: "src", replaced=first)
             reports.append(second)
     assert len(committed(reports)) == len(batches)
-    assert totals.run == Reconciliation.of(reports)
+    assert totals.run == Reconciliation.of(reports, stages=len(UPSTREAMS))
     for stage, upstream in UPSTREAMS.items():
         assert totals.stages[stage] == StageReconciliation.of(reports, stage, upstream, lambda label: "src")
 
@@ -82,3 +82,18 @@ def test_a_controller_keeps_the_latest_reports_and_counts_every_batch(tmp_path, 
     assert ctl.totals.run.rows_in == 12 * 4 and ctl.totals.stages["a"].input_rows == 12 * 4
     again = Controller(ControlLog(tmp_path), sources, UPSTREAMS, earlier=ctl)
     assert list(again.reports) == list(ctl.reports) and again.batches_reported == 12 and again.totals is ctl.totals
+
+
+def test_a_pipelines_line_says_its_pairs_are_every_stages():
+    """A pipeline's rows in are its sources' rows, its (record, window) pairs every stage's: the line says so."""
+    lines = {}
+    for name, upstreams in (("pipeline", UPSTREAMS), ("one stage", {"a": ["src"]})):
+        totals = RunTotals(upstreams)
+        totals.add(report(0, (1, 2, 1, 3, 0, 1, 0, 1)), lambda label: "src")
+        run = totals.run
+        rows = f"rows in {run.rows_in} = {run.records} records + {run.dead_letters} dead letters; "
+        lines[name] = (run.describe(), rows, f"{run.window_pairs} = {run.in_windows} in windows + {run.late} late")
+    described, rows, pairs = lines["pipeline"]
+    assert described == f"{rows}(record, window) pairs of the 2 stages {pairs}"
+    described, rows, pairs = lines["one stage"]
+    assert described == f"{rows}(record, window) pairs {pairs}"

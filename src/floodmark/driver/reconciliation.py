@@ -37,6 +37,9 @@ class Reconciliation:
     dead_letters: int
     in_windows: int
     late: int
+    stages: int = 1
+    """The stages whose (record, window) pairs the totals add up: a pipeline's rows in are its sources', its
+    pairs every stage's (a stage reading another's panes adds pairs of its own)."""
 
     @property
     def window_pairs(self) -> int:
@@ -44,9 +47,9 @@ class Reconciliation:
         return self.in_windows + self.late
 
     @classmethod
-    def of(cls, reports: Iterable[BatchReport]) -> Reconciliation:
-        """The totals of ``reports``; a batch reported twice (replayed after a restart) counts once, as its
-        last report (the attempt that was committed)."""
+    def of(cls, reports: Iterable[BatchReport], stages: int = 1) -> Reconciliation:
+        """The totals of ``reports`` of a query of ``stages`` stages; a batch reported twice (replayed after a
+        restart) counts once, as its last report (the attempt that was committed)."""
         batches = committed(reports)
         return cls(
             rows_in=sum(r.rows_in for r in batches),
@@ -54,13 +57,16 @@ class Reconciliation:
             dead_letters=sum(r.read_dead_letters for r in batches),
             in_windows=sum(r.accepted for r in batches),
             late=sum(r.late for r in batches),
+            stages=stages,
         )
 
     def describe(self) -> str:
-        """``rows in 1,000 = 990 records + 10 dead letters; (record, window) pairs 990 = 985 in windows + 5 late``."""
+        """``rows in 1,000 = 990 records + 10 dead letters; (record, window) pairs 990 = 985 in windows + 5 late``;
+        with several stages ``(record, window) pairs of the 3 stages 1,200 = ...``."""
+        pairs = "(record, window) pairs" if self.stages == 1 else f"(record, window) pairs of the {self.stages} stages"
         return (
             f"rows in {self.rows_in:,} = {self.records:,} records + {self.dead_letters:,} dead letters; "
-            f"(record, window) pairs {self.window_pairs:,} = {self.in_windows:,} in windows + {self.late:,} late"
+            f"{pairs} {self.window_pairs:,} = {self.in_windows:,} in windows + {self.late:,} late"
         )
 
 
@@ -134,7 +140,7 @@ Totals = TypeVar("Totals", Reconciliation, StageReconciliation)
 
 def _plus(totals: Totals, more: Totals, sign: int) -> Totals:
     """``totals`` with each count of ``more`` added (``sign`` 1) or taken away (-1)."""
-    names = [f.name for f in fields(totals) if f.name != "stage"]
+    names = [f.name for f in fields(totals) if f.name not in ("stage", "stages")]
     return replace(totals, **{name: getattr(totals, name) + sign * getattr(more, name) for name in names})
 
 
@@ -147,7 +153,7 @@ class RunTotals:
 
     def __init__(self, upstreams: Mapping[str, Sequence[str]]) -> None:
         self.upstreams = {stage: list(upstream) for stage, upstream in upstreams.items()}
-        self.run = Reconciliation.of(())
+        self.run = Reconciliation.of((), stages=max(1, len(self.upstreams)))
         """Every stage's totals together (:meth:`Reconciliation.of` over the run's reports)."""
         self.stages = {stage: StageReconciliation.of((), stage, [], str) for stage in self.upstreams}
         """Each stage's totals (:meth:`StageReconciliation.of` over the run's reports)."""
