@@ -156,8 +156,14 @@ def test_kafka_in_and_out_over_spark_connect_exactly_once_through_a_client_kill(
     assert got["last_watermark"] == expected["last_watermark"] == 2**63 - 1
 
     def topics(prefix: str) -> tuple[list, list, list]:
+        # is_last depends on where the new start lands: when it stops the old run between its last input batch
+        # and the flush, the new run's first batch (planned without new input) is not taken as the end of input
+        # (finish_when_input_exhausted: it may replay offsets planned before the restart) and fires the windows
+        # the watermark passed as an ordinary batch, within their allowed lateness (is_last false), before the
+        # flush; the uninterrupted run fires them in its flush (is_last true). Each pane is still there once, with
+        # the same counts, timing and indexes.
         panes = sorted(
-            json.dumps({k: v for k, v in record.json().items() if k != "batch_id"}, sort_keys=True)
+            json.dumps({k: v for k, v in record.json().items() if k not in ("batch_id", "is_last")}, sort_keys=True)
             for record in kafka_broker.consume(f"{prefix}-panes")
         )
         late = []
