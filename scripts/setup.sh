@@ -64,9 +64,11 @@ fetch_jars() {
 # package (src/floodmark/jars/), where sessions find it and from where the wheel carries it. Without Maven and a
 # JDK floodmark uses the Python forms of the tick source, the block reader and the map side (same behaviour; a
 # query starts seconds slower and its batches take longer) and has no Kafka alignment or exactly-once Kafka sink.
+# The stamp is the one the wheel's build computes (build_backend/floodmark_build.py, source_stamp): a jar built here
+# is the wheel's, without Maven again.
 build_floodmark_jar() {
   local module=jvm/floodmark target=src/floodmark/jars/floodmark.jar stamp
-  stamp=$(find "$module/pom.xml" "$module/src" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
+  stamp=$(find "$module/pom.xml" "$module/src" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
   if [ -f "$target" ] && [ -f "$target.stamp" ] && [ "$(cat "$target.stamp")" = "$stamp" ]; then
     return 0
   fi

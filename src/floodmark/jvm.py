@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 JARS_ENV = "FLOODMARK_JARS"
@@ -23,12 +25,41 @@ SPARK_KAFKA = "spark-kafka"
 KAFKA_BROKER = "kafka-broker"
 PACKAGED_JARS = Path(__file__).with_name("jars")
 """floodmark's own jars, inside the installed package."""
+WHEEL_WITHOUT_JAR_ENV = "FLOODMARK_WHEEL_WITHOUT_JAR"
+"""Set to ``1`` when building a wheel to build it without floodmark's jar (``build_backend/floodmark_build.py``);
+without it, building a wheel needs Maven and a JDK."""
 
 
 def packaged_jars() -> list[Path]:
     """floodmark's own jars (``floodmark.jar``), sorted; empty when the package was installed without them
-    (a source tree where ``scripts/setup.sh`` had no Maven or JDK)."""
+    (:func:`missing_jar` says why)."""
     return sorted(PACKAGED_JARS.glob("*.jar"))
+
+
+def missing_jar() -> str | None:
+    """Why this installation has no floodmark jar, as a clause for a message, or ``None`` when it has one: a
+    source tree whose ``jvm/floodmark`` is not built (``scripts/setup.sh`` had no Maven or JDK), or a wheel built
+    without it."""
+    if packaged_jars():
+        return None
+    package = PACKAGED_JARS.resolve().parent
+    if (package.parents[1] / "jvm" / "floodmark" / "pom.xml").is_file():
+        return (
+            f"this floodmark installation has no jar in {PACKAGED_JARS}: it is a source tree whose jvm/floodmark "
+            "is not built (scripts/setup.sh builds it with Maven and a JDK)"
+        )
+    return (
+        f"this floodmark installation has no jar in {PACKAGED_JARS}: its wheel was built without floodmark's JVM "
+        f"code (without Maven and a JDK, or with {WHEEL_WITHOUT_JAR_ENV}=1); install a wheel built with them"
+    )
+
+
+def why_jar_unloadable(remote: bool = False) -> str:
+    """Why a session cannot load floodmark's jar, as a clause for a warning: this installation lacks it
+    (:func:`missing_jar`), else the session was not given it. ``remote``: a Spark Connect session, whose server
+    has a classpath of its own (the client's installation says nothing about it)."""
+    missing = None if remote else missing_jar()
+    return missing or "this session cannot load floodmark's jar"
 
 
 def missing_data_source(error: BaseException) -> bool:
@@ -99,17 +130,32 @@ def spark_jars(kafka: bool = False) -> str:
     return ",".join(str(jar) for jar in found)
 
 
-if __name__ == "__main__":
-    # `spark-submit --jars "$(python -m floodmark.jvm)" job.py`: a JVM that spark-submit starts gets floodmark's
-    # jar only on its command line (a session builder's spark.jars reaches the executors, not that JVM).
-    # `start-connect-server.sh $(python -m floodmark.jvm --connect-server)`: a Spark Connect server's settings.
-    import shlex
-    import sys
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m floodmark.jvm [--kafka]``: floodmark's jar (with ``--kafka``, the Kafka connector's too, when
+    installed) as a ``--jars`` value; ``--connect-server``: a Spark Connect server's settings
+    (:func:`~floodmark.spark.driver.session.connect_server_conf`) as ``--conf`` options. Without floodmark's jar: a
+    line on stderr that says why (:func:`missing_jar`) and 1, never an empty value.
 
-    kafka = "--kafka" in sys.argv[1:]
-    if "--connect-server" in sys.argv[1:]:
+    ``spark-submit --jars "$(python -m floodmark.jvm)" job.py``: a JVM that spark-submit starts gets floodmark's
+    jar only on its command line (a session builder's spark.jars reaches the executors, not that JVM).
+    ``start-connect-server.sh $(python -m floodmark.jvm --connect-server)``: a Spark Connect server's settings.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    kafka = "--kafka" in args
+    missing = missing_jar()
+    if missing is not None:
+        print(f"floodmark.jvm: no floodmark jar to give Spark: {missing}", file=sys.stderr)
+        return 1
+    if "--connect-server" in args:
+        import shlex
+
         from floodmark.spark.driver.session import connect_server_conf
 
         print(" ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in connect_server_conf(kafka).items()))
     else:
         print(spark_jars(kafka=kafka))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from floodmark import jvm
 from floodmark.spark.sources import ticks
 from floodmark.spark.sources.ticks import TickSchedule, TickStreamReader
 
@@ -95,3 +96,48 @@ def test_the_drivers_requests_are_granted_when_due(source):
     time.sleep(0.002)
     schedule.request(0)
     assert implementation.latest(first) == schedule.last_seq > first
+
+
+class SessionWithoutTheJvmSource:
+    """Just enough of a classic session for :func:`ticks.tick_rows` when the JVM source cannot load (no Spark)."""
+
+    def __init__(self) -> None:
+        self.dataSource = self.readStream = self
+
+    def register(self, source) -> None:
+        pass
+
+    def format(self, name: str):
+        return self
+
+    def option(self, key: str, value: str):
+        return self
+
+    def load(self) -> str:
+        return "ticks"
+
+
+@pytest.mark.parametrize("jar", [False, True])
+def test_the_warning_blames_the_installation_without_the_jar_and_the_session_with_it(
+    jar, monkeypatch, tmp_path, caplog
+):
+    """Without the jar in the package there is nothing to give the session: the warning says the installation
+    lacks it; with it there, the session was not given it."""
+    jars = tmp_path / "site-packages" / "floodmark" / "jars"
+    jars.mkdir(parents=True)
+    if jar:
+        (jars / "floodmark.jar").write_bytes(b"PK")
+    monkeypatch.setattr(jvm, "PACKAGED_JARS", jars)
+    monkeypatch.setattr(ticks, "jvm_source_loadable", lambda spark: False)
+    monkeypatch.delenv(ticks.PYTHON_TICKS_ENV, raising=False)
+    with caplog.at_level("WARNING", logger="floodmark"):
+        assert ticks.tick_rows(SessionWithoutTheJvmSource(), tmp_path / "ticks.json", 4) == "ticks"
+    (warning,) = [r.getMessage() for r in caplog.records if r.name.startswith("floodmark")]
+    assert "the Python tick source runs" in warning
+    if jar:
+        assert "this session cannot load floodmark.ticks.TickSourceProvider" in warning, warning
+        assert "installation" not in warning, warning
+    else:
+        assert "this floodmark installation has no jar" in warning, warning
+        assert "its wheel was built without floodmark's JVM code" in warning, warning
+        assert "session" not in warning, warning

@@ -19,9 +19,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from floodmark.jvm import missing_jar, why_jar_unloadable
 from floodmark.protocol import wire
 from floodmark.spark import blocks, plan_hints
 from floodmark.spark import plan as p
+from floodmark.spark.connect import is_connect
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import MapSideCombiner
 from floodmark.spark.outputs.unpack import register_functions
@@ -66,9 +68,12 @@ def event_time_ms(
     if isinstance(event_time, str):
         return ms, raw, None
     if not register_functions(source.sparkSession):
+        missing = None if is_connect(source.sparkSession) else missing_jar()
         _LOG.warning(
-            "floodmark: this session cannot load floodmark's jar: a value the event-time expression fails on fails "
-            "the batch instead of becoming a dead letter (give the session floodmark's jar, or use try_ functions)"
+            "floodmark: %s: a value the event-time expression fails on fails the batch instead of becoming a dead "
+            "letter (%s, or use try_ functions)",
+            missing or "this session cannot load floodmark's jar",
+            "an installation with floodmark's jar avoids that" if missing else "give the session floodmark's jar",
         )
         return ms, raw, None
     return guarded(ms), guarded(raw), F.call_function(TRY_ERROR, ms)
@@ -165,7 +170,7 @@ def combined_input(
     if why_not is None:
         why_not = plan_hints.why_unreachable(data.sparkSession)
     if why_not is None and not register_functions(data.sparkSession):
-        why_not = "this session cannot load floodmark's jar"
+        why_not = why_jar_unloadable(is_connect(data.sparkSession))
     if why_not is not None:
         _LOG.warning("floodmark: %s combines records in Python (Arrow), not in the JVM: %s", stage, why_not)
         read(data.schema)

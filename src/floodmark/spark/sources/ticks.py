@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from floodmark.driver import checkpoint_files
+from floodmark.jvm import missing_jar
 from floodmark.spark.connect import is_connect
 
 _LOG = logging.getLogger(__name__)
@@ -153,6 +154,13 @@ def tick_rows(spark: SparkSession, path: Path, count: int) -> DataFrame:
     else:
         if os.environ.get(PYTHON_TICKS_ENV) == "1":
             _LOG.info("floodmark: the Python tick source runs (%s=1)", PYTHON_TICKS_ENV)
+        elif not is_connect(spark) and (missing := missing_jar()) is not None:
+            # Nothing to give the session: the installation lacks the jar (a Connect server has its own).
+            _LOG.warning(
+                "floodmark: the Python tick source runs and outputs are unpacked in Python (a query starts seconds "
+                "slower, its batches take longer): %s",
+                missing,
+            )
         else:
             _LOG.warning(
                 "floodmark: the Python tick source runs and outputs are unpacked in Python (a query starts seconds "
