@@ -159,6 +159,11 @@ class Aggregate:
     numeric_input = False
     """The aggregate reads numbers: a record whose input is missing or not a number is a bad record."""
 
+    results_combine: str | None = None
+    """How the results of DISCARDING panes of one window combine into the window's result (what one
+    ACCUMULATING pane would show): ``"sum"``, ``"min"``, ``"max"``, ``"concat"`` (lists, in pane order), or
+    ``None`` when results alone cannot be combined (:mod:`floodmark.core.window_results`)."""
+
     @property
     def fields(self) -> list[str | None]:
         """Every input field this aggregate reads."""
@@ -182,6 +187,8 @@ class Aggregate:
 @dataclass(frozen=True)
 class Count(Aggregate):
     """Number of records (``field`` is ignored)."""
+
+    results_combine = "sum"
 
     field: str | None = None
     result_kind = "int"
@@ -215,6 +222,8 @@ class Sum(Aggregate):
     ~1.8e308 is +-inf. Inputs that are missing, NaN or infinite are bad records (see ``numeric_fields``).
     """
 
+    results_combine = "sum"
+
     field: str | None = None
     result_kind = "float"
     numeric_input = True
@@ -241,6 +250,8 @@ class Sum(Aggregate):
 @dataclass(frozen=True)
 class Min(Aggregate):
     """Smallest value of ``field``; ``None`` for an empty pane."""
+
+    results_combine = "min"
 
     field: str | None = None
     result_kind = "float"
@@ -269,6 +280,8 @@ class Min(Aggregate):
 @dataclass(frozen=True)
 class Max(Aggregate):
     """Largest value of ``field``; ``None`` for an empty pane."""
+
+    results_combine = "max"
 
     field: str | None = None
     result_kind = "float"
@@ -332,6 +345,8 @@ class Mean(Aggregate):
 @dataclass(frozen=True)
 class CollectList(Aggregate):
     """All values of ``field`` in arrival order (buffers them: its result is the records)."""
+
+    results_combine = "concat"
 
     field: str | None = None
     result_kind = "list"

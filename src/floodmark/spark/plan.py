@@ -312,10 +312,15 @@ class JoinSemantics(RowStageSemantics):
         on: Sequence[str],
         left: StructType,
         right: StructType,
+        inputs: tuple[InputBinding, InputBinding] | None = None,
     ) -> JoinSemantics:
         """The semantics of joining inputs of schemas ``left`` and ``right`` on ``on``; a ``ValueError`` names what
         cannot run (a key column missing or of different types on the two sides: their rows would land in
-        different buckets; output names that clash)."""
+        different buckets; output names that clash).
+
+        :arg inputs: how each side's rows feed the stage: a side's values are its binding's ``user_columns`` but
+            the keys (not Spark's corrupt-record column nor the original text). None: bindings of the schemas
+            without a corrupt-record column."""
         types = {
             side: {f.name: f.dataType for f in schema.fields}
             for side, schema in ((Side.LEFT, left), (Side.RIGHT, right))
@@ -332,9 +337,11 @@ class JoinSemantics(RowStageSemantics):
             raise ValueError(
                 f"join stage {name!r}: the key columns must have one type on both sides, not {differ}: cast one side"
             )
+        if inputs is None:
+            inputs = (InputBinding.of(left, None, None, False, None), InputBinding.of(right, None, None, False, None))
         values = tuple(
-            tuple((c, t) for c, t in types[side].items() if c not in on and c != TEXT and not c.startswith("fm_"))
-            for side in (Side.LEFT, Side.RIGHT)
+            tuple((c, types[side][c]) for c in binding.user_columns if c not in on)
+            for side, binding in zip((Side.LEFT, Side.RIGHT), inputs, strict=True)
         )
         semantics = cls(
             name=name,

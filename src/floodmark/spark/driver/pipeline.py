@@ -65,6 +65,7 @@ from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings, aligned_sources
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
 from floodmark.driver.null_splits import NullSplitWarning
+from floodmark.driver.pane_description import PaneDescription
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
@@ -412,7 +413,9 @@ class Pipeline:
             schema = _input_schema(above, stage)
             schemas.append(schema)
             bindings.append(p.InputBinding.of(schema, _event_time(above), None, False, None, side=side))
-        semantics = p.JoinSemantics.of(stage.name, stage.spec, stage.on, schemas[0], schemas[1])
+        semantics = p.JoinSemantics.of(
+            stage.name, stage.spec, stage.on, schemas[0], schemas[1], (bindings[0], bindings[1])
+        )
         return p.RuntimePlan(semantics, bindings[0], state, right_input=bindings[1])
 
     @staticmethod
@@ -739,6 +742,11 @@ class Pipeline:
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
         self.definition(outputs).write(hadoop_files.files_for(checkpoint, spark), checkpoint)
+        for name, each in outputs.items():  # what read_panes needs to give each window's result
+            if isinstance(each.panes, FileSink):
+                PaneDescription.of(self.stages[name]).write(
+                    hadoop_files.files_for(each.panes.path, spark), each.panes.path
+                )
         metrics = None if metrics_port is None else PrometheusMetrics(metrics_port, query=query_name or "floodmark")
         split_columns = {n: s.time.split for n, s in self.sources.items() if s.time.split is not None}
         null_splits = NullSplitWarning({n: str(c) for n, c in split_columns.items()})
