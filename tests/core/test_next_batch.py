@@ -88,7 +88,7 @@ CASES = [
     ("bounded", "watermark", "pt", "memory", "sources", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_next_batch(bounded, watermark, pt, memory, sources, expected):
-    plan = next_batch(NOW, {"": watermark}, pt, memory, sources, bounded)
+    plan = next_batch(NOW, {"": watermark}, pt, memory, {"": sources}, bounded)
     assert plan.at == (NOW + HEARTBEAT_MS if expected is None else expected)
     assert plan.waits_for_input == (expected is None)
 
@@ -97,7 +97,7 @@ def test_the_idleness_wake_up_is_the_first_moment_the_watermark_reaches_the_wind
     """Brute force: advance a copy one periodic interval at a time (what one batch per trigger did)."""
     coordinator = source(idle_ms=7_000)
     plan = next_batch(
-        NOW, {"": coordinator.watermark}, NOW, gauges(single=[(0, 1, 0, 1, 44_999, None)]), [coordinator], False
+        NOW, {"": coordinator.watermark}, NOW, gauges(single=[(0, 1, 0, 1, 44_999, None)]), {"": [coordinator]}, False
     )
     twin, moment = coordinator.copy(), NOW
     twin.on_batch([])
@@ -109,8 +109,8 @@ def test_the_idleness_wake_up_is_the_first_moment_the_watermark_reaches_the_wind
 
 def test_pipeline_stages_are_planned_each_on_its_own_watermark():
     memory = gauges(sessions=[(0, None, 5, 1, 59_999, None)], means=[(0, None, 5, 1, 119_999, None)])
-    assert next_batch(NOW, {"sessions": 0, "means": 119_999}, NOW, memory, [], False).at == NOW
-    assert next_batch(NOW, {"sessions": 0, "means": 0}, NOW, memory, [], False).waits_for_input
+    assert next_batch(NOW, {"sessions": 0, "means": 119_999}, NOW, memory, {}, False).at == NOW
+    assert next_batch(NOW, {"sessions": 0, "means": 0}, NOW, memory, {}, False).waits_for_input
 
 
 def test_buckets_that_did_not_run_keep_what_they_reported():
@@ -149,6 +149,26 @@ def test_a_batch_is_due_for_a_bucket_from_its_last_report(bucket, watermark, pt,
 def test_nothing_runs_after_the_end_of_input_has_reached_every_stage():
     """A bounded run asks for a batch at every trigger until its flush; after it nothing can fire."""
     memory = gauges(single=[(0, None, 5, 1, 59_999, NOW)])
-    assert next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, [], bounded=True).at == NOW
-    flushed = next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, [], bounded=True, flushed=True)
+    assert next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, {}, bounded=True).at == NOW
+    flushed = next_batch(NOW, {"": MAX_TIMESTAMP}, NOW, memory, {}, bounded=True, flushed=True)
     assert flushed.waits_for_input and flushed.at == NOW + HEARTBEAT_MS
+
+
+def test_a_stage_waits_for_the_source_that_is_behind_not_the_one_ahead():
+    """A join reads two sources: one is past the join's deadline, the other behind it and not idle. Nothing can fire
+    until input comes (an interval join asked for a batch per trigger at an unchanged watermark)."""
+    ahead, behind = source(lagging_at=60_000), source()  # watermarks 44_999 and 14_999
+    memory = gauges(join=[(0, 1, 0, 1, 30_000, None)])
+    plan = next_batch(NOW, {"join": 14_999}, NOW, memory, {"join": [ahead, behind]}, False)
+    assert plan.waits_for_input
+    idle_later = source(idle_ms=7_000)
+    plan = next_batch(NOW, {"join": 14_999}, NOW, memory, {"join": [ahead, idle_later]}, False)
+    assert not plan.waits_for_input and NOW + 7_000 <= plan.at < NOW + HEARTBEAT_MS, "once the split behind is idle"
+
+
+def test_a_stage_held_back_by_an_upstream_stage_waits_for_that_stage():
+    """Every source past the deadline, the stage's input watermark behind it: an upstream stage's hold holds it,
+    and that stage's own deadline wakes the query; this stage asks for nothing."""
+    memory = gauges(means=[(0, None, 5, 1, 30_000, None)])
+    ahead = source(lagging_at=60_000)
+    assert next_batch(NOW, {"means": 10_000}, NOW, memory, {"means": [ahead]}, False).waits_for_input

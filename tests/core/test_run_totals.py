@@ -21,7 +21,7 @@ UPSTREAMS = {"a": ["src"], "b": ["a"]}
 def report(batch_id: int, counts: tuple[int, ...], replayed: bool = False) -> BatchReport:
     n0, n1, bad, accepted, late, panes, b_bad, b_accepted = counts
     stages = {
-        "a": StageReport(0, 0, 0, panes=panes, late=late, bad=bad, accepted=accepted),
+        "a": StageReport(0, 0, 0, panes=panes, late=late, bad=bad, source_dead_letters=bad, accepted=accepted),
         "b": StageReport(0, 0, 0, panes=panes // 2, late=0, bad=b_bad, accepted=b_accepted),
     }
     return BatchReport(
@@ -38,6 +38,8 @@ def report(batch_id: int, counts: tuple[int, ...], replayed: bool = False) -> Ba
         split_records={"0": n0, "1": n1},
         stages=stages,
         input_dead_letters=bad,
+        source_dead_letters={"src": bad},
+        stage_dead_letters=b_bad,
         replayed=replayed,
     )
 
@@ -94,6 +96,16 @@ def test_a_pipelines_line_says_its_pairs_are_every_stages():
         rows = f"rows in {run.rows_in} = {run.records} records + {run.dead_letters} dead letters; "
         lines[name] = (run.describe(), rows, f"{run.window_pairs} = {run.in_windows} in windows + {run.late} late")
     described, rows, pairs = lines["pipeline"]
-    assert described == f"{rows}(record, window) pairs of the 2 stages {pairs}"
+    assert described == f"{rows}(record, window) pairs of the 2 stages {pairs}"  # stage b refused nothing
     described, rows, pairs = lines["one stage"]
     assert described == f"{rows}(record, window) pairs {pairs}"
+
+
+def test_records_a_stage_could_not_use_are_said_apart_from_the_sources_dead_letters():
+    """A source's rows that are no record are its dead letters, once; a record one stage refuses (its aggregate's
+    input missing) is still a record of the source, and a dead letter of that stage, said on its own."""
+    totals = RunTotals(UPSTREAMS)
+    totals.add(report(0, (5, 5, 2, 8, 0, 2, 3, 1)), lambda label: "src")
+    run = totals.run
+    assert (run.rows_in, run.records, run.dead_letters, run.stage_dead_letters) == (12, 10, 2, 3)
+    assert "; 3 records were dead letters of a stage that could not use them; " in run.describe()

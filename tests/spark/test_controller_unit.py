@@ -8,6 +8,7 @@ from floodmark.core.clock import ManualClock
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_STAGE, Controller, EngineHooks, SourceSettings
+from floodmark.protocol.wire import DEAD_LETTERS_SPLIT
 
 
 def controller(tmp_path):
@@ -25,7 +26,8 @@ def test_end_of_input_after_the_first_batch_without_records(tmp_path):
     ctl = controller(tmp_path)
     ctl.end_input_when(lambda: True)
     assert ctl.on_batch(0, stats(3), {}, {}).next_watermark < MAX_TIMESTAMP
-    assert ctl.on_batch(1, [], {}, {AGGREGATION_STAGE: {"BAD": 1}}).next_watermark < MAX_TIMESTAMP, "dead letters"
+    dead_letter = [{"fm_split": DEAD_LETTERS_SPLIT, "fm_count": 1, "fm_min_ts": 0, "fm_max_ts": 0}]
+    assert ctl.on_batch(1, dead_letter, {}, {AGGREGATION_STAGE: {"BAD": 1}}).next_watermark < MAX_TIMESTAMP
     assert ctl.on_batch(2, [], {}, {}).next_watermark == MAX_TIMESTAMP
     assert ctl.on_batch(3, [], {}, {}).watermark == MAX_TIMESTAMP
 

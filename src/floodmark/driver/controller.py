@@ -105,6 +105,9 @@ class StageReport:
     panes: int = 0
     late: int = 0
     bad: int = 0
+    """The stage's dead letters: its sources' rows that are no record (:attr:`source_dead_letters`) and its own."""
+    source_dead_letters: int = 0
+    """Of ``bad``, its sources' rows that are no record (every stage reading the source has them)."""
     accepted: int = 0
     open_windows: int = 0
     oldest_pending: int | None = None
@@ -149,8 +152,15 @@ class BatchReport:
     """Split labels that watermark alignment pauses for the next batch (sorted; see :meth:`Controller.paused`)."""
 
     input_dead_letters: int | None = None
-    """Dead letters among the rows read this batch (refused by the stages that read sources); ``bad`` also counts
-    the dead letters of stages reading stages (panes they refused). None: all of ``bad``."""
+    """Rows read this batch that are no record of their source (not parsed, no usable event time), each counted
+    once whatever reads it (:attr:`source_dead_letters` summed). ``bad`` counts every stage's dead letters: these
+    once per stage that reads their source, and each stage's own (:attr:`stage_dead_letters`). None: all of
+    ``bad`` (a report of an older floodmark)."""
+    source_dead_letters: dict[str, int] = field(default_factory=dict)
+    """:attr:`input_dead_letters` by source."""
+    stage_dead_letters: int = 0
+    """Records that a stage could not use (an aggregate's input missing or not a number; panes a stage refused):
+    dead letters of that stage, summed over the stages."""
 
     next_batch: NextBatch | None = None
     """When the controller asked for the next batch without input, decided after this one (None: not said)."""
@@ -179,7 +189,7 @@ class BatchReport:
 
     @property
     def rows_in(self) -> int:
-        """Rows read this batch: good records (``records``) + the dead letters among them."""
+        """Rows read this batch: records (``records``) + the rows that are none (:attr:`read_dead_letters`)."""
         return self.records + self.read_dead_letters
 
     @property
@@ -207,15 +217,33 @@ def dead_letter_warning(report: BatchReport, first_reason: Callable[[], str | No
 
 
 def merge_split_stats(stats: Iterable[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
-    """The STATS rows of a batch (one per split, partition and bucket) as ``{split: (count, min ts, max ts)}``."""
+    """The STATS rows of a batch (one per split, partition and bucket) as ``{split: (count, min ts, max ts)}``,
+    without the rows that count dead letters (:func:`unread_rows`)."""
     merged: dict[str, list[int]] = {}
     for row in stats:
+        if _counts_unread(row):
+            continue
         low, high = row[wire.MIN_TS], row[wire.MAX_TS]
         acc = merged.setdefault(str(row[wire.SPLIT]), [0, low, high])
         acc[0] += int(row[wire.COUNT])
         acc[1] = min(acc[1], int(low))
         acc[2] = max(acc[2], int(high))
     return {split: (c, lo, hi) for split, (c, lo, hi) in sorted(merged.items())}
+
+
+def unread_rows(stats: Iterable[dict[str, Any]], source_of: Callable[[str], str]) -> dict[str, int]:
+    """The batch's rows that are no record of their source, by source (``source_of``: a split label's source),
+    from the STATS rows labelled :data:`~floodmark.protocol.wire.DEAD_LETTERS_SPLIT`."""
+    unread: dict[str, int] = {}
+    for row in stats:
+        if _counts_unread(row):
+            source = source_of(str(row[wire.SPLIT]))
+            unread[source] = unread.get(source, 0) + int(row[wire.COUNT])
+    return dict(sorted(unread.items()))
+
+
+def _counts_unread(row: dict[str, Any]) -> bool:
+    return str(row[wire.SPLIT]).rpartition("/")[2] == wire.DEAD_LETTERS_SPLIT
 
 
 def aligned_sources(sources: dict[str, SourceSettings]) -> list[str]:
@@ -558,7 +586,8 @@ class Controller:
         now = max(self.clock.now_ms(), entry.processing_time)
         self._feed_sources(sources, merged, now)
         records = sum(c for c, _, _ in merged.values())
-        bad_in = sum(counts.get(stage, {}).get(wire.BAD, 0) for stage in graph.order if graph.levels[stage] == 1)
+        unread = unread_rows(stats, lambda label: self.source_of(label)[0])
+        bad_in = sum(unread.values())
         end = self.ends_input(entry, batch_id, records, bad_in)
         watermarks = {name: (MAX_TIMESTAMP, False) if end else (s.watermark, s.idle) for name, s in sources.items()}
         buckets = BucketGauges(entry.buckets)
@@ -576,10 +605,11 @@ class Controller:
                 buckets=buckets.snapshot(),
             )
         )
-        self.plan_next_batch(now, written, buckets, list(sources.values()), flushed=entry.watermark == MAX_TIMESTAMP)
+        stage_sources = {stage: [sources[name] for name in graph.sources_of(stage)] for stage in graph.order}
+        self.plan_next_batch(now, written, buckets, stage_sources, flushed=entry.watermark == MAX_TIMESTAMP)
         paused = self.publish_paused(written)
         stage_reports = {
-            stage: self._stage_report(stage, entry, written, graph, buckets, gauges.get(stage, []), counts)
+            stage: self._stage_report(stage, entry, written, graph, buckets, gauges.get(stage, []), counts, unread)
             for stage in graph.order
         }
         last = [stage_reports[s] for s in graph.order if not graph.downstream(s)]
@@ -598,6 +628,8 @@ class Controller:
             late=sum(r.late for r in stage_reports.values()),
             bad=sum(r.bad for r in stage_reports.values()),
             input_dead_letters=bad_in,
+            source_dead_letters=unread,
+            stage_dead_letters=sum(r.bad - r.source_dead_letters for r in stage_reports.values()),
             output_watermark=min(r.output_watermark for r in last),
             oldest_pending=min((r.oldest_pending for r in last if r.oldest_pending is not None), default=None),
             open_windows=sum(r.open_windows for r in stage_reports.values()),
@@ -635,8 +667,10 @@ class Controller:
         buckets: BucketGauges,
         rows: list[dict[str, Any]],
         counts: dict[str, dict[str, int]],
+        unread: dict[str, int],
     ) -> StageReport:
-        """What ``stage`` did in the batch that ran with ``entry`` (``written``: the next one)."""
+        """What ``stage`` did in the batch that ran with ``entry`` (``written``: the next one); ``unread``: the
+        batch's rows that are no record, by source."""
         pending = buckets.values(stage, wire.OLDEST_PENDING)
         stage_counts = counts.get(stage, {})
         return StageReport(
@@ -646,6 +680,7 @@ class Controller:
             panes=stage_counts.get(wire.PANE, 0),
             late=stage_counts.get(wire.LATE, 0),
             bad=stage_counts.get(wire.BAD, 0),
+            source_dead_letters=sum(unread.get(upstream, 0) for upstream in graph.upstreams[stage]),
             accepted=sum(int(g.get(wire.ACCEPTED) or 0) for g in rows),
             open_windows=buckets.total(stage, wire.OPEN_WINDOWS),
             oldest_pending=min(pending) if pending else None,
@@ -665,11 +700,11 @@ class Controller:
         now: int,
         written: ControlEntry,
         gauges: BucketGauges,
-        sources: list[SourceWatermarks],
+        sources: dict[str, list[SourceWatermarks]],
         flushed: bool,
     ) -> None:
         """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`);
-        ``flushed``: the batch just run had watermark MAX at every stage."""
+        ``sources``: each stage's sources; ``flushed``: the batch just run had watermark MAX at every stage."""
         bounded = self._end_when_exhausted is not None or self._end_of_input_requested or written.end_of_input
         self.next_batch = next_batch(
             now, written.stage_watermarks, written.processing_time, gauges, sources, bounded, flushed=flushed

@@ -13,9 +13,11 @@ decides when, after every batch, from what the driver knows:
 * **no batch** before the heartbeat once the end of input has reached every stage (the batch just run had
   watermark MAX everywhere): every window has fired and been collected, nothing can fire any more. A bounded
   run stops there, after its flush, with no trigger running;
-* otherwise it runs at the **earliest** of: the processing time at which a source's watermark, with no new
-  record, reaches the lowest watermark deadline of any stage (periodic emits, idleness:
-  :meth:`SourceWatermarks.reaches`); the lowest processing-time deadline; ``now + heartbeat``.
+* otherwise it runs at the **earliest** of: the processing time at which a stage's input watermark, with no new
+  record, reaches its lowest watermark deadline: when every source it reads (through its upstream stages) has
+  reached it (periodic emits, idleness: :meth:`SourceWatermarks.reaches`; a stage whose sources are all past its
+  deadline waits for an upstream stage's hold, whose own deadline wakes the query); the lowest processing-time
+  deadline; ``now + heartbeat``.
 
 With nothing to fire and no idleness to detect, an idle query runs one batch per heartbeat instead of one
 per trigger. Input arriving meanwhile runs a batch anyway (its buckets only): nothing else can fire in it,
@@ -28,7 +30,7 @@ entry that carries it (:mod:`floodmark.protocol.control`), which the executors r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from floodmark.core.watermarks import SourceWatermarks
@@ -61,7 +63,7 @@ def next_batch(
     input_watermarks: dict[str, int],
     processing_time: int,
     gauges: BucketGauges,
-    sources: Sequence[SourceWatermarks],
+    sources: Mapping[str, Sequence[SourceWatermarks]],
     bounded: bool,
     heartbeat: int = HEARTBEAT_MS,
     flushed: bool = False,
@@ -69,30 +71,35 @@ def next_batch(
     """When the next batch must run (see the module docstring).
 
     :arg now: the driver's processing time (ms). :arg input_watermarks: each stage's input watermark in the
-        control entry just written. :arg processing_time: that entry's processing time. :arg flushed: the batch
-        just run had every stage's input watermark at MAX (the end of input has reached the last level).
+        control entry just written. :arg processing_time: that entry's processing time. :arg sources: each
+        stage's sources, the ones its input watermark is the MIN of through its upstream stages. :arg flushed:
+        the batch just run had every stage's input watermark at MAX (the end of input has reached the last level).
     """
     if flushed:
         return NextBatch(now + heartbeat, HEARTBEAT)
     if bounded:
         return NextBatch(now, "bounded input: every trigger runs")
-    fire_at: list[int] = []
+    candidates = [(now + heartbeat, HEARTBEAT)]
     for stage, watermark in input_watermarks.items():
         due = gauges.due(stage, watermark, processing_time)
         if due is not None:
             return NextBatch(now, due)
         deadline = gauges.lowest(stage, NEXT_FIRE)
-        if deadline is not None:
-            fire_at.append(deadline)
-    candidates = [(now + heartbeat, HEARTBEAT)]
+        reached = None if deadline is None else _reaches(sources.get(stage, ()), deadline, heartbeat)
+        if reached is not None:
+            candidates.append((reached, "the watermark reaches a window (periodic emits, idleness)"))
     timers = [t for stage in input_watermarks if (t := gauges.lowest(stage, NEXT_TIMER)) is not None]
     if timers:
         candidates.append((min(timers), "a processing-time trigger"))
-    if fire_at:
-        target = min(fire_at)
-        for source in sources:
-            reached = source.reaches(target, heartbeat)
-            if reached is not None:
-                candidates.append((reached, "the watermark reaches a window (periodic emits, idleness)"))
     at, reason = min(candidates)
     return NextBatch(max(at, now), reason)
+
+
+def _reaches(sources: Sequence[SourceWatermarks], deadline: int, within: int) -> int | None:
+    """When every one of ``sources`` has reached ``deadline`` with no new record, within ``within`` ms; None
+    when one cannot, or when all have already (what holds the stage back then is an upstream stage's hold)."""
+    behind = [source for source in sources if source.watermark < deadline]
+    times = [source.reaches(deadline, within) for source in behind]
+    if not behind or None in times:
+        return None
+    return max(t for t in times if t is not None)

@@ -1,15 +1,17 @@
 """Where every input row went: the run's reconciliation count, from the batches' reports.
 
-Every row a query reads ends in exactly one place: a good record, whose (record, window) pairs are each either
-added to a window (and counted in the panes that window fires) or sent to the late output, or a dead letter
-(with the reason and the original text). So, over a run::
+Every row a query reads is either a record of its source or a dead letter (not parsed, no usable event time; with
+the reason and the original text), counted once whatever reads it. A stage may still refuse a record it cannot use
+(an aggregate's input missing or not a number): that record is a dead letter of that stage, counted apart. Each
+good record's (record, window) pairs are either added to a window (and counted in the panes that window fires) or
+sent to the late output. So, over a run::
 
     rows_in == records + dead_letters
     window_pairs == in_windows + late
 
 and with a ``count`` aggregate and DISCARDING panes the panes' counts add up to ``in_windows``. A record
 belongs to one window with tumbling, session and global windows, and to about ``size / slide`` with sliding
-windows, so ``window_pairs`` is ``records`` times that.
+windows, so in a query of one stage ``window_pairs`` is ``records - stage_dead_letters`` times that.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class Reconciliation:
     dead_letters: int
     in_windows: int
     late: int
+    stage_dead_letters: int = 0
+    """Records a stage could not use (its own dead letters), summed over the stages."""
     stages: int = 1
     """The stages whose (record, window) pairs the totals add up: a pipeline's rows in are its sources', its
     pairs every stage's (a stage reading another's panes adds pairs of its own)."""
@@ -57,15 +61,21 @@ class Reconciliation:
             dead_letters=sum(r.read_dead_letters for r in batches),
             in_windows=sum(r.accepted for r in batches),
             late=sum(r.late for r in batches),
+            stage_dead_letters=sum(r.stage_dead_letters for r in batches),
             stages=stages,
         )
 
     def describe(self) -> str:
         """``rows in 1,000 = 990 records + 10 dead letters; (record, window) pairs 990 = 985 in windows + 5 late``;
-        with several stages ``(record, window) pairs of the 3 stages 1,200 = ...``."""
+        with several stages ``(record, window) pairs of the 3 stages 1,200 = ...``; records a stage could not use
+        are said between the two: ``...; 3 records were dead letters of a stage that could not use them; ...``."""
         pairs = "(record, window) pairs" if self.stages == 1 else f"(record, window) pairs of the {self.stages} stages"
+        refused = ""
+        if self.stage_dead_letters:
+            were = "record was a dead letter" if self.stage_dead_letters == 1 else "records were dead letters"
+            refused = f"{self.stage_dead_letters:,} {were} of a stage that could not use them; "
         return (
-            f"rows in {self.rows_in:,} = {self.records:,} records + {self.dead_letters:,} dead letters; "
+            f"rows in {self.rows_in:,} = {self.records:,} records + {self.dead_letters:,} dead letters; {refused}"
             f"{pairs} {self.window_pairs:,} = {self.in_windows:,} in windows + {self.late:,} late"
         )
 
@@ -74,9 +84,9 @@ class Reconciliation:
 class StageReconciliation:
     """Where one stage's input rows went, over a run's batches.
 
-    A stage reads its sources' rows (``input_rows`` = their good records + the dead letters the stage's
-    combiner rejected) or its upstream stages' panes (``input_rows`` = those panes, one row each). Its good
-    records' (record, window) pairs are added to windows or late::
+    A stage reads its sources' rows (``input_rows`` = their records and the rows that are none) or its upstream
+    stages' panes (``input_rows`` = those panes, one row each); its dead letters are the rows that are no record
+    and the records it could not use. Its good records' (record, window) pairs are added to windows or late::
 
         input_rows == records + dead_letters
         window_pairs == in_windows + late
@@ -116,7 +126,8 @@ class StageReconciliation:
             input_rows = sum(r.stages[up].panes for r in batches for up in upstream if up in r.stages)
         else:
             split_records = [item for r in batches for item in r.split_records.items()]
-            input_rows = bad + sum(count for label, count in split_records if source_of(label) in upstream)
+            unread = sum(n for r in batches for source, n in r.source_dead_letters.items() if source in upstream)
+            input_rows = unread + sum(count for label, count in split_records if source_of(label) in upstream)
         return cls(
             stage=stage,
             input_rows=input_rows,

@@ -49,6 +49,11 @@ BLOCK = "fm_block"
 """Rows packed as one Arrow IPC stream."""
 
 SPLIT = "fm_split"
+DEAD_LETTERS_SPLIT = "\x00dead letters"
+"""The split label of a SPLIT_STATS or STATS row that counts, in ``fm_count``, the rows of the batch that are no
+record of their source (not parsed, no usable event time: every stage reading the source refuses them alike), its
+times 0; with the source's name before it as other labels (``<source>/<label>``). The stage that reports its
+source's splits reports them, so each is counted once whatever reads it. No split value's label starts with NUL."""
 COUNT = "fm_count"
 """Records: of a split (SPLIT_STATS, STATS) or of a partial aggregate (PARTIAL)."""
 MIN_TS = "fm_min_ts"

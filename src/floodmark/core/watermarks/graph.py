@@ -87,6 +87,19 @@ class StageGraph:
         self.levels[stage] = 1 + max(levels)
         return self.levels[stage]
 
+    def sources_of(self, stage: str) -> list[str]:
+        """The sources ``stage`` reads, directly or through its upstream stages (its input watermark is never
+        ahead of the MIN of theirs), in :attr:`sources` order."""
+        found: set[str] = set()
+        todo = [stage]
+        while todo:
+            for upstream in self.upstreams[todo.pop()]:
+                if upstream in self.sources:
+                    found.add(upstream)
+                else:
+                    todo.append(upstream)
+        return [source for source in self.sources if source in found]
+
     def downstream(self, name: str) -> list[str]:
         """The stages that read ``name`` (a source or a stage), in :attr:`order`."""
         return [stage for stage in self.order if name in self.upstreams[stage]]

@@ -96,12 +96,21 @@ class MapSideCombiner:
         """The rows to shuffle as :func:`~floodmark.spark.rows.arrow_table` parts (see :meth:`process`)."""
         ts = data.column(self.plan.input.ts_column)
         timestamps = pc.fill_null(ts, 0).to_numpy()
-        values, rejected, reasons = self._validate(data, timestamps, processing_time)
+        values, rejected, reasons, unread = self._validate(data, timestamps, processing_time)
         bad = np.flatnonzero(rejected)
         good = np.flatnonzero(~rejected) if len(bad) else None  # None: every row is good
         rows = data if good is None else data.take(good)
         good_ts = timestamps if good is None else timestamps[good]
-        out = [self._bad(data, bad, reasons[bad]), self._stats(rows, good_ts, partition)]
+        # The source's statistics count its records, whatever this stage makes of them (a record whose aggregate
+        # input is missing is this stage's dead letter, not its source's), and its rows that are no record.
+        records = np.flatnonzero(~unread) if unread.any() else None
+        read = data if records is None else data.take(records)
+        read_ts = timestamps if records is None else timestamps[records]
+        out = [
+            self._bad(data, bad, reasons[bad]),
+            self._stats(read, read_ts, partition),
+            self._dead_letter_stats(int(unread.sum()), partition),
+        ]
         raw = np.arange(rows.num_rows)
         if self.plan.stage.combines and rows.num_rows:
             pairs, starts, ends, out_times, raw = open_window_pairs(self.plan.stage.spec, watermark, good_ts)
@@ -114,8 +123,9 @@ class MapSideCombiner:
     # ------------------------------------------------------------- validation
     def _validate(
         self, data: pa.Table, timestamps: np.ndarray, processing_time: int
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """Numeric inputs as float64, which rows are bad and why (the first reason found), never dropped silently."""
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        """Numeric inputs as float64, which rows are bad and why (the first reason found), never dropped silently,
+        and which of them are no record of the source (not parsed, no usable event time: bad for every stage)."""
         n = data.num_rows
         reasons = np.full(n, None, dtype=object)
         rejected = np.zeros(n, dtype=bool)
@@ -138,6 +148,7 @@ class MapSideCombiner:
             reject(~missing & ahead, why_ahead)
         outside = ~missing & ~event_time_in_range(timestamps)
         reject(outside, lambda i: out_of_range_reason(int(timestamps[i])))
+        unread = rejected.copy()
         values: dict[str, np.ndarray] = {}
         for name in self.plan.stage.numeric_fields:
             column = data.column(name)
@@ -149,7 +160,7 @@ class MapSideCombiner:
             values[name], invalid, number_reasons = validate_numbers(name, given)
             why = dict(zip(np.flatnonzero(invalid).tolist(), number_reasons, strict=True))
             reject(invalid, lambda i, why=why: why[i])
-        return values, rejected, reasons
+        return values, rejected, reasons, unread
 
     def _bad(self, data: pa.Table, positions: np.ndarray, reasons: np.ndarray) -> dict[str, Any]:
         if not len(positions):
@@ -197,6 +208,23 @@ class MapSideCombiner:
             wire.MIN_TS: stats.column("lo_min"),
             wire.MAX_TS: stats.column("hi_max"),
             # Statistics of one partition go to one bucket (any will do: the driver merges them).
+            wire.BUCKET: self.plan.state.bucket_values[partition % max(self.plan.state.buckets, 1)],
+        }
+
+    def _dead_letter_stats(self, count: int, partition: int) -> dict[str, Any]:
+        """A SPLIT_STATS row counting ``count`` rows that are no record of the source
+        (:data:`~floodmark.protocol.wire.DEAD_LETTERS_SPLIT`), when this stage reports its source's statistics."""
+        if not count or not self.plan.input.split_stats:
+            return {}
+        label = wire.DEAD_LETTERS_SPLIT
+        if self.plan.input.source is not None:
+            label = f"{self.plan.input.source}/{label}"
+        return {
+            wire.ROW: wire.SPLIT_STATS,
+            wire.SPLIT: [label],
+            wire.COUNT: np.array([count], dtype=np.int64),
+            wire.MIN_TS: np.zeros(1, dtype=np.int64),
+            wire.MAX_TS: np.zeros(1, dtype=np.int64),
             wire.BUCKET: self.plan.state.bucket_values[partition % max(self.plan.state.buckets, 1)],
         }
 

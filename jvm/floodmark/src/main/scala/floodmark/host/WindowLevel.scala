@@ -34,6 +34,9 @@ import org.apache.spark.unsafe.types.UTF8String
   */
 object WindowLevel {
 
+  /** `protocol/wire.py`'s `DEAD_LETTERS_SPLIT`: the STATS row that counts a source's rows that are no record. */
+  val DeadLettersSplit: String = "\u0000dead letters"
+
   /** `rows` (carrier rows) through the level `plan` describes (`LevelPlan`'s JSON): what the hint
     * `floodmark_window_level` asks for ([[floodmark.PlanHints]]). */
   def apply(rows: DataFrame, plan: String): DataFrame = {
@@ -219,12 +222,21 @@ private final class WindowBucket(
       val records = row.long(direct.records)
       if (records != null && records > 0) count(split(row), records, row.long("fm_min_ts"), row.long("fm_max_ts"))
     }
+    var unread = 0L
     for (row <- alone) {
       val ts = row.long(stage.tsColumn)
-      val reason = direct.rules.reason(
-        direct.corrupt.exists(row.string(_) != null), ts, row.string(direct.tsRaw), row.string(direct.tsError),
-        entry.processingTime, direct.numeric.map(name => name -> row.double(name)))
+      // First the source's rules (no record: every stage refuses it), then this stage's numeric inputs.
+      val corrupt = direct.corrupt.exists(row.string(_) != null)
+      val (raw, error) = (row.string(direct.tsRaw), row.string(direct.tsError))
+      val noRecord = direct.rules.reason(corrupt, ts, raw, error, entry.processingTime, Nil)
+      val reason =
+        if (noRecord != null) noRecord
+        else direct.rules.reason(false, ts, raw, error, entry.processingTime,
+          direct.numeric.map(name => name -> row.double(name)))
       val key = row.key(stage.keyColumns)
+      // The source's statistics count its records, whatever this stage makes of them, and apart its rows that
+      // are no record (the Arrow combiner's rule, `MapSideCombiner.parts`).
+      if (noRecord != null) unread += 1 else count(split(row), 1, ts, ts)
       if (reason != null) {
         deadLetters += 1
         val dead = emittedRow("BAD", key)
@@ -235,10 +247,13 @@ private final class WindowBucket(
         set(dead, "record", utf8(text.getOrElse(row.json(stage.userColumns, direct.timeZone))))
         emit(dead)
       } else {
-        count(split(row), 1, ts, ts)
         raws += Raw(row.long("fm_order"), key, ts, stage.valueFields.map(row.double).toArray,
           () => row.json(stage.userColumns, direct.timeZone))
       }
+    }
+    if (unread > 0 && direct.splitStats) {
+      val label = direct.source.fold(WindowLevel.DeadLettersSplit)(source => s"$source/${WindowLevel.DeadLettersSplit}")
+      out += carrierRow("STATS", Map("fm_split" -> label, "fm_count" -> unread, "fm_min_ts" -> 0L, "fm_max_ts" -> 0L))
     }
     for ((label, Array(records, low, high)) <- stats)
       out += carrierRow(
