@@ -581,7 +581,7 @@ def test_a_sink_that_fails_stops_the_query_clearly_and_a_restart_resumes_exactly
         print(f"stopped in {time.monotonic() - t:.1f} s")
     failed_after = len(query.reports)
     assert failed_after < 11, "it failed before the end of the input"
-    assert f"floodmark batch {failed_after} failed while computing the batch and writing its panes to FileSink(" in (
+    assert f"floodmark batch {failed_after} failed while computing the batch (the job that writes its panes to " in (
         message
     )
     assert "start the query again from its checkpoint" in message

@@ -15,6 +15,7 @@ Kafka (written through the driver) runs after a no-op write that computes the ba
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
@@ -182,7 +183,10 @@ class BatchSink:
                 small = self._run_observed(frame, None)
             else:
                 route = self.routes[leader]
-                self.doing = f"computing the batch and writing {self._owner(leader)} panes to {route.outputs.panes!r}"
+                # The job computes every stage: a failure in it is not the leader's more than another stage's.
+                self.doing = (
+                    f"computing the batch (the job that writes {self._owner(leader)} panes to {route.outputs.panes!r})"
+                )
                 small = self._run_observed(
                     frame, lambda rows: route.outputs.panes.write(route.batch(wire.PANE, rows, batch_id, query_id))
                 )
@@ -274,6 +278,9 @@ def root_cause(error: Exception) -> str:
     after the Kafka client's error that wraps it, if one does (``...SslAuthenticationException: SSL handshake
     failed; caused by ...: unable to find valid certification path ...``); for a Python exception, its type and
     the first line of its text (``ValueError: the sink is down``)."""
+    python = python_worker_cause(str(error))
+    if python is not None:
+        return python
     if not isinstance(error, Py4JJavaError):
         first_line = (str(error).strip().splitlines() or [""])[0]
         return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
@@ -281,14 +288,34 @@ def root_cause(error: Exception) -> str:
         chain = [error.java_exception]
         while chain[-1].getCause() is not None and chain[-1].getCause() != chain[-1] and len(chain) < 50:
             chain.append(chain[-1].getCause())
-        lines = [(str(cause.toString()).strip().splitlines() or [""])[0] for cause in chain]
+        texts = [str(cause.toString()) for cause in chain]
+        lines = [(text.strip().splitlines() or [""])[0] for text in texts]
     except Exception:  # the gateway may be going away: the error's own text still names the exception
+        texts = []
         lines = [line.removeprefix(": ") for line in str(error).splitlines() if line.startswith(": ")]
         lines = (lines or str(error).strip().splitlines())[:1]
+    python = next((cause for text in reversed(texts) if (cause := python_worker_cause(text)) is not None), None)
+    if python is not None:
+        return python
     if not lines:
         return "unknown error"
     kafka = next((line for line in lines[:-1] if line.startswith(KAFKA_ERRORS)), None)
     return lines[-1] if kafka is None else f"{kafka}; caused by {lines[-1]}"
+
+
+PYTHON_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(: .*)?$")
+
+
+def python_worker_cause(text: str) -> str | None:
+    """The exception a Python worker raised (``ModuleNotFoundError: No module named 'jobs'``, the last line of the
+    last traceback in ``text``, a Spark ``PythonException``'s message) and where; None when ``text`` holds no
+    traceback. Spark's own first line of such an error says only that a Python worker raised."""
+    if PYTHON_TRACEBACK not in text:
+        return None
+    tail = text.rsplit(PYTHON_TRACEBACK, 1)[1]
+    line = next((line.strip() for line in reversed(tail.splitlines()) if _EXCEPTION_LINE.match(line.strip())), None)
+    return None if line is None else f"{line} (raised in a Python worker)"
 
 
 def _interruption(error: Exception) -> str | None:
