@@ -87,7 +87,7 @@ class RunDefinition:
             stages = {stage.name: stage for stage in game_stages(combiners[run.name])}
             return cls(game_source_settings(), stages, run / "checkpoint", {n: run / n / "panes" for n in stages})
         if Path(definition_path(str(run))).exists():
-            job = JobDefinition.read(LocalFiles(), str(run))
+            job = JobDefinition.read(LocalFiles(), str(run), functions_optional=True)
             sources = {name: source.settings for name, source in job.sources.items()}
             panes = {name: _local(job.outputs.get(name, {}).get("panes")) for name in job.stages}
             return cls(sources, job.stages, run, panes)

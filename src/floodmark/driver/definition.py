@@ -319,18 +319,41 @@ def describe_stage(stage: WindowedStage | JoinStage | ProcessStage) -> dict[str,
     }
 
 
-def stage_from(name: str, data: Mapping[str, Any]) -> WindowedStage | JoinStage | ProcessStage:
+@dataclass(frozen=True)
+class UnavailableFunction:
+    """Stands for a process stage's function that cannot be rebuilt here (its class does not import, or needs
+    arguments): enough for what reads the stage's place in the graph (explaining another stage); calling it raises
+    :class:`NotDescribable` with ``reason``."""
+
+    reason: str
+
+    def process(self, record: Any, ctx: Any) -> None:
+        raise NotDescribable(self.reason)
+
+    def on_timer(self, timer: Any, ctx: Any) -> None:
+        raise NotDescribable(self.reason)
+
+
+def stage_from(
+    name: str, data: Mapping[str, Any], functions_optional: bool = False
+) -> WindowedStage | JoinStage | ProcessStage:
     """The stage :func:`describe_stage` described.
 
+    :arg functions_optional: a process function that cannot be rebuilt becomes an :class:`UnavailableFunction`.
     :raises NotDescribable: a process stage whose function's class does not import here or takes arguments."""
     if data.get("kind") == "process":
         path = data.get("function")
-        if path is None:
-            raise NotDescribable(f"stage {name!r} runs a process function whose class has no import path")
         try:
-            function = imported(path, f"stage {name!r}'s process function")()
-        except TypeError as error:
-            raise NotDescribable(f"stage {name!r}'s process function {path} needs arguments: {error}") from error
+            if path is None:
+                raise NotDescribable(f"stage {name!r} runs a process function whose class has no import path")
+            try:
+                function = imported(path, f"stage {name!r}'s process function")()
+            except TypeError as error:
+                raise NotDescribable(f"stage {name!r}'s process function {path} needs arguments: {error}") from error
+        except NotDescribable as error:
+            if not functions_optional:
+                raise
+            function = UnavailableFunction(str(error))
         return ProcessStage(name, tuple(data["upstream"]), tuple(data["key_by"]), function, dict(data["output"]))
     if data.get("kind") == "window_join":
         spec = WindowJoinSpec(window_from(data["window"]), int(data.get("allowed_lateness", 0)))
@@ -379,8 +402,10 @@ class JobDefinition:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JobDefinition:
-        """:raises ValueError: a newer format. :raises NotDescribable: code that cannot be rebuilt here."""
+    def from_dict(cls, data: Mapping[str, Any], functions_optional: bool = False) -> JobDefinition:
+        """:arg functions_optional: see :func:`stage_from`.
+
+        :raises ValueError: a newer format. :raises NotDescribable: code that cannot be rebuilt here."""
         written = int(data.get("format", 0))
         if written > FORMAT:
             raise ValueError(
@@ -402,8 +427,23 @@ class JobDefinition:
             )
             for name, s in data["sources"].items()
         }
-        stages = {name: stage_from(name, s) for name, s in data["stages"].items()}
+        stages = {name: stage_from(name, s, functions_optional) for name, s in data["stages"].items()}
         return cls(sources, stages, {k: dict(v) for k, v in data.get("outputs", {}).items()})
+
+    def check_against(self, files: CheckpointFiles, checkpoint: str) -> None:
+        """Refuse to start on a checkpoint whose query had another definition (:func:`changes`).
+
+        :raises ValueError: naming each change, and what to do."""
+        text = files.read_text(definition_path(checkpoint))
+        if text is None:
+            return
+        found = changes(json.loads(text), self.to_dict())
+        if found:
+            raise ValueError(
+                f"the checkpoint {checkpoint} holds the state of a query defined otherwise ({'; '.join(found)}): that "
+                "state was made by the earlier definition and cannot follow the change. Start the changed query from a "
+                "new checkpoint (and a new output), or start this checkpoint with its definition as it was"
+            )
 
     def write(self, files: CheckpointFiles, checkpoint: str) -> None:
         """Into ``<checkpoint>/floodmark/definition.json`` (replacing the one of an earlier start)."""
@@ -412,13 +452,40 @@ class JobDefinition:
         files.write_once(path, json.dumps(self.to_dict(), indent=2))
 
     @classmethod
-    def read(cls, files: CheckpointFiles, checkpoint: str) -> JobDefinition:
-        """:raises FileNotFoundError: the checkpoint has no definition (a query started before floodmark wrote
+    def read(cls, files: CheckpointFiles, checkpoint: str, functions_optional: bool = False) -> JobDefinition:
+        """:arg functions_optional: see :func:`stage_from` (what explains a stage needs the others' place only).
+
+        :raises FileNotFoundError: the checkpoint has no definition (a query started before floodmark wrote
         them, or not a floodmark checkpoint)."""
         text = files.read_text(definition_path(checkpoint))
         if text is None:
             raise FileNotFoundError(f"{checkpoint} holds no job definition ({definition_path(checkpoint)})")
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(json.loads(text), functions_optional)
+
+
+def changes(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What ``now`` (a :meth:`JobDefinition.to_dict`) changes of ``earlier`` (the one a checkpoint holds) that the
+    checkpoint's state cannot follow: a stage's definition (windows, keys, aggregates, trigger, lateness,
+    accumulation, a join's bounds, a process stage's function or output) and a source's event time, split or time
+    zone. Stages added or removed are left to the state layout's own check. One text per change, e.g. ``stage
+    'fares': window {'kind': 'tumbling', 'size': 60000} -> {'kind': 'tumbling', 'size': 120000}``."""
+    found = []
+    for kind, fields in (("source", ("event_time", "split", "time_zone")), ("stage", None)):
+        before, after = earlier.get(f"{kind}s", {}), now.get(f"{kind}s", {})
+        for name in [n for n in after if n in before]:
+            old, new = before[name], after[name]
+            for field_name in sorted(set(old) | set(new)) if fields is None else fields:
+                found += _differences(f"{kind} {name!r}", field_name, old.get(field_name), new.get(field_name))
+    return found
+
+
+def _differences(owner: str, name: str, old: Any, new: Any) -> list[str]:
+    unnamed = [isinstance(each, Mapping) and each.get("kind") == "unnamed" for each in (old, new)]
+    if old == new or all(unnamed):  # your own code: its text tells nothing (a repr may hold an address)
+        return []
+    if isinstance(old, Mapping) and isinstance(new, Mapping) and name == "spec":
+        return [d for key in sorted(set(old) | set(new)) for d in _differences(owner, key, old.get(key), new.get(key))]
+    return [f"{owner}: {name} {old!r} -> {new!r}"]
 
 
 def definition_path(checkpoint: str) -> str:

@@ -741,7 +741,9 @@ class Pipeline:
         connect = is_connect(spark)
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
-        self.definition(outputs).write(hadoop_files.files_for(checkpoint, spark), checkpoint)
+        definition, checkpoint_files = self.definition(outputs), hadoop_files.files_for(checkpoint, spark)
+        definition.check_against(checkpoint_files, checkpoint)
+        definition.write(checkpoint_files, checkpoint)
         for name, each in outputs.items():  # what read_panes needs to give each window's result
             if isinstance(each.panes, FileSink):
                 PaneDescription.of(self.stages[name]).write(
