@@ -109,3 +109,19 @@ def test_records_a_stage_could_not_use_are_said_apart_from_the_sources_dead_lett
     run = totals.run
     assert (run.rows_in, run.records, run.dead_letters, run.stage_dead_letters) == (12, 10, 2, 3)
     assert "; 3 records were dead letters of a stage that could not use them; " in run.describe()
+
+
+def test_a_restarted_controller_resumes_the_checkpoints_totals(tmp_path):
+    """A new run on the same checkpoint counts on from the totals through the batch before its first one; a batch
+    that ran but was not committed (its totals written) is counted once when it runs again."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    sources = {"src": SourceSettings(strategy)}
+    first = Controller(ControlLog(tmp_path), sources, UPSTREAMS, clock=ManualClock(0))
+    for batch_id in range(3):
+        first.record(report(batch_id, (1, 2, 1, 3, 0, 1, 0, 1)))
+    # Batch 2 was not committed: the next run starts with it again.
+    second = Controller(ControlLog(tmp_path), sources, UPSTREAMS, clock=ManualClock(0))
+    for batch_id in (2, 3):
+        second.record(report(batch_id, (1, 2, 1, 3, 0, 1, 0, 1)))
+    assert second.totals.run.rows_in == 4 * 4 and second.totals.stages["a"].input_rows == 4 * 4
+    assert second.totals.run == Reconciliation.of([report(b, (1, 2, 1, 3, 0, 1, 0, 1)) for b in range(4)], stages=2)

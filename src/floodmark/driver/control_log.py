@@ -33,11 +33,15 @@ import json
 import os
 import re
 from dataclasses import asdict
+from typing import Any
 
 from floodmark.driver.checkpoint_files import CheckpointFiles, LocalFiles, join
 from floodmark.protocol.control import ControlEntry
 
 _ENTRY = re.compile(r"^(\d{12})\.json$")
+
+KEPT_TOTALS = 3
+"""The run's reconciliation is kept for this many latest batches (a restart resumes from its last committed one)."""
 
 
 class ControlLog:
@@ -72,6 +76,23 @@ class ControlLog:
     def read(self, seq: int) -> ControlEntry | None:
         text = self.files.read_text(self.path(seq))
         return None if text is None else ControlEntry.of(json.loads(text))
+
+    def write_totals(self, batch_id: int, totals: dict[str, Any]) -> None:
+        """Keep the run's reconciliation through batch ``batch_id`` (replacing what an earlier attempt of that batch
+        kept), and drop the one :data:`KEPT_TOTALS` batches older."""
+        path = self._totals_path(batch_id)
+        self.files.delete(path)
+        self.files.write_once(path, json.dumps(totals))
+        if batch_id - KEPT_TOTALS >= 0:
+            self.files.delete(self._totals_path(batch_id - KEPT_TOTALS))
+
+    def read_totals(self, batch_id: int) -> dict[str, Any] | None:
+        """The run's reconciliation through batch ``batch_id`` (None: not kept)."""
+        text = self.files.read_text(self._totals_path(batch_id)) if batch_id >= 0 else None
+        return None if text is None else json.loads(text)
+
+    def _totals_path(self, batch_id: int) -> str:
+        return join(self.directory, f"{batch_id:012d}.totals")
 
     def seqs(self) -> list[int]:
         """The sequence numbers present, ascending."""

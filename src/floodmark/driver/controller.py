@@ -312,7 +312,12 @@ class Controller:
         self.batches_reported = earlier.batches_reported if earlier is not None else 0
         """How many batches this controller (and the ones before it, ``earlier``) reported; a replay counts once."""
         self.totals = earlier.totals if earlier is not None else RunTotals(upstreams)
-        """The run's reconciliation, kept up to date by :meth:`record`."""
+        """The checkpoint's reconciliation, every run's batches (resumed from the control log at the first report:
+        the totals through the batch before it), kept up to date by :meth:`record`."""
+        self._totals_resumed = earlier is not None
+        self.keeps_totals = True
+        """Whether :meth:`record` writes the totals into the control log (not a Spark Connect client's copy, which
+        follows the server's: the server's writes them)."""
         self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
         self._end_on_request = earlier._end_on_request if earlier is not None else None
         self._end_of_input_requested = False
@@ -719,6 +724,11 @@ class Controller:
         replaced = None
         if report.next_batch is not None:  # a Spark Connect client's copy learns the server's plan from the report
             self.next_batch = report.next_batch
+        if not self._totals_resumed:  # the runs before this one: their totals through the batch before this one
+            saved = self.log.read_totals(report.batch_id - 1)
+            if saved is not None:
+                self.totals = RunTotals.restore(self.upstreams, saved)
+            self._totals_resumed = True
         if report.replayed and self.reports and self.reports[-1].batch_id == report.batch_id:
             replaced = self.reports[-1]
             self.reports[-1] = report
@@ -726,6 +736,8 @@ class Controller:
             self.reports.append(report)
             self.batches_reported += 1
         self.totals.add(report, lambda label: self.source_of(label)[0], replaced)
+        if self.keeps_totals:
+            self.log.write_totals(report.batch_id, self.totals.snapshot())
         warning = dead_letter_warning(report, first_dead_letter)
         if warning is not None:
             _LOG.warning(warning)

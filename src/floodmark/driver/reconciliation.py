@@ -17,8 +17,8 @@ windows, so in a query of one stage ``window_pairs`` is ``records - stage_dead_l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from floodmark.driver.controller import BatchReport
@@ -180,3 +180,17 @@ class RunTotals:
             for stage, upstream in self.upstreams.items():
                 mine = StageReconciliation.of([counted], stage, upstream, source_of)
                 self.stages[stage] = _plus(self.stages[stage], mine, sign)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The totals as JSON-able data (:meth:`restore` reads them back)."""
+        return {"run": asdict(self.run), "stages": {name: asdict(totals) for name, totals in self.stages.items()}}
+
+    @classmethod
+    def restore(cls, upstreams: Mapping[str, Sequence[str]], saved: Mapping[str, Any]) -> RunTotals:
+        """The totals :meth:`snapshot` saved, for a query of ``upstreams`` (a stage the snapshot lacks starts at 0)."""
+        totals = cls(upstreams)
+        totals.run = replace(totals.run, **{k: v for k, v in saved["run"].items() if k != "stages"})
+        for name, kept in saved.get("stages", {}).items():
+            if name in totals.stages:
+                totals.stages[name] = StageReconciliation(**kept)
+        return totals

@@ -788,6 +788,7 @@ class Pipeline:
             query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
             if follower is not None:
                 controller.metrics_path = None  # the server's copy (in the sink) writes the file; this one reads it
+                controller.keeps_totals = False  # and the run's totals
             return Launched(query, controller, spark_checkpoint, hosts)
 
         try:
