@@ -33,6 +33,18 @@ def test_durations_take_units_and_refuse_nonsense():
             parse_duration(bad)
 
 
+@pytest.mark.parametrize("text", ["30", " 30 ", "interval 30", "1 minute 30"])
+def test_a_number_without_a_unit_is_refused_in_text(text):
+    """An int is ms; text without a unit could be seconds or ms: refused, naming the forms that are taken."""
+    with pytest.raises(ValueError, match="without a unit") as refused:
+        parse_duration(text)
+    for form in ("'30 seconds'", "'30s'", "'500 ms'", "an int of ms", "a timedelta"):
+        assert form in str(refused.value)
+    assert parse_duration(30) == 30
+    with pytest.raises(ValidationError, match="without a unit"):
+        PipelineConfig.model_validate({"key_by": ["k"], "window": {"size": "60000"}})
+
+
 def test_pipeline_config_from_toml(tmp_path):
     path = tmp_path / "job.toml"
     path.write_text(

@@ -3,8 +3,8 @@
 A small JSON or TOML file (or the CLI's options) describes one windowed
 aggregation; :meth:`PipelineConfig.aggregation` turns it into an
 :class:`~floodmark.spark.EventTimeAggregation` over any streaming DataFrame.
-Durations are milliseconds or strings with a unit (``"50s"``, ``"1m"``,
-``"250ms"``, ``"2h"``)::
+Durations are milliseconds (numbers) or strings with a unit (``"50s"``, ``"1m"``,
+``"250ms"``, ``"2h"``; ``"30"`` is refused: seconds or milliseconds?)::
 
     event_time = "ts"
     key_by = ["channel", "behavior"]

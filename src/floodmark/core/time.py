@@ -3,9 +3,9 @@
 Every timestamp in floodmark is an ``int`` of milliseconds since the Unix epoch
 (UTC), for event time and processing time alike. Durations are ``int``
 milliseconds too; every public function that takes a duration also accepts a
-:class:`datetime.timedelta` or text (Spark's interval strings, ``"5 minutes"``,
-or short forms, ``"5m"``: :func:`parse_duration`) and converts it with
-:func:`to_millis`.
+:class:`datetime.timedelta` or text with a unit (Spark's interval strings,
+``"5 minutes"``, or short forms, ``"5m"``: :func:`parse_duration`; ``"5"`` is
+refused, an ``int`` is ms) and converts it with :func:`to_millis`.
 
 ``MIN_TIMESTAMP`` and ``MAX_TIMESTAMP`` are Java's ``Long.MIN_VALUE`` and
 ``Long.MAX_VALUE``, the bottom and top of a watermark as in Flink: a watermark of
@@ -214,18 +214,23 @@ _PART = re.compile(r"(\d+)\s*([a-z]*)")
 _DURATION = re.compile(r"^(?:interval\s+)?(?:\d+\s*[a-z]*\s*)+$")
 
 
+DURATION_FORMS = "text with a unit ('30 seconds', '30s', '500 ms', '1 minute 30 seconds'), an int of ms or a timedelta"
+"""The forms a duration is given in, as error messages name them."""
+
+
 def parse_duration(value: Any) -> int:
-    """Milliseconds from an int (ms), digits (ms), or numbers with units, Spark's interval strings among them:
+    """Milliseconds from an int (ms), or numbers with units, Spark's interval strings among them:
     ``"5 minutes"``, ``"1 minute 30 seconds"``, ``"interval 2 hours"``, ``"50s"``, ``"1m"``, ``"250ms"``, ``"2h"``.
 
     Units: ms, s, m (minutes), h, d, w, and their names (``millisecond(s)``, ``sec(s)``, ``second(s)``,
-    ``min(s)``, ``minute(s)``, ``hour(s)``, ``day(s)``, ``week(s)``), any case. Months and years are refused:
+    ``min(s)``, ``minute(s)``, ``hour(s)``, ``day(s)``, ``week(s)``), any case. Text without a unit (``"30"``)
+    is refused: seconds or milliseconds, it cannot tell (an ``int`` is ms). Months and years are refused too:
     their length varies.
 
-    :raises ValueError: for negative numbers, other units or anything else.
+    :raises ValueError: for negative numbers, a number without a unit, other units or anything else.
     """
     if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
+        raise ValueError(f"not a duration: {value!r} (use {DURATION_FORMS})")
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"a duration cannot be negative: {value}")
@@ -234,11 +239,14 @@ def parse_duration(value: Any) -> int:
         text = value.strip().lower()
         if _DURATION.match(text):
             parts = _PART.findall(text.removeprefix("interval"))
-            if all(unit in _UNITS or (unit == "" and len(parts) == 1) for _, unit in parts):
-                return sum(int(number) * _UNITS[unit or "ms"] for number, unit in parts)
-    raise ValueError(
-        f"not a duration: {value!r} (use ms, or numbers with units such as '5 minutes', '50s', '1 minute 30 seconds')"
-    )
+            if all(unit in _UNITS for _, unit in parts):
+                return sum(int(number) * _UNITS[unit] for number, unit in parts)
+            if all(unit in _UNITS or unit == "" for _, unit in parts):
+                raise ValueError(
+                    f"not a duration: {value!r} has a number without a unit (seconds? milliseconds?): use "
+                    f"{DURATION_FORMS}"
+                )
+    raise ValueError(f"not a duration: {value!r} (use {DURATION_FORMS})")
 
 
 _ZONE_SUFFIX = re.compile(
