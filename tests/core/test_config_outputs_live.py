@@ -13,7 +13,7 @@ from floodmark.apps.live import Totals, render
 from floodmark.apps.outputs import read_output, text_lines
 from floodmark.core import windows
 from floodmark.core.clock import ManualClock
-from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, parse_duration
+from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp, parse_duration
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_STAGE, BatchReport, Controller, SourceSettings
@@ -43,6 +43,27 @@ def test_a_number_without_a_unit_is_refused_in_text(text):
     assert parse_duration(30) == 30
     with pytest.raises(ValidationError, match="without a unit"):
         PipelineConfig.model_validate({"key_by": ["k"], "window": {"size": "60000"}})
+
+
+def test_a_far_future_dead_letter_says_its_times_in_iso_and_the_skew_as_a_duration():
+    import numpy as np
+
+    from floodmark.core.assign import validate_future_skew
+
+    now, year = 1_767_254_400_000, 365 * 86_400_000  # 2026-01-01T08:00Z
+    bad, reason = validate_future_skew(np.array([now, 4_102_444_800_000, 10**15]), now, year)
+    assert bad.tolist() == [False, True, True]
+    assert reason(1) == (
+        "timestamp 4102444800000 (2100-01-01T00:00:00.000Z) is more than 365 d (31536000000 ms) ahead of "
+        "processing time 1767254400000 (2026-01-01T08:00:00.000Z)"
+    )
+    assert reason(2).startswith("timestamp 1000000000000000 (after 9999-12-31T23:59:59.999Z) is more than 365 d")
+    _, short = validate_future_skew(np.array([70_500]), 0, 250)
+    assert short(0) == (
+        "timestamp 70500 (1970-01-01T00:01:10.500Z) is more than 250 ms ahead of processing time 0 "
+        "(1970-01-01T00:00:00.000Z)"
+    )
+    assert format_timestamp(151_851_341_158_908) == "6781-12-23T16:05:58.908Z", "exact to the ms (not via a float)"
 
 
 def test_pipeline_config_from_toml(tmp_path):

@@ -109,12 +109,13 @@ values = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
     ts=st.one_of(
         st.none(),
         st.integers(-(2**63), 2**63 - 1),
+        st.integers(0, 2**42),  # near processing time: ahead of it or not, each time written as ISO text
         st.sampled_from([EARLIEST_EVENT_TIME - 1, EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, LATEST_EVENT_TIME + 1]),
     ),
     raw=st.one_of(st.none(), TEXT),
     error=st.one_of(st.none(), TEXT),
     processing_time=st.integers(0, 2**41),
-    skew=st.one_of(st.none(), st.integers(0, 2**40)),
+    skew=st.one_of(st.none(), st.integers(0, 2**40), st.integers(0, 100_000)),  # the skew as a duration: ms, s, d
     v=values,
     w=values,
 )

@@ -160,7 +160,11 @@ def test_bad_rows_stats_and_gauges():
     assert bad[["k", "reason"]].values.tolist() == [
         ["a", "field 'v' is not a number: 'x'"],
         ["b", "missing timestamp"],
-        ["c", "timestamp 5000 is more than 1000 ms ahead of processing time 100"],
+        [
+            "c",
+            "timestamp 5000 (1970-01-01T00:00:05.000Z) is more than 1 s (1000 ms) ahead of processing time 100 "
+            "(1970-01-01T00:00:00.100Z)",
+        ],
     ]
     assert '"ts": 2' in bad["record"].iloc[0], "integral columns stay integers in the record JSON"
     stats = out[out.fm_kind == p.STATS].sort_values("fm_split")

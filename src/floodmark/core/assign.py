@@ -19,7 +19,7 @@ import pandas as pd
 
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
-from floodmark.core.time import event_time_in_range, out_of_range_reason
+from floodmark.core.time import event_time_in_range, future_skew_reason, out_of_range_reason
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.values import unwrap
 from floodmark.core.windows import Window, window_expired
@@ -77,8 +77,7 @@ def validate_future_skew(
     bad = timestamps > processing_time + max_future_skew
 
     def reason(i: int) -> str:
-        ahead = f"is more than {max_future_skew} ms ahead of processing time {processing_time}"
-        return f"timestamp {int(timestamps[i])} {ahead}"
+        return future_skew_reason(int(timestamps[i]), processing_time, max_future_skew)
 
     return bad, reason
 
