@@ -274,3 +274,64 @@ def test_event_times_are_read_by_the_runtime_s_rules():
     ]
     assert [event_time_of(f, "Europe/Berlin") for f in forms] == [eight] * len(forms)
     assert [event_time_of(v) for v in ["yesterday", 1.5, True, None, {"ms": 1}, "2026-13-01"]] == [None] * 6
+
+
+@pytest.mark.parametrize("args", [["replay", "--key-by", "k"], ["advise"]], ids=["replay", "advise"])
+def test_a_missing_input_folder_is_one_error_line_naming_it(tmp_path, args):
+    missing = tmp_path / "readings"
+    result = runner.invoke(app, [args[0], f"{missing}/", *args[1:]])
+    one_line_error(result, str(missing), "does not exist")
+    assert result.exit_code == 2 and "Usage" not in result.output
+
+
+@pytest.mark.parametrize("value", ["30", "30000"])
+def test_a_duration_option_without_a_unit_is_refused(value):
+    result = runner.invoke(app, ["replay", ".", "--key-by", "k", "--bound", value])
+    assert result.exit_code == 2
+    assert "without a unit" in result.output and "'30s'" in result.output
+
+
+def test_replay_s_time_zone_wins_over_the_pipeline_file_s_and_the_like_job_s(tmp_path):
+    """One rule: ``--time-zone`` given wins over the pipeline's (a file's ``time_zone``, a checkpoint's job's);
+    without it the pipeline's holds; without either, UTC."""
+    from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+    from floodmark.apps.cli import _in_zone, _job_of, _pipeline
+    from floodmark.driver.checkpoint_files import LocalFiles
+    from floodmark.driver.controller import SourceSettings
+    from floodmark.driver.definition import JobDefinition, SourceDefinition, WindowedStage
+
+    config = tmp_path / "job.toml"
+    config.write_text('key_by = ["device"]\nwindow = {size = "1m"}\ntime_zone = "Asia/Tokyo"\n')
+    assert _pipeline(config, *[None] * 8).time_zone == "Asia/Tokyo"
+    assert _pipeline(config, *[None] * 8, "Europe/Berlin").time_zone == "Europe/Berlin"
+    assert _pipeline(None, None, "device", *[None] * 6).time_zone == "UTC"
+
+    strategy = WatermarkStrategy.for_monotonous_timestamps()
+    stage = WindowedStage("a", ("s",), WindowSpec(windows.Tumbling(10), {"n": aggregates.count()}), ("k",))
+    source = SourceDefinition(SourceSettings(strategy), {"column": "ts"}, time_zone="Asia/Tokyo")
+    JobDefinition({"s": source}, {"a": stage}).write(LocalFiles(), str(tmp_path / "ckpt"))
+    job = _job_of(tmp_path / "ckpt")
+    assert job.sources["s"].time_zone == "Asia/Tokyo"
+    assert _in_zone(job, "Europe/Berlin").sources["s"].time_zone == "Europe/Berlin"
+    assert (
+        "wins over the pipeline file's time_zone and the --like job's"
+        in runner.invoke(app, ["replay", "--help"]).output
+    )
+
+
+def test_advise_s_table_is_not_wrapped_when_its_output_is_not_a_terminal(tmp_path):
+    """Into a log or a pipe rich would wrap at 80 columns; the table's rows stay whole (one line each)."""
+    import os
+    import subprocess
+    import sys
+
+    path = write_jsonl(tmp_path / "r.jsonl", [f'{{"ts": {t * 1000 - (t * 7919) % 200_000}}}' for t in range(2000)])
+    env = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+    command = [sys.executable, "-m", "floodmark.apps.cli", "advise", str(path), "--window", "1m"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("late <="))
+    assert len(header) > 80 and header.endswith("dropped (observed)"), lines
+    assert len(lines) == 3 + 6, lines  # two sentences, the header, six rows
+    assert all(line.endswith("%") for line in lines[3:]), lines

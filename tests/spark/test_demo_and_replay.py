@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,8 +16,10 @@ from rich.console import Console
 
 from floodmark.apps.demo import SEED_001, check_counts, run_demo
 from floodmark.apps.inspection import explain_run
+from floodmark.apps.outputs import read_output
 from floodmark.apps.replay import run_replay
 from floodmark.simulator.clickstream import ClickstreamConfig, generate
+from readme_blocks import page_blocks, run_block
 
 SMALL = ClickstreamConfig(
     seed=7,
@@ -101,3 +107,29 @@ def test_replay_of_the_same_on_time_records_gives_the_streaming_panes(demo, spar
     assert replayed.late.empty and streamed.late.empty
     assert panes(replayed.panes) == panes(streamed.panes)
     assert (tmp_path / "replay" / "results.txt").read_text() == (tmp_path / "stream" / "results.txt").read_text()
+
+
+def test_the_getting_started_replay_gives_the_python_job_s_windows(tmp_path):
+    """The docs' first job (zone-less ISO times read in Europe/Berlin) and the page's ``floodmark replay`` command
+    over the same readings: the same windows and counts (without the zone, g2's would be an hour off). The command
+    runs as a user runs it, its output captured (a pipe, not a terminal): its summary lines are not wrapped."""
+    data, job = page_blocks("getting-started.md")[:2]
+    run_block(data + job, tmp_path)  # the readings/ folders, then the job into out/, in a fresh interpreter
+    page = (Path(__file__).resolve().parents[2] / "docs" / "getting-started.md").read_text()
+    (command,) = [line for line in page.splitlines() if line.startswith("floodmark replay ")]
+    assert "--time-zone Europe/Berlin" in command
+    env = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+    run = [sys.executable, "-m", "floodmark.apps.cli", *shlex.split(command)[1:]]
+    result = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    python = read_output(tmp_path / "out", "panes")
+    replayed = read_output(tmp_path / "floodmark-replay", "panes")
+    expected = sorted(python[["device", "window_start", "readings"]].itertuples(index=False, name=None))
+    assert sorted(replayed[["device", "window_start", "count"]].itertuples(index=False, name=None)) == expected
+    nine = 1_767_254_400_000 + 3_600_000  # 2026-01-01T09:00Z: 10:00 in Berlin
+    assert ("d3", nine, 2) in expected, "g2's 10:00:20 and 10:00:50 Berlin time in the window of 09:00 UTC"
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("replayed "))
+    assert len(summary) > 80 and summary.endswith("(results.txt, panes/, late/, dead_letter/)"), summary
+    reconciliation = next(line for line in result.stdout.splitlines() if line.startswith("reconciliation: "))
+    assert "1 dead letters; (record, window) pairs" in reconciliation and reconciliation.endswith("late")

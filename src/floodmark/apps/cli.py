@@ -30,6 +30,12 @@ console = Console()
 errors = Console(stderr=True)
 
 
+def _say(text: object, **options) -> None:
+    """Print ``text`` on stdout; a line longer than the terminal stays one line when stdout is a file or a pipe
+    (rich would wrap it at 80 columns there: a log's tables broken in two), and the terminal wraps it on one."""
+    console.print(text, soft_wrap=not console.is_terminal, **options)
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
     errors.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)  # one line, however long
     return typer.Exit(code)
@@ -156,6 +162,14 @@ def _job_of(checkpoint: Path):  # -> JobDefinition (imported where used: the com
     )
 
 
+def _in_zone(job, time_zone: str):  # JobDefinition -> JobDefinition
+    """``job`` with ``time_zone`` for its sources' event-time text without an offset (``--time-zone``)."""
+    import dataclasses
+
+    sources = {name: dataclasses.replace(source, time_zone=time_zone) for name, source in job.sources.items()}
+    return dataclasses.replace(job, sources=sources)
+
+
 def _pipeline(
     config: Path | None,
     event_time: str | None,
@@ -166,6 +180,7 @@ def _pipeline(
     idleness: str | None,
     allowed_lateness: str | None,
     aggregate: list[str] | None,
+    time_zone: str | None = None,
 ) -> PipelineConfig:
     data: dict = {}
     if config is not None:
@@ -197,6 +212,8 @@ def _pipeline(
                 raise typer.BadParameter(f"{item!r}: use name=count or name=sum:field", param_hint="--aggregate")
             pairs[name] = spec
         data["aggregations"] = pairs
+    if time_zone:
+        data["time_zone"] = time_zone
     data.setdefault("window", WindowConfig(kind="tumbling", size=60_000).model_dump())
     try:
         return PipelineConfig.model_validate(data)
@@ -235,6 +252,13 @@ def replay(
     like: Annotated[
         Path | None, typer.Option(help="Run the job of this checkpoint (any job, defined in Python too) instead.")
     ] = None,
+    time_zone: Annotated[
+        str | None,
+        typer.Option(
+            help="Zone of event-time text without an offset (and of TIMESTAMP_NTZ values), e.g. Europe/Berlin. "
+            "Given, it wins over the pipeline file's time_zone and the --like job's; else theirs; else UTC."
+        ),
+    ] = None,
 ) -> None:
     """Replay history (files) through a pipeline as a bounded run, in path order whatever the files' modification
     times (or --order); every window fires at the end."""
@@ -248,8 +272,12 @@ def replay(
         if any(option is not None for option in given):
             raise typer.BadParameter("give either --like or a pipeline (--config and its options)", param_hint="--like")
         pipeline = _job_of(like)
+        if time_zone:
+            pipeline = _in_zone(pipeline, time_zone)
     else:
-        pipeline = _pipeline(config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate)
+        pipeline = _pipeline(
+            config, event_time, key_by, split, window, bound, idleness, allowed_lateness, aggregate, time_zone
+        )
     if file_format is not None and file_format not in FORMATS:
         raise typer.BadParameter(f"{file_format!r}: use one of {', '.join(FORMATS)}", param_hint="--format")
     if order not in ORDERS:
@@ -258,7 +286,7 @@ def replay(
         fmt = file_format or detect_format(input_path)
         files = list_files(input_path, fmt, order)  # type: ignore[arg-type]
     except (FileNotFoundError, ValueError) as error:
-        raise typer.BadParameter(str(error), param_hint="INPUT_PATH") from None
+        raise _fail(str(error), 2) from None
     console.print(
         f"reading {len(files):,} {fmt} file(s) in {order} order, {files_per_batch} per batch: "
         f"{files[0]}{f' ... {files[-1]}' if len(files) > 1 else ''}",
@@ -275,14 +303,14 @@ def replay(
 
         try:
             result = run_replay(input_path, pipeline, output, fmt, files_per_batch, order, on_progress=update)  # type: ignore[arg-type]
-        except ValueError as error:
+        except (FileNotFoundError, ValueError) as error:  # FileNotFoundError: the input gone since it was listed
             raise _fail(str(error)) from None
-    console.print(
+    _say(
         f"replayed {result.records:,} records in {result.batches} batches ({result.seconds:.1f} s): "
         f"{len(result.panes):,} panes, {len(result.late):,} late, {len(result.dead_letter):,} bad; "
         f"results in {output} (results.txt, panes/, late/, dead_letter/)"
     )
-    console.print(f"reconciliation: {result.reconciliation.describe()}")
+    _say(f"reconciliation: {result.reconciliation.describe()}")
 
 
 @app.command()
@@ -342,12 +370,12 @@ def advise(
         errors.print(f"[yellow]warning:[/] {escape(skipped)}", soft_wrap=True, highlight=False)
     profile = observe(records.splits, records.event_times)
     best = recommend(profile, target, window_size_ms=window_ms)
-    console.print(f"{profile.count:,} records; largest out-of-orderness {profile.max_out_of_orderness:,} ms")
-    console.print(
+    _say(f"{profile.count:,} records; largest out-of-orderness {profile.max_out_of_orderness:,} ms")
+    _say(
         f"for at most {target:.3%} late: bound {best.bound_ms:,} ms, allowed lateness {best.allowed_lateness_ms:,} ms "
         f"(results {best.latency_ms:,} ms later than with a perfect watermark)"
     )
-    console.print(format_tradeoff(tradeoff(profile, window_size_ms=window_ms)))
+    _say(format_tradeoff(tradeoff(profile, window_size_ms=window_ms)))
 
 
 def main() -> None:
