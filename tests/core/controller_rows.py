@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from floodmark.protocol.wire import DEAD_LETTERS_SPLIT
+
 
 def gauge_rows(hold: int | None, pending: int | None, open_windows: int, accepted: int = 0) -> list[dict[str, Any]]:
     """One bucket's GAUGE row (bucket 0, no deadlines)."""
@@ -23,3 +25,10 @@ def gauge_rows(hold: int | None, pending: int | None, open_windows: int, accepte
 def stats(split: str, count: int, lo: int, hi: int) -> dict[str, Any]:
     """One split's STATS row: ``count`` good records with event times ``lo..hi`` (ms)."""
     return {"fm_split": split, "fm_count": count, "fm_min_ts": lo, "fm_max_ts": hi}
+
+
+def unread(count: int, source: str | None = None) -> dict[str, Any]:
+    """The STATS row of ``count`` rows that are no record of their source (``source``: its name, in a graph of
+    several sources), as the stage that reports the source's splits sends it."""
+    label = DEAD_LETTERS_SPLIT if source is None else f"{source}/{DEAD_LETTERS_SPLIT}"
+    return {"fm_split": label, "fm_count": count, "fm_min_ts": 0, "fm_max_ts": 0}

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from controller_rows import gauge_rows, stats
+from controller_rows import gauge_rows, stats, unread
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -59,7 +59,7 @@ def test_a_single_aggregation_scraped_over_http_with_a_replay_counted_once(tmp_p
         clock.advance_to(T0 + 2_000)
         first = ctl.on_batch(
             0,
-            [stats("0", 3, 10_000, 20_000), stats("1", 2, 5_000, 8_000)],
+            [stats("0", 3, 10_000, 20_000), stats("1", 2, 5_000, 8_000), unread(1)],
             {AGGREGATION_STAGE: gauge_rows(0, T0 + 1_000, 2, 5)},
             {AGGREGATION_STAGE: {"PANE": 0, "LATE": 0, "BAD": 1}},
         )
@@ -87,7 +87,7 @@ def test_a_single_aggregation_scraped_over_http_with_a_replay_counted_once(tmp_p
         # Batch 0 again (a replay after a failure): same batch id, nothing counted twice.
         replayed = ctl.on_batch(
             0,
-            [stats("0", 3, 10_000, 20_000), stats("1", 2, 5_000, 8_000)],
+            [stats("0", 3, 10_000, 20_000), stats("1", 2, 5_000, 8_000), unread(1)],
             {AGGREGATION_STAGE: gauge_rows(0, T0 + 1_000, 2, 5)},
             {AGGREGATION_STAGE: {"PANE": 0, "LATE": 0, "BAD": 1}},
         )

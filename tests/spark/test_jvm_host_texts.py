@@ -136,7 +136,7 @@ def test_a_bad_records_reason_is_the_combiners(python_json, corrupt, ts, raw, er
     )
     combiner = MapSideCombiner(plan, SCHEMA)
     timestamps = pc.fill_null(row.column(p.TS), 0).to_numpy()
-    _, _, reasons = combiner._validate(row, timestamps, processing_time)
+    _, _, reasons, _ = combiner._validate(row, timestamps, processing_time)
 
     def bits(value: float | None) -> int:
         return struct.unpack("<q", struct.pack("<d", math.nan if value is None else value))[0]

@@ -22,7 +22,7 @@ from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.window import step
 from floodmark.driver.checkpoint_files import LocalFiles
 from floodmark.protocol.control import ControlEntry
-from floodmark.protocol.wire import IN, KIND, OUTPUT, STAGE, TICK
+from floodmark.protocol.wire import DEAD_LETTERS_SPLIT, IN, KIND, OUTPUT, STAGE, TICK
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.driver import query
@@ -168,7 +168,12 @@ def test_bad_rows_stats_and_gauges():
     ]
     assert '"ts": 2' in bad["record"].iloc[0], "integral columns stay integers in the record JSON"
     stats = out[out.fm_kind == p.STATS].sort_values("fm_split")
-    assert stats[["fm_split", "fm_count", "fm_min_ts", "fm_max_ts"]].values.tolist() == [["0", 1, 1, 1], ["1", 1, 3, 3]]
+    # The source's records, "x" among them (a dead letter of this stage only), and its two rows that are none.
+    assert stats[["fm_split", "fm_count", "fm_min_ts", "fm_max_ts"]].values.tolist() == [
+        [DEAD_LETTERS_SPLIT, 2, 0, 0],
+        ["0", 2, 1, 2],
+        ["1", 1, 3, 3],
+    ]
     (gauge,) = out[out.fm_kind == p.GAUGE].to_dict("records")
     assert (gauge["fm_seq"], gauge["fm_bad_count"], gauge["fm_pane_count"], gauge["fm_open_windows"]) == (0, 3, 0, 1)
 
