@@ -1,6 +1,8 @@
 """A Spark Connect client running one of ``connect_jobs.JOBS``: ``connect_driver.py <server url> <job> <root>``
 runs it to the end of its input and prints the handle's :func:`connect_jobs.summary` as one JSON line
-(``SUMMARY {...}``); ``connect_driver.py <server url> kafka <root> <bootstrap servers> <topic prefix>`` runs
+(``SUMMARY {...}``); ``connect_driver.py <server url> read <root>`` prints what ``read_late`` and
+``read_dead_letters`` give of ``<root>/out`` (:func:`connect_jobs.records_read_back`);
+``connect_driver.py <server url> kafka <root> <bootstrap servers> <topic prefix>`` runs
 :func:`connect_jobs.run_kafka`; with ``--start`` it runs the job to the end of its input too, prints ``BATCH <id>``
 as each batch's report reaches the client's listener, and waits until it is killed."""
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from connect_jobs import JOBS, replay, replay_summary, run, run_kafka, summary
+from connect_jobs import JOBS, records_read_back, replay, replay_summary, run, run_kafka, summary
 from pyspark.sql import SparkSession
 
 if __name__ == "__main__":
@@ -22,6 +24,9 @@ if __name__ == "__main__":
     if job == "aligned":  # connect_driver.py <url> aligned <root> <bootstrap servers> <topic>
         found = replay_summary(replay(spark, sys.argv[4], sys.argv[5], root, aligned=True))
         print("SUMMARY " + json.dumps(found), flush=True)
+        sys.exit(0)
+    if job == "read":  # connect_driver.py <url> read <root>: a finished run's outputs read back
+        print("SUMMARY " + json.dumps(records_read_back(spark, root / "out")), flush=True)
         sys.exit(0)
     kafka = sys.argv[4:6] if job == "kafka" else None
     if "--start" in sys.argv[4:]:

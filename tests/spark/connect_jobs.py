@@ -21,10 +21,13 @@ from floodmark.spark import (
     Outputs,
     Pipeline,
     SourceTime,
+    read_dead_letters,
     read_json_lines,
     read_kafka,
+    read_late,
     topic_partitions,
 )
+from floodmark.spark.outputs.results import RECORD_FIELDS
 
 MINUTE = 60_000
 SCHEMA = "ts LONG, user STRING, channel STRING, partition INT"
@@ -174,6 +177,17 @@ def replay_summary(query: FloodmarkQuery) -> dict[str, Any]:
         "late": sum(r.late for r in reports),
         "batches": len(reports),
     }
+
+
+def records_read_back(spark: Any, out: Path) -> dict[str, Any]:
+    """The late records and dead letters under ``out`` as ``read_late`` and ``read_dead_letters`` give them without a
+    schema (the records' schema inferred by Spark): each one's inferred schema and its rows, in one order."""
+    found = {}
+    for kind, read in (("late", read_late), ("dead_letter", read_dead_letters)):
+        frame = read(spark, str(out)).drop("batch_id")
+        rows = sorted(json.dumps(row.asDict(recursive=True), sort_keys=True, default=str) for row in frame.collect())
+        found[kind] = {"schema": frame.schema[RECORD_FIELDS].dataType.simpleString(), "rows": rows}
+    return found
 
 
 JOBS = {"aggregation": aggregation, "pipeline": pipeline, "jvm": lambda spark, root: aggregation(spark, root, True)}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from connect_jobs import STAGES, produce, produce_skewed, run, run_kafka, summary, write_input
+from connect_jobs import STAGES, produce, produce_skewed, records_read_back, run, run_kafka, summary, write_input
 from spark_helpers import read_output, recorded_hosts
 
 from floodmark.spark.connect import connect_path_problem
@@ -62,7 +62,8 @@ def outputs(spark, root: Path, job: str) -> dict[str, pd.DataFrame]:
 @pytest.mark.parametrize("job", ["aggregation", "pipeline", "jvm"])
 def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, tmp_path, job):
     """A job run over Connect equals its classic run: one stage, two stages, and one stage on the JVM map side and
-    the JVM host (``jvm``: reached through floodmark's plan hints, no py4j, on both sessions)."""
+    the JVM host (``jvm``: reached through floodmark's plan hints, no py4j, on both sessions). ``read_late`` and
+    ``read_dead_letters`` without a schema infer the records' schema over Connect as on a classic session (no RDD)."""
     classic, remote = tmp_path / "classic", tmp_path / "connect"
     write_input(classic / "in")
     write_input(remote / "in")
@@ -82,6 +83,11 @@ def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, 
     for root in (classic, remote):
         hosts = recorded_hosts(root / "ckpt")
         assert set(hosts.values()) == {host}, hosts
+    if job == "aggregation":
+        read_back, _ = run_connect(connect_server, "read", remote)
+        assert read_back == records_read_back(spark, classic / "out")
+        assert "ts:bigint" in read_back["late"]["schema"] and read_back["late"]["rows"], read_back
+        assert len(read_back["dead_letter"]["rows"]) == 2, read_back
     if job == "jvm":
         # Neither the map side nor the host fell back (each would say why in a warning).
         assert "not in the JVM" not in output and "runs on the Python host" not in output, output

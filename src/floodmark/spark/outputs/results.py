@@ -155,6 +155,7 @@ def _read(spark: SparkSession, path: str | Path, kind: str) -> DataFrame:
 def _parsed(rows: DataFrame, schema: StructType | str | None) -> DataFrame:
     if schema is None:  # Spark's JSON schema inference over the records that are JSON objects
         texts = rows.select(output.RECORD).where(F.ltrim(F.col(output.RECORD)).startswith("{"))
-        schema = rows.sparkSession.read.json(texts.rdd.map(lambda row: row[0])).schema
+        # A DataFrame of texts (pyspark >= 4.2), not an RDD: a Spark Connect session has no RDD API.
+        schema = rows.sparkSession.read.json(texts).schema
     parsed = F.from_json(F.col(output.RECORD), schema, {"mode": "PERMISSIVE"})
     return rows.withColumn(RECORD_FIELDS, parsed)
