@@ -113,20 +113,45 @@ def with_floodmark_extensions(extensions: str | None) -> str:
     return ",".join(classes if EXTENSIONS in classes else [*classes, EXTENSIONS])
 
 
-def connect_server_conf(kafka: bool = False) -> dict[str, str]:
+def connect_server_conf(kafka: bool = False, shuffle_partitions: int | None = None) -> dict[str, str]:
     """The Spark settings of a Spark Connect server whose clients run floodmark's queries
     (``SparkSession.builder.remote("sc://...")``): :func:`required_conf`, :data:`PATIENT_CONF`, UTC as the session
     time zone, floodmark's session extensions (:data:`EXTENSIONS`: its SQL functions, without py4j) and its jar
-    (with ``kafka``, Spark's Kafka connector too) as ``spark.jars``. Give them to the server at its start, e.g.
-    ``$SPARK_HOME/sbin/start-connect-server.sh $(python -m floodmark.jvm --connect-server)``.
+    (with ``kafka``, Spark's Kafka connector too) as ``spark.jars``, and the server-wide settings
+    :func:`local_session` makes: small shuffles, no UI, :data:`STATUS_RETENTION` and its driver memory. Give them to
+    the server at its start, e.g. ``$SPARK_HOME/sbin/start-connect-server.sh $(python -m floodmark.jvm
+    --connect-server)``; a ``--conf`` given after them wins (spark-submit keeps a setting's last value).
+
+    :arg shuffle_partitions: ``spark.sql.shuffle.partitions``, what a new checkpoint's stateful operators get (and
+        floodmark's default bucket count, at least 8); default: this machine's cores, which is what the server's
+        default master (``local[*]``) runs tasks on, as :func:`local_session` takes its ``local[cores]``. Spark's
+        own default, 200, makes every stateful operator of every micro-batch run 200 tasks, each committing a
+        state store: the README's job took several times as long as with 2 on 2 cores. For a server whose
+        executors are elsewhere (a cluster master), give their total cores.
 
     The server's Python (``PYSPARK_PYTHON`` or ``spark.pyspark.python``) must have floodmark installed, with the
     client's versions of floodmark, pyspark, pandas and pyarrow: the query's ``foreachBatch`` step, floodmark's
     controller, runs there. docs/how-to/spark-connect.md has the whole setup.
     """
-    conf = {**required_conf(), **PATIENT_CONF, "spark.sql.session.timeZone": "UTC", "spark.sql.extensions": EXTENSIONS}
+    conf = {
+        **required_conf(),
+        **PATIENT_CONF,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.extensions": EXTENSIONS,
+        "spark.sql.shuffle.partitions": str(shuffle_partitions or _machine_cores()),
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": os.environ.get("FLOODMARK_DRIVER_MEMORY", "2g"),
+        **STATUS_RETENTION,
+    }
     on_classpath = spark_jars(kafka)
     return {**conf, "spark.jars": on_classpath} if on_classpath else conf
+
+
+def _machine_cores() -> int:
+    """The cores this process may run on (what the JVM's ``local[*]`` counts, affinity included)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 2
 
 
 def configure_spark_with_floodmark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
