@@ -40,7 +40,8 @@ class ConnectServer:
 
     :arg cores: its ``local[cores]`` master. :arg conf: more settings (they win over floodmark's).
     :arg kafka: Spark's Kafka connector on its classpath too. :arg work_dir: its log and working directory
-        (default: a temporary folder removed on stop).
+        (default: a temporary folder removed on stop). :arg python: the server's Python (its ``foreachBatch``
+        process and Python workers; default: this interpreter), which must import floodmark.
     """
 
     def __init__(
@@ -49,8 +50,10 @@ class ConnectServer:
         conf: Mapping[str, str] | None = None,
         kafka: bool = False,
         work_dir: str | Path | None = None,
+        python: str | None = None,
     ) -> None:
         self.cores = cores
+        self.python = python or sys.executable
         self.conf = dict(conf or {})
         self.kafka = kafka
         self._owns_dir = work_dir is None
@@ -83,7 +86,7 @@ class ConnectServer:
             "spark.driver.host": HOST,
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": str(self.cores),
-            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.python": self.python,
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_log_config()}",
             **self.conf,
         }
@@ -98,7 +101,7 @@ class ConnectServer:
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")  # spark-submit's name for "the class is Spark's own: no application jar"
-        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": self.python}
         with open(self.work_dir / "server.log", "wb") as log:
             self.process = subprocess.Popen(
                 command,

@@ -16,7 +16,8 @@ import pytest
 from connect_jobs import STAGES, produce, produce_skewed, records_read_back, run, run_kafka, summary, write_input
 from spark_helpers import read_output, recorded_hosts
 
-from floodmark.spark.connect import connect_path_problem
+from floodmark.spark.connect import connect_path_problem, start_again_when_busy
+from floodmark.spark.driver.restarts import BUSY_MACHINE_RESTARTS
 
 pytestmark = pytest.mark.spark
 
@@ -24,11 +25,27 @@ DRIVER = Path(__file__).with_name("connect_driver.py")
 SLOW = pytest.mark.skipif(os.environ.get("FLOODMARK_SLOW_TESTS") != "1", reason="slow variant: FLOODMARK_SLOW_TESTS=1")
 
 
+SLOW_START = """#!/bin/sh
+case "$*" in
+  *foreach_batch_worker*)
+    if [ -e "{armed}" ]; then rm -f "{armed}"; sleep 14; fi ;;
+esac
+exec "{python}" "$@"
+"""
+"""The server's Python: this interpreter, except that the query's ``foreachBatch`` process, which the server starts
+inside ``start()``, waits 14 s before it starts when the file ``{armed}`` exists (once: it removes the file), as on a
+server too busy for it to connect back within Spark's fixed 10 s."""
+
+
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
     from floodmark_dev.connect_server import ConnectServer
 
-    with ConnectServer(cores=2, kafka=True, work_dir=tmp_path_factory.mktemp("connect-server")) as server:
+    work_dir = tmp_path_factory.mktemp("connect-server")
+    python = work_dir / "python"
+    python.write_text(SLOW_START.format(armed=work_dir / "slow-start", python=sys.executable))
+    python.chmod(0o755)
+    with ConnectServer(cores=2, kafka=True, work_dir=work_dir, python=str(python)) as server:
         yield server
 
 
@@ -91,6 +108,46 @@ def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, 
     if job == "jvm":
         # Neither the map side nor the host fell back (each would say why in a warning).
         assert "not in the JVM" not in output and "runs on the Python host" not in output, output
+
+
+def test_a_query_start_that_a_busy_server_fails_is_made_again(connect_server, tmp_path):
+    """Over Connect the server starts the query's ``foreachBatch`` process inside ``start()``: on a busy server that
+    process misses Spark's 10 s to connect back and ``start()`` itself fails ("Python worker failed to connect
+    back"), before the query exists. The start is made again, said in one line, and the run goes to its end (here
+    the server's Python is made that slow for one start: :data:`SLOW_START`)."""
+    write_input(tmp_path / "in", files=1, rows=100)
+    armed = connect_server.work_dir / "slow-start"
+    armed.touch()
+    got, output = run_connect(connect_server, "aggregation", tmp_path)
+    assert not armed.exists(), "the slow start happened"
+    said = [line for line in output.splitlines() if "starting it again" in line]
+    assert said == [
+        "floodmark: Python worker failed to connect back at the query's start (a busy machine?): starting it again "
+        "(1 of 3)"
+    ]
+    assert got["last_watermark"] == 2**63 - 1 and got["reconciliation"]["rows_in"] == 100
+    assert "Traceback" not in output, output[-4000:]
+
+
+def test_a_start_is_made_again_for_a_busy_machine_only_and_at_most_three_times_in_a_row():
+    calls = []
+
+    def start(error: str | None) -> str:
+        calls.append(error)
+        if error is not None and len(calls) <= BUSY_MACHINE_RESTARTS + 1:
+            raise RuntimeError(error)
+        return "started"
+
+    busy = "org.apache.spark.SparkException: Python worker failed to connect back."
+    assert start_again_when_busy(lambda: start(busy if len(calls) < 2 else None)) == "started" and len(calls) == 3
+    calls.clear()
+    with pytest.raises(RuntimeError, match="connect back"):
+        start_again_when_busy(lambda: start(busy))
+    assert len(calls) == 1 + BUSY_MACHINE_RESTARTS
+    calls.clear()
+    with pytest.raises(RuntimeError, match="PATH_NOT_FOUND"):
+        start_again_when_busy(lambda: start("[PATH_NOT_FOUND] Path does not exist"))
+    assert len(calls) == 1
 
 
 def test_under_connect_floodmark_files_are_absolute_plain_paths():

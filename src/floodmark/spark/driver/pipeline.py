@@ -72,7 +72,7 @@ from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
 from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
-from floodmark.spark.connect import is_connect
+from floodmark.spark.connect import is_connect, start_again_when_busy
 from floodmark.spark.driver import arrow_batches, python_workers
 from floodmark.spark.driver.query import (
     EndOfInputRequest,
@@ -785,7 +785,9 @@ class Pipeline:
                 controller.end_input_when(spark_checkpoint.planned_no_new_input)
             elif end_request is not None:
                 controller.end_input_when_requested(end_request.made, spark_checkpoint.planned_no_new_input)
-            query = start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
+            query = start_again_when_busy(
+                lambda: start_query(frame, sink, controller, spark_checkpoint, trigger_interval, query_name)
+            )
             if follower is not None:
                 controller.metrics_path = None  # the server's copy (in the sink) writes the file; this one reads it
                 controller.keeps_totals = False  # and the run's totals
