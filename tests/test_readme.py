@@ -50,7 +50,7 @@ def test_the_job_over_spark_connect(tmp_path):
     (tmp_path / "in" / "clicks.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     check = CHECK_PANES.format(panes=tmp_path / "out" / "panes", keys=("channel", "behavior"), value="count")
     with ConnectServer(cores=2, work_dir=tmp_path / "server") as server:
-        out = json.loads(run_block(block.replace("sc://localhost:15002", server.url) + check, tmp_path))
+        out = json.loads(run_block(block.replace("sc://127.0.0.1:15002", server.url) + check, tmp_path))
     assert out == window_counts(rows, ("channel", "behavior"))
 
 
