@@ -4,7 +4,8 @@ On a saturated machine Spark 4.3 gives up on a Python worker that does not conne
 (``PythonWorkerFactory``): at a query's start that is the driver-side worker of ``transformWithStateInPandas``,
 and the query fails with "Python worker failed to connect back". Here the machine is made that slow for that one
 worker, for real: ``PYSPARK_PYTHON`` is a wrapper that sleeps 14 s before the first such worker starts. The
-handle starts the query again from its checkpoint, says so in one line, and the results are exact.
+handle starts the query again from its checkpoint, says so in one line, and the results are exact; while it
+does, the handle's ``isActive``, ``exception()`` and ``status`` say the query runs and restarts.
 """
 
 from __future__ import annotations
@@ -46,5 +47,20 @@ def test_a_python_worker_too_slow_to_start_delays_the_query_and_loses_nothing(tm
         "checkpoint (1 of 3)"
     ]
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out == {"restarts": 1, "counts": [10] * 10, "rows_in": 100}
+    # While the handle started the failed query again, the floodmark query was running (recovering), and said so.
+    looks = out.pop("while_restarting")
+    assert looks["looks"] >= 3, "the handle was looked at while it restarted the query (busy_machine_driver.py)"
+    restarting = {
+        "message": "restarting after Python worker failed to connect back (a busy machine?): attempt 1 of 3, "
+        "starting the query",
+        "isDataAvailable": False,
+        "isTriggerActive": False,
+    }
+    assert looks == {
+        **looks,
+        "isActive": [True],
+        "exception": ["None"],
+        "status": [json.dumps(restarting, sort_keys=True)],
+    }
+    assert out == {"restarts": 1, "counts": [10] * 10, "rows_in": 100, "after": {"isActive": False, "exception": None}}
     assert "Traceback" not in result.stderr and "NullPointerException" not in result.stderr

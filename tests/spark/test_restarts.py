@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import signal
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -100,3 +105,121 @@ def test_a_query_failing_between_two_looks_of_the_handle_is_started_again_not_ra
         assert handle.query is second and handle.restarts == 1
     finally:
         handle.stop()
+
+
+class FakeQuery:
+    """A stand-in for Spark's ``StreamingQuery`` that runs until the test fails or stops it."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+        self.error: str | None = None
+        self.waiting = threading.Event()
+
+    def fail(self, error: str) -> None:
+        self.error = error
+        self.ended.set()
+
+    def exception(self) -> str | None:
+        return self.error if self.ended.is_set() else None
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return self.ended.wait(timeout)
+
+    @property
+    def isActive(self) -> bool:
+        return not self.ended.is_set()
+
+    @property
+    def status(self) -> dict:
+        return {"message": "Waiting for next trigger", "isDataAvailable": False, "isTriggerActive": False}
+
+    def stop(self) -> None:
+        self.ended.set()
+
+
+def eventually(condition, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.01)
+
+
+def handle_of(query: FakeQuery, relaunch=None, policy: Restarts | None = None):
+    from floodmark.spark.driver.query import FloodmarkQuery, Launched
+
+    launched = Launched(query, SimpleNamespace(batches_reported=0), None, {})
+    return FloodmarkQuery(
+        launched, {}, {}, None, relaunch=relaunch or (lambda earlier: launched), restart_policy=policy
+    )
+
+
+def test_a_query_the_handle_starts_again_is_active_and_says_so_until_the_handle_gives_up():
+    from floodmark.spark.driver.query import Launched
+
+    first, second = FakeQuery(), FakeQuery()
+    starting, go = threading.Event(), threading.Event()
+
+    def relaunch(earlier):
+        starting.set()
+        go.wait(10)
+        return Launched(second, earlier, None, {})
+
+    handle = handle_of(first, relaunch, Restarts(attempts=1, initial_delay_s=0.5))
+    cause = KAFKA_TIMEOUT.rstrip(".") + " (Kafka out of reach?)"
+    try:
+        assert handle.isActive and handle.status["message"] == "Waiting for next trigger"
+        first.fail(KAFKA_TIMEOUT)  # the handle says so at once, whether or not its watcher has seen it yet
+        assert handle.isActive and handle.exception() is None
+        assert re.fullmatch(
+            rf"restarting after {re.escape(cause)}: attempt 1 of 1 in 0\.[1-5] s", handle.status["message"]
+        )
+        assert starting.wait(10)  # the delay is over: the query starts
+        assert handle.status == {
+            "message": f"restarting after {cause}: attempt 1 of 1, starting the query",
+            "isDataAvailable": False,
+            "isTriggerActive": False,
+        }
+        assert handle.awaitTermination(0.2) is False, "a query being started again has not stopped"
+        go.set()
+        eventually(lambda: handle.query is second)
+        assert handle.isActive and handle.exception() is None and handle.status["message"] == "Waiting for next trigger"
+        second.fail(KAFKA_TIMEOUT)  # the one restart in a row is spent: the handle gives up
+        eventually(lambda: not handle.isActive)
+        assert handle.exception() == KAFKA_TIMEOUT and handle.status["message"] == "Waiting for next trigger"
+        with pytest.raises(RuntimeError, match="the floodmark query failed: floodmark batch 4 failed while writing"):
+            handle.awaitTermination()
+    finally:
+        go.set()
+        handle.stop()
+
+
+def test_a_failure_the_handle_does_not_restart_after_ends_the_query_at_once():
+    query = FakeQuery()
+    handle = handle_of(query, policy=Restarts())
+    try:
+        query.fail("org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed")
+        assert not handle.isActive and "SaslAuthenticationException" in handle.exception()
+        assert handle.status["message"] == "Waiting for next trigger"
+    finally:
+        handle.stop()
+
+
+def test_ctrl_c_in_await_termination_stops_the_query_and_raises_keyboard_interrupt(caplog):
+    query = FakeQuery()
+    handle = handle_of(query)
+    handler = signal.getsignal(signal.SIGINT)
+
+    def press_ctrl_c() -> None:
+        query.waiting.wait(10)  # the wait is under way (in the JVM, through py4j, for a real query)
+        time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    with caplog.at_level(logging.WARNING, logger="floodmark"), pytest.raises(KeyboardInterrupt):
+        handle.awaitTermination()
+    assert query.ended.is_set() and not handle.isActive and handle.exception() is None, "stopped"
+    assert signal.getsignal(signal.SIGINT) is handler, "SIGINT's handler is the program's again"
+    assert [r.getMessage() for r in caplog.records] == [
+        "floodmark: interrupted: stopping the query (starting it again from its checkpoint resumes it)"
+    ]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import re
+import signal
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +34,7 @@ from floodmark.explain.window import Explanation
 from floodmark.spark import hadoop_files
 from floodmark.spark.connect import connect_path_problem, is_connect
 from floodmark.spark.driver.report_follower import ReportFollower
-from floodmark.spark.driver.restarts import Restart, Restarts
+from floodmark.spark.driver.restarts import Restart, Restarts, RestartUnderWay
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import NOT_COMMITTED
 from floodmark.spark.outputs.sinks import Outputs
@@ -240,10 +243,123 @@ def cause_line(error: object) -> str:
     return failed.group(1) if failed else first_line(error)
 
 
+def restart_cause(error: object) -> str:
+    """:func:`cause_line` as a restart's log line and status say it (without "not committed" and the stop)."""
+    return cause_line(error).removesuffix(NOT_COMMITTED).rstrip(".")
+
+
 def failure_line(error: object) -> str:
     """:func:`cause_line`, saying where the whole error is when it is Spark's."""
     failed = FAILED_BATCH.search(str(error))
     return cause_line(error) if failed else f"{first_line(error)} (query.exception() has Spark's whole error)"
+
+
+_STILL_RESTARTING = object()
+"""What :meth:`FloodmarkQuery._settle_restart` returns when its deadline came while the watcher restarts."""
+
+_ctrl_c = False
+"""Ctrl-C came during one of the handle's waits in the main thread (set by :func:`_mark_ctrl_c`)."""
+
+
+def _mark_ctrl_c(signum: int, frame: object) -> None:
+    """SIGINT's handler during a handle's wait in the main thread: marks it, and the wait raises
+    KeyboardInterrupt at its next look (:class:`_Wait`)."""
+    global _ctrl_c
+    _ctrl_c = True
+
+
+def _marking_ctrl_c() -> bool:
+    """This thread is the main one and Ctrl-C is marked, not raised (a handle's wait is under way)."""
+    return threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is _mark_ctrl_c
+
+
+def _check_ctrl_c() -> None:
+    """Raise KeyboardInterrupt in the main thread when Ctrl-C came during the wait (:func:`_mark_ctrl_c`)."""
+    if _ctrl_c and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt
+
+
+def _pause(seconds: float) -> None:
+    """Sleep in one of the handle's waits, then raise KeyboardInterrupt if Ctrl-C came meanwhile."""
+    time.sleep(seconds)
+    _check_ctrl_c()
+
+
+def _interruptible(call: Callable[[], Any], default: Any = None) -> Any:
+    """``call()`` (a wait in the JVM, through py4j), or ``default`` when it raises (its error is the query's
+    ``exception()``). In the main thread during a handle's wait it runs on a thread of its own while this one
+    looks for Ctrl-C every 0.1 s: a KeyboardInterrupt raised inside a py4j call makes py4j log page-long
+    tracebacks about the connection it leaves behind."""
+    if not _marking_ctrl_c():
+        try:
+            return call()
+        except Exception:
+            return default
+    result = [default]
+    done = threading.Event()
+
+    def wait() -> None:
+        try:
+            result[0] = call()
+        except Exception:
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=wait, name="floodmark-query-wait", daemon=True).start()
+    while not done.wait(0.1):
+        _check_ctrl_c()
+    return result[0]
+
+
+def _replaceable(handler: object) -> bool:
+    """``handler`` is SIGINT's as Python or PySpark set it (raise KeyboardInterrupt; PySpark's first cancels every
+    job, through py4j), not one of the program's own."""
+    return handler is signal.default_int_handler or getattr(handler, "__module__", "").startswith("pyspark.")
+
+
+class _Wait:
+    """One of the handle's waits (:meth:`FloodmarkQuery.awaitTermination`, ``processAllAvailable``, the
+    waits of ``await_batches``, ``await_settled`` and ``run_to_completion``), which Ctrl-C ends by stopping the
+    query.
+
+    In the main thread, while SIGINT's handler is Python's or PySpark's, Ctrl-C only marks the wait
+    (:func:`_mark_ctrl_c`): PySpark's handler cancels every job and raises KeyboardInterrupt in the middle of
+    the py4j call that waits, and py4j then logs some 90 lines of tracebacks. The wait looks for the mark
+    outside py4j (:func:`_pause`, :func:`_interruptible`) and raises KeyboardInterrupt; a wait left with
+    KeyboardInterrupt (from whichever handler) stops the query (:meth:`FloodmarkQuery._stop_interrupted`) and
+    the KeyboardInterrupt goes on. Nested waits share the outermost one's handler."""
+
+    def __init__(self, handle: FloodmarkQuery) -> None:
+        self.handle = handle
+        self.previous: Any = None
+
+    def __enter__(self) -> None:
+        global _ctrl_c
+        if threading.current_thread() is threading.main_thread():
+            handler = signal.getsignal(signal.SIGINT)
+            if _replaceable(handler):
+                self.previous = handler
+                _ctrl_c = False
+                signal.signal(signal.SIGINT, _mark_ctrl_c)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        global _ctrl_c
+        if self.previous is None:  # not the outermost wait, or not in the main thread
+            if kind is not None and issubclass(kind, KeyboardInterrupt) and not _marking_ctrl_c():
+                self.handle._stop_interrupted()
+            return
+        pressed, _ctrl_c = _ctrl_c, False
+        try:
+            interrupted = kind is not None and issubclass(kind, KeyboardInterrupt)
+            if interrupted or (kind is None and pressed):  # Ctrl-C just as the wait ended: the same
+                self.handle._stop_interrupted()
+        finally:
+            signal.signal(signal.SIGINT, self.previous)
+        if interrupted and isinstance(trace, types.TracebackType):
+            trace.tb_next = None  # its traceback ends in the wait that was interrupted, not in how it looked
+        if kind is None and pressed:
+            raise KeyboardInterrupt
 
 
 class FloodmarkQuery:
@@ -258,7 +374,12 @@ class FloodmarkQuery:
     query again from its checkpoint (exactly-once: the batch that failed runs again), at once after a Python
     worker that did not start in time, after a growing delay while Kafka does not answer, as its
     :class:`~floodmark.spark.driver.restarts.Restarts` says, and logs one line each time (:attr:`restarts` counts
-    them). :attr:`query` is then the new Spark query.
+    them). :attr:`query` is then the new Spark query. Meanwhile the floodmark query is running, recovering:
+    :attr:`isActive` is True, :meth:`exception` None and :attr:`status` says ``restarting after ...``; once the
+    handle gives up (its restarts in a row spent, a failure it does not restart after), they say why it stopped.
+
+    Ctrl-C in the main thread while it waits in one of the handle's waits stops the query, says so in one line and
+    raises KeyboardInterrupt, without py4j's tracebacks (:class:`_Wait`); a start from the checkpoint resumes it.
 
     :ivar stage_outputs: ``{stage: Outputs}``, upstream first. :ivar stages: ``{stage: its definition}``.
     """
@@ -292,7 +413,13 @@ class FloodmarkQuery:
         self._relaunch = relaunch
         self._stopping = False
         self._stopped = threading.Event()
-        self._restarting = False
+        self._lock = threading.Lock()
+        """Guards the watcher's decision (:attr:`_restarting`, :attr:`_watching`, the counts in a row) against
+        the readers of the handle's state (:meth:`_restart_under_way`)."""
+        self._restarting: RestartUnderWay | None = None
+        """The restart the watcher is making (waiting its delay or starting the query), or None."""
+        self._watching = relaunch is not None
+        """The watcher still decides about the query's end: False once it has given up or the query ended."""
         self._in_a_row = 0
         self._reports_at_restart = 0
         self._watcher: threading.Thread | None = None
@@ -340,64 +467,105 @@ class FloodmarkQuery:
 
     def _watch(self) -> None:
         """Wait for the query to end; start it again when :attr:`restart_policy` says so (see the class)."""
-        while True:
-            launched = self._launched
-            with contextlib.suppress(Exception):
-                launched.query.awaitTermination()
-            if not self._stopping and launched.query.isActive:
-                # The wait broke off (a py4j call that failed) while the query runs on: had the watcher ended
-                # here, the query's next failure would stop the handle with no restart.
-                _LOG.debug("floodmark: the wait for the query ended while it runs; waiting again")
-                time.sleep(0.5)
-                continue
-            error = None if self._stopping else launched.query.exception()
-            self._restarting = True
-            try:
-                restart = None if error is None else self._restart(error)
-                if restart is None or self._relaunch is None:
-                    return
-                self._in_a_row = self._restarts_in_a_row() + 1
-                self._reports_at_restart = launched.controller.batches_reported
-                self.restarts += 1
-                if self.metrics is not None:
-                    self.metrics.restarted()
-                _LOG.warning(
-                    "floodmark: %s (%s): starting the query again from its checkpoint%s (%d of %d)",
-                    cause_line(error).removesuffix(NOT_COMMITTED).rstrip("."),
-                    restart.why,
-                    f" in {restart.delay_s:.1f} s" if restart.delay_s else "",
-                    self._in_a_row,
-                    restart.limit,
-                )
-                if self._stopped.wait(restart.delay_s):
-                    return
-                try:
-                    again = self._relaunch(launched.controller)  # its reports and end condition carry over
-                except Exception as failure:  # the handle's waits raise the first error; say why this one came
-                    _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
-                    return
-                self._launched = again
-            finally:
-                self._restarting = False
+        try:
+            while self._watch_one():
+                pass
+        finally:
+            with self._lock:
+                self._watching = False
 
-    def _settle_restart(self) -> Any:
+    def _watch_one(self) -> bool:
+        """Wait for the current query to end and start it again if it failed with an error to restart after:
+        whether the watcher goes on (False: the query stopped, ended or failed for good)."""
+        launched = self._launched
+        with contextlib.suppress(Exception):
+            launched.query.awaitTermination()
+        if not self._stopping and launched.query.isActive:
+            # The wait broke off (a py4j call that failed) while the query runs on: had the watcher ended
+            # here, the query's next failure would stop the handle with no restart.
+            _LOG.debug("floodmark: the wait for the query ended while it runs; waiting again")
+            time.sleep(0.5)
+            return True
+        error = None if self._stopping else launched.query.exception()
+        with self._lock:  # decided and made known at once: the readers see a restart or none, never half of one
+            restart = None if error is None else self._restart(error)
+            if restart is None:
+                self._watching = False
+                return False
+            in_a_row = self._restarts_in_a_row() + 1
+            self._restarting = RestartUnderWay(
+                restart_cause(error), restart.why, in_a_row, restart.limit, time.monotonic() + restart.delay_s
+            )
+            self._in_a_row = in_a_row
+            self._reports_at_restart = launched.controller.batches_reported
+            self.restarts += 1
+        try:
+            if self.metrics is not None:
+                self.metrics.restarted()
+            _LOG.warning(
+                "floodmark: %s (%s): starting the query again from its checkpoint%s (%d of %d)",
+                restart_cause(error),
+                restart.why,
+                f" in {restart.delay_s:.1f} s" if restart.delay_s else "",
+                in_a_row,
+                restart.limit,
+            )
+            if self._stopped.wait(restart.delay_s):
+                return False
+            try:
+                again = self._relaunch(launched.controller)  # type: ignore[misc]  # reports, end condition carry over
+            except Exception as failure:  # the handle's waits raise the first error; say why this one came
+                _LOG.warning("floodmark: the query could not start again: %s", first_line(failure))
+                with self._lock:
+                    self._watching = False
+                return False
+            self._launched = again
+            if self._stopping:  # stop() came while the query started again: it stops this one too
+                with contextlib.suppress(Exception):
+                    again.query.stop()
+                return False
+            return True
+        finally:
+            with self._lock:
+                self._restarting = None
+
+    def _restart_under_way(self, error: object) -> RestartUnderWay | None:
+        """The restart the watcher makes (or is about to make: it has not yet seen the failure) after ``error``,
+        the current query's; None when it makes none (no error, stopped, given up, a failure it does not
+        restart)."""
+        if error is None or self._stopping:
+            return None
+        with self._lock:
+            if not self._watching:
+                return None
+            if self._restarting is not None:
+                return self._restarting
+            restart = self._restart(error)
+            if restart is None:
+                return None
+            return RestartUnderWay(
+                restart_cause(error),
+                restart.why,
+                self._restarts_in_a_row() + 1,
+                restart.limit,
+                time.monotonic() + restart.delay_s,
+            )
+
+    def _settle_restart(self, deadline: float | None = None) -> Any:
         """While a failed query is being started again by the watcher, wait until it has been (or has not); a
         started query that fails in turn (a broker still down) is waited for the same way.
 
         :returns: the error that stopped the current query for good, or None (it runs, or it ended without
-            one). The error is read once and decided on: a second read could see a failure the first did not
-            and raise it while the watcher is about to start the query again."""
+            one); :data:`_STILL_RESTARTING` when ``deadline`` (``time.monotonic()``) came first. The error is
+            read once and decided on: a second read could see a failure the first did not and raise it while
+            the watcher is about to start the query again."""
         while True:
             launched = self._launched
             error = launched.query.exception()
-            while (
-                error is not None
-                and self._launched is launched
-                and self._watcher is not None
-                and self._watcher.is_alive()
-                and (self._restarting or self._restart(error) is not None)
-            ):
-                time.sleep(0.05)
+            while self._launched is launched and self._restart_under_way(error) is not None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return _STILL_RESTARTING
+                _pause(0.05)
             if self._launched is launched:
                 return error
 
@@ -419,13 +587,24 @@ class FloodmarkQuery:
 
     @property
     def isActive(self) -> bool:
-        """Whether the query is running."""
-        return self.query.isActive
+        """Whether the query is running: also while the handle starts it again after a failure (it recovers);
+        False once it has stopped, ended, or failed for good (:meth:`exception` then says why)."""
+        while True:
+            launched = self._launched
+            active = launched.query.isActive or self._restart_under_way(launched.query.exception()) is not None
+            if self._launched is launched:
+                return active
 
     @property
     def status(self) -> dict[str, Any]:
-        """Spark's status of the query: ``message``, ``isDataAvailable``, ``isTriggerActive``."""
-        return self.query.status
+        """Spark's status of the query: ``message``, ``isDataAvailable``, ``isTriggerActive``; while the handle
+        starts the query again, its own: ``restarting after <why>: attempt 2 of 10 in 1.5 s``."""
+        while True:
+            launched = self._launched
+            restarting = None if launched.query.isActive else self._restart_under_way(launched.query.exception())
+            if self._launched is launched:
+                break
+        return launched.query.status if restarting is None else restarting.status(time.monotonic())
 
     @property
     def lastProgress(self) -> dict[str, Any] | None:
@@ -438,35 +617,44 @@ class FloodmarkQuery:
         return self.query.recentProgress
 
     def exception(self) -> Any:
-        """The error that stopped the query (PySpark's ``StreamingQueryException``), or None."""
-        return self.query.exception()
+        """The error that stopped the query (PySpark's ``StreamingQueryException``), or None: None too while the
+        handle starts the query again after a failure (:attr:`status` says so), the error once it gives up."""
+        while True:
+            launched = self._launched
+            error = launched.query.exception()
+            restarting = self._restart_under_way(error) is not None
+            if self._launched is launched:
+                return None if restarting else error
 
     def awaitTermination(self, timeout: float | None = None) -> bool | None:
         """Wait until the query stops (or ``timeout`` seconds: then whether it has stopped), as PySpark's; a failed
         query raises floodmark's one line instead of Spark's pages. A query started again (see the class) is
-        waited for in turn."""
+        waited for in turn: it has not stopped. Ctrl-C stops the query and raises KeyboardInterrupt (see the
+        class)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            launched = self._launched
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ended: bool | None = True
-            with contextlib.suppress(Exception):  # its error is the query's exception(), raised below
-                ended = launched.query.awaitTermination(left) if left is not None else launched.query.awaitTermination()
-            if left is not None and not ended:
-                return False
-            self._check()  # raises a failure the watcher does not restart; waits while it restarts one
-            if self._launched is launched:
-                return True if timeout is not None else None
+        with _Wait(self):
+            while True:
+                launched = self._launched
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                # Its error is the query's exception(), raised below.
+                wait = launched.query.awaitTermination
+                ended = _interruptible(wait if left is None else functools.partial(wait, left), True)
+                if left is not None and not ended:
+                    return False
+                if not self._check(deadline):  # raises a failure the watcher does not restart; waits while it
+                    return False  # restarts one (until the deadline)
+                if self._launched is launched:
+                    return True if timeout is not None else None
 
     def processAllAvailable(self) -> None:
         """Block until the input available now has been processed (PySpark's; for tests)."""
-        while True:
-            launched = self._launched
-            with contextlib.suppress(Exception):  # its error is the query's exception(), raised below
-                launched.query.processAllAvailable()
-            self._check()
-            if self._launched is launched:
-                return
+        with _Wait(self):
+            while True:
+                launched = self._launched
+                _interruptible(launched.query.processAllAvailable)  # its error is the query's exception()
+                self._check()
+                if self._launched is launched:
+                    return
 
     # ------------------------------------------------------------ floodmark's own
     @overload
@@ -527,8 +715,9 @@ class FloodmarkQuery:
 
     @property
     def reconciliation(self) -> Reconciliation:
-        """Where this run's input rows went (rows in = records + dead letters; pairs = in windows + late), over
-        every stage and every batch of this handle; :meth:`stage_reconciliation` for one stage."""
+        """Where the checkpoint's input rows went (rows in = records + dead letters; pairs = in windows + late),
+        over every stage and every batch, this handle's and those of the runs before it on the same checkpoint;
+        :meth:`stage_reconciliation` for one stage."""
         self._follow()
         return self.controller.totals.run
 
@@ -554,11 +743,12 @@ class FloodmarkQuery:
         """Wait until ``count`` more batches have completed."""
         target = self.batches_completed + count
         deadline = time.monotonic() + timeout_s
-        while self.batches_completed < target:
-            self._check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {self.batches_completed} of {target} batches completed in {timeout_s} s")
-            time.sleep(0.05)
+        with _Wait(self):
+            while self.batches_completed < target:
+                self._check()
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"only {self.batches_completed} of {target} batches completed in {timeout_s} s")
+                _pause(0.05)
 
     @property
     def settled(self) -> bool:
@@ -574,11 +764,14 @@ class FloodmarkQuery:
     def await_settled(self, timeout_s: float = 120.0) -> None:
         """Wait until :attr:`settled`."""
         deadline = time.monotonic() + timeout_s
-        while not self.settled:
-            self._check()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the query did not settle in {timeout_s} s (plan: {self.controller.next_batch})")
-            time.sleep(0.05)
+        with _Wait(self):
+            while not self.settled:
+                self._check()
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the query did not settle in {timeout_s} s (plan: {self.controller.next_batch})"
+                    )
+                _pause(0.05)
 
     def finish_when_input_exhausted(
         self, timeout_s: float = 3600.0, exhausted: Callable[[], bool] | None = None
@@ -603,35 +796,52 @@ class FloodmarkQuery:
                 "over Spark Connect the query's controller runs in the server: it cannot call a function of the "
                 "client's; finish_when_input_exhausted() ends the input at the first batch that plans none"
             )
-        self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
-        if self._end_request is not None and not self._bounded:  # tell the server's controller, then wake it
-            self._end_request.make()
-            if self.controller.engine.ticks is not None:
-                self.controller.engine.ticks.request(0)
-        deadline = time.monotonic() + timeout_s
-        while (last := self._last_report()) is None or last.watermark != MAX_TIMESTAMP:
-            self._check()
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError("the bounded run did not finish in time")
-            time.sleep(0.05)
-        # The report comes from the flush's sink, before Spark commits the batch: stop once the trigger has
-        # ended, so that the flush is committed and no write is interrupted.
-        while self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
-            self._check()
-            time.sleep(0.02)
-        self.stop()
-        # A trigger that started anyway before the stop (a source's own batch) had nothing to emit, and what its
-        # interrupted write left behind would never be replaced by a replay.
-        for outputs in self.stage_outputs.values():
-            outputs.discard_after(self.spark, last.batch_id)
+        with _Wait(self):
+            self.controller.end_input_when(exhausted or self.spark_checkpoint.planned_no_new_input)
+            if self._end_request is not None and not self._bounded:  # tell the server's controller, then wake it
+                self._end_request.make()
+                if self.controller.engine.ticks is not None:
+                    self.controller.engine.ticks.request(0)
+            deadline = time.monotonic() + timeout_s
+            while (last := self._last_report()) is None or last.watermark != MAX_TIMESTAMP:
+                self._check()
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TimeoutError("the bounded run did not finish in time")
+                _pause(0.05)
+            # The report comes from the flush's sink, before Spark commits the batch: stop once the trigger has
+            # ended, so that the flush is committed and no write is interrupted.
+            while self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                self._check()
+                _pause(0.02)
+            self.stop()
+            # A trigger that started anyway before the stop (a source's own batch) had nothing to emit, and what its
+            # interrupted write left behind would never be replaced by a replay.
+            for outputs in self.stage_outputs.values():
+                outputs.discard_after(self.spark, last.batch_id)
 
     def _last_report(self) -> BatchReport | None:
         self._follow()
         reports = self.controller.reports  # the controller of the latest start (a restart makes a new one)
         return reports[-1] if reports else None
 
-    def _check(self) -> None:
-        error = self._settle_restart()
+    def _check(self, deadline: float | None = None) -> bool:
+        """Raise floodmark's line for a failure the watcher does not restart; wait while it restarts one, until
+        ``deadline`` (``time.monotonic()``): False when it still restarts then."""
+        error = self._settle_restart(deadline)
+        if error is _STILL_RESTARTING:
+            return False
         if error is not None:
             raise RuntimeError(f"the floodmark query failed: {failure_line(error)}") from None
+        return True
+
+    def _stop_interrupted(self) -> None:
+        """Stop the query after Ctrl-C in one of the handle's waits (:class:`_Wait`), saying so in one line. The
+        session's other queries and jobs go on (PySpark's handler would cancel every job). A second Ctrl-C gives
+        up waiting for the stop (a batch under way ends first): the KeyboardInterrupt goes on at once, and the
+        JVM ends with the process."""
+        _LOG.warning("floodmark: interrupted: stopping the query (starting it again from its checkpoint resumes it)")
+        try:
+            _interruptible(self.stop)
+        except KeyboardInterrupt:
+            _LOG.warning("floodmark: interrupted again: not waiting for the query to stop")

@@ -94,3 +94,28 @@ class Restart:
     delay_s: float
     why: str
     limit: int
+
+
+@dataclass(frozen=True)
+class RestartUnderWay:
+    """A restart the handle is making: after the query failed with ``cause`` (floodmark's line), the
+    ``attempt``-th of at most ``limit`` in a row (``why`` said), starting the query again at ``starts_at``
+    (``time.monotonic()``). While it is under way the floodmark query is running: the handle's ``isActive`` is
+    True, its ``exception()`` None and its ``status`` :meth:`status`."""
+
+    cause: str
+    why: str
+    attempt: int
+    limit: int
+    starts_at: float
+
+    def message(self, now: float) -> str:
+        """``restarting after <cause> (<why>): attempt 2 of 10 in 1.5 s`` (``..., starting the query`` once the
+        delay is over)."""
+        left = self.starts_at - now
+        when = f" in {left:.1f} s" if left >= 0.05 else ", starting the query"
+        return f"restarting after {self.cause} ({self.why}): attempt {self.attempt} of {self.limit}{when}"
+
+    def status(self, now: float) -> dict[str, object]:
+        """PySpark's ``StreamingQuery.status`` of the query while it restarts: no data to read, no trigger."""
+        return {"message": self.message(now), "isDataAvailable": False, "isTriggerActive": False}
