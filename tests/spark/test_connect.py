@@ -16,8 +16,9 @@ import pytest
 from connect_jobs import STAGES, produce, produce_skewed, records_read_back, run, run_kafka, summary, write_input
 from spark_helpers import read_output, recorded_hosts
 
-from floodmark.spark.connect import connect_path_problem, start_again_when_busy
+from floodmark.spark.connect import client_path, connect_path_problem, start_again_when_busy
 from floodmark.spark.driver.restarts import BUSY_MACHINE_RESTARTS
+from readme_blocks import page_blocks
 
 pytestmark = pytest.mark.spark
 
@@ -154,6 +155,52 @@ def test_under_connect_floodmark_files_are_absolute_plain_paths():
     assert connect_path_problem("/data/ckpt") is None
     assert "relative path" in (connect_path_problem("ckpt") or "")
     assert "not a URI" in (connect_path_problem("s3a://bucket/ckpt") or "")
+
+
+class _ConnectSession:
+    """Stands for a Spark Connect session: :func:`~floodmark.spark.connect.is_connect` goes by the class's module."""
+
+
+_ConnectSession.__module__ = "pyspark.sql.connect.session"
+
+
+def test_under_connect_a_relative_path_is_the_clients(tmp_path, monkeypatch):
+    """The paths a user gives are made absolute against the client's working directory over Connect (the server's
+    is another), a trailing slash kept; an absolute path, a URI, and any path on a classic session are unchanged."""
+    monkeypatch.chdir(tmp_path)
+    connect = _ConnectSession()
+    assert client_path(connect, "out") == str(tmp_path / "out")
+    assert client_path(connect, "readings/") == f"{tmp_path / 'readings'}/"
+    assert client_path(connect, Path("out", "panes")) == str(tmp_path / "out" / "panes")
+    assert client_path(connect, "/data/ckpt/") == "/data/ckpt/"
+    assert client_path(connect, "s3a://bucket/ckpt") == "s3a://bucket/ckpt"
+    assert client_path(object(), "readings/") == "readings/"
+    assert connect_path_problem(client_path(connect, "ckpt/")) is None
+
+
+def test_getting_started_runs_as_written_over_spark_connect(connect_server, tmp_path):
+    """The docs site's Getting started, its blocks in order (the sample input, the job, reading the results, running
+    it continuously), with only ``spark = local_session()`` made a remote session, in a client process of its own
+    whose working directory holds its relative paths ("readings/", "ckpt/", "out/", ...): the output the page shows,
+    as the classic run gives it (``test_install.py``), and nothing in the server's working directory."""
+    data, job, results, live = page_blocks("getting-started.md")[:4]
+    assert job.count("spark = local_session()") == 1
+    session = f'SparkSession.builder.remote("{connect_server.url}").getOrCreate()'
+    remote = f"from pyspark.sql import SparkSession; spark = {session}"
+    code = data + job.replace("spark = local_session()", remote) + results + live
+    client = tmp_path / "client"
+    client.mkdir()
+    done = subprocess.run([sys.executable, "-c", code], cwd=client, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}\nserver log: {connect_server.log}"
+    out = done.stdout
+    assert "rows in 6 = 5 records + 1 dead letters; (record, window) pairs 5 = 5 in windows + 0 late" in out, out
+    assert "|    d3|2026-01-01 09:00:00|       2|        18.2|ON_TIME|" in out, "g2's zone-less times in Berlin time"
+    assert "unparsable timestamp: 'yesterday'" in out
+    assert "|    d1|2026-01-01 09:01:00|       1|ON_TIME|" in out, "the continuous query fired once both gateways moved"
+    for name in ("ckpt", "out", "ckpt-live", "out-live"):
+        assert (client / name).is_dir(), f"{name}/ is the client's"
+    server_side = {p.name for p in connect_server.work_dir.iterdir()}
+    assert not server_side & {"readings", "ckpt", "out", "ckpt-live", "out-live"}, server_side
 
 
 def start_and_kill(server, job: str, root: Path, *args: str, after: int = 3) -> list[int]:

@@ -72,7 +72,7 @@ from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
 from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
-from floodmark.spark.connect import is_connect, start_again_when_busy
+from floodmark.spark.connect import client_path, is_connect, start_again_when_busy
 from floodmark.spark.driver import arrow_batches, python_workers
 from floodmark.spark.driver.query import (
     EndOfInputRequest,
@@ -690,7 +690,7 @@ class Pipeline:
         """
         stage = stage_named(list(self.stages), stage, "the pipeline")
         spark = next(iter(self.sources.values())).frame.sparkSession
-        log, _ = control_log(checkpoint, spark)
+        log, _ = control_log(client_path(spark, checkpoint), spark)
         return explain_stage(self._controller(log), self.stages[stage], key, window, batch)
 
     def start(
@@ -737,6 +737,8 @@ class Pipeline:
             if missing:
                 raise ValueError(f"no output given for stages {missing}")
             outputs = {name: Outputs.of(output[name]) for name in self.stages}
+        checkpoint = client_path(spark, checkpoint)  # over Spark Connect a relative path is the client's
+        outputs = {name: each.client_paths(spark) for name, each in outputs.items()}
         check_locations(checkpoint, list(outputs.values()), spark)
         connect = is_connect(spark)
         graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})

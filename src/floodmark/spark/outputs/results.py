@@ -29,6 +29,7 @@ from floodmark.core.window_results import LATEST, WEIGHTED_MEAN, ResultFromPanes
 from floodmark.driver.pane_description import ROWS, PaneDescription
 from floodmark.protocol import output
 from floodmark.spark import hadoop_files
+from floodmark.spark.connect import client_path
 from floodmark.spark.outputs.sinks import DEAD_LETTER, LATE, PANES
 
 RECORD_FIELDS = "record_fields"
@@ -51,7 +52,7 @@ def read_panes(spark: SparkSession, path: str | Path, latest: bool = True) -> Da
         without a count) where some window fired more than one pane: the reason, and ``latest=False`` to read
         every pane.
     """
-    folder = _folder(path, PANES)
+    folder = _folder(spark, path, PANES)
     panes = _read(spark, path, PANES)
     if not latest:
         return panes
@@ -133,13 +134,15 @@ def read_dead_letters(spark: SparkSession, path: str | Path, schema: StructType 
     return _parsed(_read(spark, path, DEAD_LETTER), schema)
 
 
-def _folder(path: str | Path, kind: str) -> str:
-    root = str(path).rstrip("/")
+def _folder(spark: SparkSession, path: str | Path, kind: str) -> str:
+    """The ``kind`` folder of the output at ``path`` (a root or the folder itself), as ``spark`` must be given it
+    (:func:`~floodmark.spark.connect.client_path`: over Spark Connect a relative path is the client's)."""
+    root = client_path(spark, path).rstrip("/")
     return root if root.rsplit("/", 1)[-1] == kind else f"{root}/{kind}"
 
 
 def _read(spark: SparkSession, path: str | Path, kind: str) -> DataFrame:
-    folder = _folder(path, kind)
+    folder = _folder(spark, path, kind)
     files = hadoop_files.files_for(folder, spark)
     names = files.list_names(folder)
     batches = [name for name in names if name.startswith(f"{output.BATCH_ID}=")]

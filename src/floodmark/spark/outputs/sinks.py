@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -38,7 +38,7 @@ from pyspark.sql.types import StructType
 from floodmark.driver import checkpoint_files
 from floodmark.jvm import missing_data_source
 from floodmark.protocol.output import BATCH_ID, PANE_INDEX, WINDOW_END, WINDOW_START
-from floodmark.spark.connect import connect_path_problem, is_connect
+from floodmark.spark.connect import client_path, connect_path_problem, is_connect
 from floodmark.spark.hadoop_files import session_files
 from floodmark.spark.plan import sql_name
 
@@ -426,6 +426,22 @@ class Outputs:
 
     def sink(self, kind: str) -> Sink:
         return {PANES: self.panes, LATE: self.late, DEAD_LETTER: self.dead_letter}[kind]
+
+    def client_paths(self, spark: SparkSession) -> Outputs:
+        """These outputs with their file sinks' paths and tables' locations as ``spark`` must be given them
+        (:func:`~floodmark.spark.connect.client_path`: over Spark Connect a relative path is the client's); the
+        same outputs on a classic session."""
+        if not is_connect(spark):
+            return self
+
+        def on_client(sink: Sink) -> Sink:
+            if isinstance(sink, FileSink):
+                return replace(sink, path=client_path(spark, sink.path))
+            if isinstance(sink, TableSink) and sink.location is not None:
+                return replace(sink, location=client_path(spark, sink.location))
+            return sink
+
+        return Outputs(*(on_client(self.sink(kind)) for kind in KINDS))
 
     def check_before_start(self, connect: bool = False) -> None:
         """A ``ValueError`` before the query starts when a file sink's path cannot be a directory

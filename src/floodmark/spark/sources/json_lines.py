@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from floodmark.spark.connect import client_path
 from floodmark.spark.plan import TEXT, corrupt_record_column
 
 _PARSED = "fm_parsed"
@@ -52,7 +53,7 @@ def read_json_lines(
         column is that column.
     :arg options: options of Spark's text source (``maxFilesPerTrigger``, ``pathGlobFilter``, ``lineSep``, ...).
     """
-    lines = spark.readStream.options(**dict(options or {})).text(path)
+    lines = spark.readStream.options(**dict(options or {})).text(client_path(spark, path))
     parsed_schema = struct_schema(spark, schema)
     declared = {f.name: f.dataType for f in parsed_schema.fields}
     folders = [c for c in lines.columns if c != "value"]
