@@ -94,16 +94,18 @@ def test_the_readme_pipeline_runs_from_the_installed_wheel(wheel_venv, tmp_path)
 
 
 def test_getting_started_works_as_written_from_the_installed_wheel(wheel_venv, tmp_path):
-    """The docs site's Getting started, its blocks in order (the sample input, the job, reading the results), in a
-    virtualenv with only the wheel: the output the page shows, and quietly (no JVM notice, no warning)."""
-    data, job, results = page_blocks("getting-started.md")[:3]
+    """The docs site's Getting started, its blocks in order (the sample input, the job, reading the results, running
+    it continuously), in a virtualenv with only the wheel: the output the page shows, and quietly (no JVM notice,
+    no warning)."""
+    data, job, results, live = page_blocks("getting-started.md")[:4]
     python = wheel_venv / "bin" / "python"
     result = subprocess.run(
-        [str(python), "-c", data + job + results], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        [str(python), "-c", data + job + results + live], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-4000:]
     out = result.stdout
     assert "rows in 6 = 5 records + 1 dead letters; (record, window) pairs 5 = 5 in windows + 0 late" in out
     assert "|    d3|2026-01-01 09:00:00|       2|        18.2|ON_TIME|" in out, "g2's zone-less times in Berlin time"
     assert "unparsable timestamp: 'yesterday'" in out
+    assert "|    d1|2026-01-01 09:01:00|       1|ON_TIME|" in out, "the continuous query fired once both gateways moved"
     assert result.stderr.strip() == "", result.stderr[-4000:]
