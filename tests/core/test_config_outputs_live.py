@@ -64,6 +64,7 @@ def test_a_far_future_dead_letter_says_its_times_in_iso_and_the_skew_as_a_durati
         "(1970-01-01T00:00:00.000Z)"
     )
     assert format_timestamp(151_851_341_158_908) == "6781-12-23T16:05:58.908Z", "exact to the ms (not via a float)"
+    assert format_timestamp(np.int64(1_767_225_953_570)) == "2026-01-01T00:05:53.570Z", "numpy's ints (panes' times)"
 
 
 def test_pipeline_config_from_toml(tmp_path):

@@ -108,7 +108,7 @@ def test_records_a_stage_could_not_use_are_said_apart_from_the_sources_dead_lett
     totals.add(report(0, (5, 5, 2, 8, 0, 2, 3, 1)), lambda label: "src")
     run = totals.run
     assert (run.rows_in, run.records, run.dead_letters, run.stage_dead_letters) == (12, 10, 2, 3)
-    assert "; 3 records were dead letters of a stage that could not use them; " in run.describe()
+    assert "; 3 more dead letters of stages that could not use records; " in run.describe()
 
 
 def test_a_restarted_controller_resumes_the_checkpoints_totals(tmp_path):

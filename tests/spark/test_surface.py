@@ -123,7 +123,7 @@ def test_every_line_is_counted_once_and_every_dead_letter_keeps_its_text(spark, 
     assert run_totals.rows_in == sum(len(each) for each in lines.values()), run_totals.describe()
     assert run_totals.dead_letters == sum(len(each) for each in files.dead_letters.values()), run_totals.describe()
     assert run_totals.stage_dead_letters == len(files.without_fare) > 0, run_totals.describe()
-    said = f"{len(files.without_fare)} records were dead letters of a stage that could not use them"
+    said = f"{len(files.without_fare)} more dead letters of stages that could not use records"
     assert said in run_totals.describe()
     fares = query.stage_reconciliation("fares")
     assert fares.input_rows == len(lines["completions"])

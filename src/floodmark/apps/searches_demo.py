@@ -51,7 +51,8 @@ def run_searches_demo(output: Path, config: searches.SearchConfig, console: Cons
 
     def read(stage: str, kind: str) -> pd.DataFrame:
         path = output / stage / kind
-        return spark.read.parquet(str(path)).toPandas() if path.exists() and any(path.iterdir()) else pd.DataFrame()
+        written = path.exists() and any(path.glob("batch_id=*"))
+        return spark.read.parquet(str(path)).toPandas() if written else pd.DataFrame()
 
     joined, late = read("clicked", "panes"), read("clicked", "late")
     late_urls = {json.loads(r)["url"] for r in late["record"]} if len(late) else set()

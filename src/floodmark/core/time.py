@@ -153,7 +153,7 @@ def format_timestamp(timestamp: int) -> str:
     if timestamp >= MAX_TIMESTAMP:
         return "MAX"
     try:
-        instant = _EPOCH + timedelta(milliseconds=timestamp)  # exact: timestamp / 1000, a float, was off by 1 ms
+        instant = _EPOCH + timedelta(milliseconds=int(timestamp))  # exact: timestamp / 1000, a float, was off by 1 ms
     except OverflowError:
         return str(timestamp)
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")

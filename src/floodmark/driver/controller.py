@@ -108,6 +108,9 @@ class StageReport:
     """The stage's dead letters: its sources' rows that are no record (:attr:`source_dead_letters`) and its own."""
     source_dead_letters: int = 0
     """Of ``bad``, its sources' rows that are no record (every stage reading the source has them)."""
+    made_dead_letters: int = 0
+    """Of ``bad``, the ones the stage made of its own work (a process function's calls that raised, rows that do
+    not fit its output), not input it refused."""
     accepted: int = 0
     open_windows: int = 0
     oldest_pending: int | None = None
@@ -159,8 +162,8 @@ class BatchReport:
     source_dead_letters: dict[str, int] = field(default_factory=dict)
     """:attr:`input_dead_letters` by source."""
     stage_dead_letters: int = 0
-    """Records that a stage could not use (an aggregate's input missing or not a number; panes a stage refused):
-    dead letters of that stage, summed over the stages."""
+    """Dead letters the stages made of records they read (an aggregate's input missing or not a number, a process
+    function's call that raised or row that does not fit; panes a stage refused), summed over the stages."""
 
     next_batch: NextBatch | None = None
     """When the controller asked for the next batch without input, decided after this one (None: not said)."""
@@ -686,6 +689,7 @@ class Controller:
             late=stage_counts.get(wire.LATE, 0),
             bad=stage_counts.get(wire.BAD, 0),
             source_dead_letters=sum(unread.get(upstream, 0) for upstream in graph.upstreams[stage]),
+            made_dead_letters=sum(int(g.get(wire.COUNT) or 0) for g in rows),
             accepted=sum(int(g.get(wire.ACCEPTED) or 0) for g in rows),
             open_windows=buckets.total(stage, wire.OPEN_WINDOWS),
             oldest_pending=min(pending) if pending else None,

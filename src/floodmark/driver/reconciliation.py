@@ -68,12 +68,11 @@ class Reconciliation:
     def describe(self) -> str:
         """``rows in 1,000 = 990 records + 10 dead letters; (record, window) pairs 990 = 985 in windows + 5 late``;
         with several stages ``(record, window) pairs of the 3 stages 1,200 = ...``; records a stage could not use
-        are said between the two: ``...; 3 records were dead letters of a stage that could not use them; ...``."""
+        are said between the two: ``...; 3 more dead letters of stages that could not use records; ...``."""
         pairs = "(record, window) pairs" if self.stages == 1 else f"(record, window) pairs of the {self.stages} stages"
         refused = ""
         if self.stage_dead_letters:
-            were = "record was a dead letter" if self.stage_dead_letters == 1 else "records were dead letters"
-            refused = f"{self.stage_dead_letters:,} {were} of a stage that could not use them; "
+            refused = f"{self.stage_dead_letters:,} more dead letters of stages that could not use records; "
         return (
             f"rows in {self.rows_in:,} = {self.records:,} records + {self.dead_letters:,} dead letters; {refused}"
             f"{pairs} {self.window_pairs:,} = {self.in_windows:,} in windows + {self.late:,} late"
@@ -85,10 +84,12 @@ class StageReconciliation:
     """Where one stage's input rows went, over a run's batches.
 
     A stage reads its sources' rows (``input_rows`` = their records and the rows that are none) or its upstream
-    stages' panes (``input_rows`` = those panes, one row each); its dead letters are the rows that are no record
-    and the records it could not use. Its good records' (record, window) pairs are added to windows or late::
+    stages' panes (``input_rows`` = those panes, one row each); its dead letters are the input rows it refused
+    (rows that are no record, records it could not use) and those it made of its own work (a process function's
+    calls that raised, rows that do not fit its output). Its good records' (record, window) pairs are added to
+    windows or late::
 
-        input_rows == records + dead_letters
+        input_rows == records + refused   (refused == dead_letters - made_dead_letters)
         window_pairs == in_windows + late
 
     and ``window_pairs == records`` for assigners that give a record one window (tumbling, sessions, global).
@@ -100,11 +101,19 @@ class StageReconciliation:
     in_windows: int
     late: int
     panes: int
+    made_dead_letters: int = 0
+    """Of ``dead_letters``, those the stage made of its own work (a process function's calls that raised, rows that
+    do not fit its output): the rest are input rows it refused."""
+
+    @property
+    def refused(self) -> int:
+        """The input rows that were dead letters (``dead_letters`` but the ones the stage made)."""
+        return self.dead_letters - self.made_dead_letters
 
     @property
     def records(self) -> int:
         """The stage's good input rows."""
-        return self.input_rows - self.dead_letters
+        return self.input_rows - self.refused
 
     @property
     def window_pairs(self) -> int:
@@ -133,16 +142,19 @@ class StageReconciliation:
             input_rows=input_rows,
             dead_letters=bad,
             in_windows=sum(s.accepted for s in mine),
+            made_dead_letters=sum(s.made_dead_letters for s in mine),
             late=sum(s.late for s in mine),
             panes=sum(s.panes for s in mine),
         )
 
     def describe(self) -> str:
-        """``stage means: input 120 = 120 records + 0 dead letters; pairs 120 = 118 in windows + 2 late; 4 panes``."""
+        """``stage means: input 120 = 120 records + 0 dead letters; pairs 120 = 118 in windows + 2 late; 4 panes``,
+        and ``; 2 more dead letters made by its function`` when the stage made some."""
+        made = f"; {self.made_dead_letters:,} more dead letters made by its function" if self.made_dead_letters else ""
         return (
-            f"stage {self.stage}: input {self.input_rows:,} = {self.records:,} records + {self.dead_letters:,} "
+            f"stage {self.stage}: input {self.input_rows:,} = {self.records:,} records + {self.refused:,} "
             f"dead letters; (record, window) pairs {self.window_pairs:,} = {self.in_windows:,} in windows + "
-            f"{self.late:,} late; {self.panes:,} panes"
+            f"{self.late:,} late; {self.panes:,} panes{made}"
         )
 
 

@@ -55,7 +55,9 @@ record of their source (not parsed, no usable event time: every stage reading th
 times 0; with the source's name before it as other labels (``<source>/<label>``). The stage that reports its
 source's splits reports them, so each is counted once whatever reads it. No split value's label starts with NUL."""
 COUNT = "fm_count"
-"""Records: of a split (SPLIT_STATS, STATS) or of a partial aggregate (PARTIAL)."""
+"""Records: of a split (SPLIT_STATS, STATS) or of a partial aggregate (PARTIAL). In a GAUGE row: the dead letters
+the bucket made of its own work (a process function's calls that raised, rows that do not fit its output), not
+input it refused; null when none can be (a window stage)."""
 MIN_TS = "fm_min_ts"
 MAX_TS = "fm_max_ts"
 WINDOW_START = "fm_window_start"

@@ -98,7 +98,8 @@ class ProcessBucketProcessor:
             operator.next_watermark_deadline(),
             operator.next_processing_deadline(),
         )
-        rows.append(gauge_row(entry, bucket, hold, operator.keys(), deadline, counts, timer))
+        made = len(emitted.bad) + len(misfits)  # the function's own: not input this stage refused
+        rows.append(gauge_row(entry, bucket, hold, operator.keys(), deadline, counts, timer, made=made))
         return BucketOutput(rows, [self._columns(fitting)] if fitting else [])
 
     # ------------------------------------------------------------------ input

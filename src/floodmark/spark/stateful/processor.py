@@ -228,9 +228,11 @@ def gauge_row(
     counts: tuple[int, int, int, int],
     next_timer: int | None = None,
     oldest_pending: int | None = None,
+    made: int | None = None,
 ) -> pd.DataFrame:
     """A bucket's GAUGE row after it ran with ``entry``: its hold, what it keeps (``open_windows``), its deadlines,
-    and ``counts``: the panes (or rows), late records and dead letters it emitted and the records it accepted."""
+    and ``counts``: the panes (or rows), late records and dead letters it emitted and the records it accepted;
+    ``made``: of those dead letters, the ones it made of its own work (:data:`~floodmark.protocol.wire.COUNT`)."""
     panes, late, bad, accepted = counts
     return pd.DataFrame(
         [
@@ -247,6 +249,7 @@ def gauge_row(
                 wire.LATE_COUNT: late,
                 wire.BAD_COUNT: bad,
                 wire.ACCEPTED: accepted,
+                wire.COUNT: made,
             }
         ]
     )
