@@ -80,12 +80,13 @@ def next_batch(
     if bounded:
         return NextBatch(now, "bounded input: every trigger runs")
     candidates = [(now + heartbeat, HEARTBEAT)]
+    probed: dict[tuple[int, int], int | None] = {}  # (source, deadline) -> when: stages share sources and deadlines
     for stage, watermark in input_watermarks.items():
         due = gauges.due(stage, watermark, processing_time)
         if due is not None:
             return NextBatch(now, due)
         deadline = gauges.lowest(stage, NEXT_FIRE)
-        reached = None if deadline is None else _reaches(sources.get(stage, ()), deadline, heartbeat)
+        reached = None if deadline is None else _reaches(sources.get(stage, ()), deadline, heartbeat, probed)
         if reached is not None:
             candidates.append((reached, "the watermark reaches a window (periodic emits, idleness)"))
     timers = [t for stage in input_watermarks if (t := gauges.lowest(stage, NEXT_TIMER)) is not None]
@@ -95,11 +96,19 @@ def next_batch(
     return NextBatch(max(at, now), reason)
 
 
-def _reaches(sources: Sequence[SourceWatermarks], deadline: int, within: int) -> int | None:
+def _reaches(
+    sources: Sequence[SourceWatermarks], deadline: int, within: int, probed: dict[tuple[int, int], int | None]
+) -> int | None:
     """When every one of ``sources`` has reached ``deadline`` with no new record, within ``within`` ms; None
-    when one cannot, or when all have already (what holds the stage back then is an upstream stage's hold)."""
+    when one cannot, or when all have already (what holds the stage back then is an upstream stage's hold).
+    ``probed`` keeps each source's answer for a deadline (a probe runs a copy of its generators forward)."""
     behind = [source for source in sources if source.watermark < deadline]
-    times = [source.reaches(deadline, within) for source in behind]
+    times = []
+    for source in behind:
+        key = (id(source), deadline)
+        if key not in probed:
+            probed[key] = source.reaches(deadline, within)
+        times.append(probed[key])
     if not behind or None in times:
         return None
     return max(t for t in times if t is not None)
