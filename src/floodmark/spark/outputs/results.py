@@ -89,12 +89,9 @@ def read_panes(spark: SparkSession, path: str | Path, latest: bool = True) -> Da
         .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     )
     values = {name: _window_value(result, name, every_pane) for name, result in combined.items()}
-    return (
-        panes.withColumns(values)
-        .withColumn("fm_rank", F.row_number().over(newest_first))
-        .where("fm_rank = 1")
-        .drop("fm_rank")
-    )
+    if values:  # none (ACCUMULATING panes, a latest value): Spark Connect's withColumns refuses an empty mapping
+        panes = panes.withColumns(values)
+    return panes.withColumn("fm_rank", F.row_number().over(newest_first)).where("fm_rank = 1").drop("fm_rank")
 
 
 def _window_value(result: ResultFromPanes, name: str, panes: WindowSpec) -> Column:
