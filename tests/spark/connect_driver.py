@@ -2,6 +2,8 @@
 runs it to the end of its input and prints the handle's :func:`connect_jobs.summary` as one JSON line
 (``SUMMARY {...}``); ``connect_driver.py <server url> read <root>`` prints what ``read_late`` and
 ``read_dead_letters`` give of ``<root>/out`` (:func:`connect_jobs.records_read_back`);
+``connect_driver.py <server url> surface <root>`` makes :func:`surface_job.run` in ``<root>`` and prints each of
+:data:`surface_checks.CHECKS`' outcome (:func:`surface_checks.outcomes`) as its summary;
 ``connect_driver.py <server url> kafka <root> <bootstrap servers> <topic prefix>`` runs
 :func:`connect_jobs.run_kafka`; with ``--start`` it runs the job to the end of its input too, prints ``BATCH <id>``
 as each batch's report reaches the client's listener, and waits until it is killed."""
@@ -27,6 +29,12 @@ if __name__ == "__main__":
         sys.exit(0)
     if job == "read":  # connect_driver.py <url> read <root>: a finished run's outputs read back
         print("SUMMARY " + json.dumps(records_read_back(spark, root / "out")), flush=True)
+        sys.exit(0)
+    if job == "surface":  # connect_driver.py <url> surface <root>: the surface test's run and checks
+        import surface_checks
+        import surface_job
+
+        print("SUMMARY " + json.dumps(surface_checks.outcomes(spark, surface_job.run(spark, root))), flush=True)
         sys.exit(0)
     kafka = sys.argv[4:6] if job == "kafka" else None
     if "--start" in sys.argv[4:]:

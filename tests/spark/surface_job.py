@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pyspark import cloudpickle
@@ -195,6 +196,40 @@ def pipeline(spark, root: Path, fares_window: str = "1 minute"):
     job.join("completed", left="requests", right="completions", on="ride", between=(0, "10 minutes"), how="left")
     job.process("tally", upstream="requests", function=Tally(), key_by="city", output={"requests": "long"})
     return job
+
+
+FIRST_RUN = 14
+"""Files written before the first run (the rest come while it is stopped)."""
+
+
+@dataclass
+class Run:
+    """A run of the pipeline: its folder (``in/``, ``ckpt/``, ``out/``), its input and the last run's handle."""
+
+    root: Path
+    files: Files
+    query: Any
+    """The handle of the run that went to the end (``FloodmarkQuery``): its reconciliation covers both runs."""
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+
+def run(spark, root: Path) -> Run:
+    """The pipeline run as a user runs it, on a classic session or over Spark Connect (``root`` absolute): started,
+    caught up, stopped; more files; started again on the same checkpoint to the end of its input."""
+    files = input_files(root / "in")
+    files.write(0, FIRST_RUN)
+    checkpoint, out = str(root / "ckpt"), str(root / "out")
+    first = pipeline(spark, root / "in").start(checkpoint, out, trigger_interval="1 second")
+    try:
+        first.processAllAvailable()  # returns: nothing can fire without input, so no batch is asked for
+    finally:
+        first.stop()
+    files.write(FIRST_RUN)
+    query = pipeline(spark, root / "in").run_to_completion(checkpoint, out, timeout_s=600)
+    return Run(root, files, query)
 
 
 def good_rows(files: Files, source: str) -> pd.DataFrame:

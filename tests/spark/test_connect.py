@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from connect_jobs import STAGES, produce, produce_skewed, records_read_back, run, run_kafka, summary, write_input
 from spark_helpers import read_output, recorded_hosts
+from surface_checks import CHECKS
 
 from floodmark.spark.connect import client_path, connect_path_problem, start_again_when_busy
 from floodmark.spark.driver.restarts import BUSY_MACHINE_RESTARTS
@@ -109,6 +110,18 @@ def test_a_job_over_spark_connect_equals_the_classic_run(spark, connect_server, 
     if job == "jvm":
         # Neither the map side nor the host fell back (each would say why in a warning).
         assert "not in the JVM" not in output and "runs on the Python host" not in output, output
+
+
+def test_the_surface_job_over_spark_connect_reads_back_the_straight_computation(connect_server, tmp_path):
+    """``test_surface.py``'s run over Connect: the client builds :mod:`surface_job`'s pipeline (its process function
+    pickled by value: the server's Python cannot import the test's module) on its remote session, starts it,
+    catches up and stops it, writes more files and runs it to the end on the same checkpoint; then reads everything
+    back through the same readers over Connect and holds it to the same checks (:mod:`surface_checks`)."""
+    got, output = run_connect(connect_server, "surface", tmp_path)
+    assert list(got) == list(CHECKS), got
+    failed = {name: said for name, said in got.items() if said != "ok"}
+    assert not failed, "\n".join(f"{name}:\n{said}" for name, said in failed.items())
+    assert "Traceback" not in output, output[-4000:]
 
 
 def test_a_query_start_that_a_busy_server_fails_is_made_again(connect_server, tmp_path):
