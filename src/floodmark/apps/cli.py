@@ -306,8 +306,8 @@ def replay(
         except (FileNotFoundError, ValueError) as error:  # FileNotFoundError: the input gone since it was listed
             raise _fail(str(error)) from None
     _say(
-        f"replayed {result.records:,} records in {result.batches} batches ({result.seconds:.1f} s): "
-        f"{len(result.panes):,} panes, {len(result.late):,} late, {len(result.dead_letter):,} bad; "
+        f"replayed {result.records:,} rows in {result.batches} batches ({result.seconds:.1f} s): "
+        f"{len(result.panes):,} panes, {len(result.late):,} late, {len(result.dead_letter):,} dead letters; "
         f"results in {output} (results.txt, panes/, late/, dead_letter/)"
     )
     _say(f"reconciliation: {result.reconciliation.describe()}")

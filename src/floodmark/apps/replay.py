@@ -9,6 +9,7 @@ on time the panes equal those of the streaming run over the same records.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from floodmark.apps.outputs import read_output, write_text_lines
 from floodmark.driver.checkpoint_files import require_directory
 from floodmark.driver.definition import JobDefinition
 from floodmark.driver.reconciliation import Reconciliation
-from floodmark.protocol.files import FORMATS, FileOrder, detect_format, list_files
+from floodmark.protocol.files import FORMATS, FileOrder, detect_format, list_files, partition_values
 
 
 @dataclass
@@ -86,13 +87,16 @@ def run_replay(
     done = [0]
 
     def progress(report) -> None:
-        done[0] += report.records + report.bad
+        done[0] += report.rows_in
         if on_progress is not None:
             on_progress(min(done[0], total), total)
 
     checkpoint = str(output / "checkpoint")
     if isinstance(pipeline, PipelineConfig):
-        handle = pipeline.aggregation(stream).run_to_completion(
+        # History holds every split from its start: one a folder names holds the watermark back before its first
+        # file is read (else files read in path order make a later folder's records late).
+        known = folder_splits(input_path, files, pipeline.split)
+        handle = pipeline.aggregation(stream, known_splits=known).run_to_completion(
             checkpoint, str(output), trigger_interval="0 seconds", timeout_s=timeout_s, listeners=[progress]
         )
         last = output
@@ -120,3 +124,27 @@ def run_replay(
         seconds=time.monotonic() - started,
         reconciliation=handle.reconciliation,
     )
+
+
+def folder_splits(root: Path, files: list[str], split: str | None) -> list[str]:
+    """The split labels the ``split=value`` folders of ``files`` under ``root`` name (as the combiner labels the
+    values Spark reads from them: an integral number without its zeros or ``.0``), in path order; [] when the split
+    is not a folder's."""
+    labels: dict[str, None] = {}
+    for file in files:
+        values = partition_values(Path(root), Path(file))
+        if split is not None and split in values:
+            labels[_label(values[split])] = None
+    return list(labels)
+
+
+def _label(text: str | None) -> str:
+    if text is None:
+        return ""
+    try:
+        number = float(text)  # Spark reads a numeric folder value as a number
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    return str(int(number)) if number.is_integer() else str(number)
