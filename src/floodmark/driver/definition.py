@@ -345,7 +345,10 @@ def stage_from(
         path = data.get("function")
         try:
             if path is None:
-                raise NotDescribable(f"stage {name!r} runs a process function whose class has no import path")
+                raise NotDescribable(
+                    f"stage {name!r} runs a process function whose class has no import path (defined in __main__ or "
+                    "in a function): define it in a module this process can import"
+                )
             try:
                 function = imported(path, f"stage {name!r}'s process function")()
             except TypeError as error:
