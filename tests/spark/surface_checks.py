@@ -66,7 +66,7 @@ def window_results(spark, run: Run) -> None:
 
 
 def join_and_process(spark, run: Run) -> None:
-    """The interval join's rows and the process function's timer rows are the straight computation's."""
+    """Both joins' rows and the process function's timer rows are the straight computation's."""
     files, out = run.files, run.out
     late = pandas_of(read_late(spark, str(out / "completed"), job.COMPLETION_SCHEMA))
     late_sides = {(row["side"], json.loads(row["record"])["ride"]) for _, row in late.iterrows()}
@@ -84,6 +84,20 @@ def join_and_process(spark, run: Run) -> None:
     rows = pandas_of(read_panes(spark, str(out / "completed")))  # a join's rows are each a result
     got = sorted(zip(rows["ride"], rows["right_ts"].notna(), strict=True))
     assert got == expected
+
+    # The window join: each pair of the same ride within one 5-minute window, once; rows past it reported late.
+    late = pandas_of(read_late(spark, str(out / "same_window"), job.COMPLETION_SCHEMA))
+    late_sides = {(row["side"], json.loads(row["record"])["ride"]) for _, row in late.iterrows()}
+    requests, completions = job.good_rows(files, "requests"), job.good_rows(files, "completions")
+    requests = requests[~requests["ride"].map(lambda r: ("LEFT", r) in late_sides)]
+    completions = completions[~completions["ride"].map(lambda r: ("RIGHT", r) in late_sides)]
+    pairs = requests.merge(completions, on="ride", suffixes=("_l", "_r"))
+    five = 5 * MINUTE
+    pairs = pairs[pairs["ms_l"] // five == pairs["ms_r"] // five]
+    expected = sorted(zip(pairs["ride"], pairs["ms_l"] - pairs["ms_l"] % five, strict=True))
+    rows = pandas_of(read_panes(spark, str(out / "same_window")))
+    got = sorted(zip(rows["ride"], rows["window_start"], strict=True))
+    assert got == expected and len(got) > 0
 
     tally = pandas_of(read_panes(spark, str(out / "tally")))
     assert (
@@ -108,9 +122,10 @@ def lines_and_dead_letters(spark, run: Run) -> None:
 
     texts = pandas_of(read_dead_letters(spark, str(run.out / "fares")))["record"]
     assert sorted(texts) == sorted(files.dead_letters["completions"] + files.without_fare), "each line as it came"
-    for stage in ("asked", "tally", "completed"):  # every stage reading a source has its dead letters
+    for stage in ("asked", "tally", "completed", "same_window"):  # every stage reading a source has its dead letters
         texts = pandas_of(read_dead_letters(spark, str(run.out / stage)))["record"]
-        expected = files.dead_letters["requests"] + (files.dead_letters["completions"] if stage == "completed" else [])
+        both = stage in ("completed", "same_window")
+        expected = files.dead_letters["requests"] + (files.dead_letters["completions"] if both else [])
         assert sorted(texts) == sorted(expected), stage
 
 

@@ -7,6 +7,7 @@ Ride-hailing events of three cities as JSON lines in ``city=X/`` folders, read w
   late completions within the allowed lateness make LATE panes, later ones go to the late output;
 * ``asked`` (a window stage, ACCUMULATING): per city and minute the requests;
 * ``completed`` (an interval join, left): each request with the completions of its ride 0 to 10 minutes later;
+* ``same_window`` (a window join): a request and its ride's completion in the same 5 minutes;
 * ``tally`` (a process function): per city, the requests it saw, emitted by an event-time timer at the end;
 * ``busiest`` (a window stage reading ``asked``'s panes): per 5 minutes, the largest per-minute count.
 
@@ -195,6 +196,14 @@ def pipeline(spark, root: Path, fares_window: str = "1 minute"):
         spec=WindowSpec(windows.Tumbling("5 minutes"), {"most": aggregates.max("requests")}),
     )
     job.join("completed", left="requests", right="completions", on="ride", between=(0, "10 minutes"), how="left")
+    job.window_join(
+        "same_window",
+        "requests",
+        "completions",
+        on="ride",
+        window=windows.Tumbling("5 minutes"),
+        allowed_lateness=BOUND,
+    )
     job.process("tally", upstream="requests", function=Tally(), key_by="city", output={"requests": "long"})
     return job
 

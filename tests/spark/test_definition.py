@@ -95,7 +95,7 @@ def test_split_given_as_an_expression_holds_the_watermark_per_value(spark, tmp_p
     assert dict(zip(panes["window_start"], panes["n"], strict=True)) == {0: 2, 10_000: 2, 11_000: 1}
     # Only the end-of-input flush emitted panes: batches without panes leave no directory behind.
     flush = handle.reports[-1].batch_id
-    assert [d.name for d in (tmp_path / "out" / "panes").iterdir()] == [f"batch_id={flush}"]
+    assert [d.name for d in (tmp_path / "out" / "panes").glob("batch_id=*")] == [f"batch_id={flush}"]
 
 
 @pytest.mark.parametrize("host", ["python", "jvm"])
