@@ -131,16 +131,16 @@ def prepare_jar(root: Path) -> Path | None:
 
 
 def build_wheel(wheel_directory: str, config_settings: Any = None, metadata_directory: str | None = None) -> str:
+    prepare_jar(Path.cwd())  # first: a missing tool is said before anything else is needed
     from setuptools import build_meta
 
-    prepare_jar(Path.cwd())
     return build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
 def build_sdist(sdist_directory: str, config_settings: Any = None) -> str:
+    prepare_jar(Path.cwd())  # first: a missing tool is said before anything else is needed
     from setuptools import build_meta
 
-    prepare_jar(Path.cwd())
     return build_meta.build_sdist(sdist_directory, config_settings)
 
 
