@@ -56,7 +56,7 @@ def test_the_job_over_spark_connect(tmp_path):
 
 @pytest.mark.spark
 def test_several_stages_in_one_query(tmp_path):
-    block = BLOCKS["Several stages in one query (seed 003)"]
+    block = BLOCKS["Several stages in one query"]
     starts = range(0, 20 * MINUTE, 5 * MINUTE)
     for name in ("mobile", "console"):
         (tmp_path / name).mkdir()
@@ -156,7 +156,7 @@ print(json.dumps([jvm_source_loadable(spark), spark.conf.get("spark.sql.session.
 def test_every_python_block_of_the_readme_has_a_test():
     tested = {
         "The pipeline in 20 lines",
-        "Several stages in one query (seed 003)",
+        "Several stages in one query",
         "Kafka in, panes to any sink",
         "Install it in your own Spark",
         "Example: test a window's behaviour without Spark",
