@@ -136,3 +136,11 @@ def test_the_getting_started_replay_gives_the_python_job_s_windows(tmp_path):
     assert len(summary) > 80 and summary.endswith("(results.txt, panes/, late/, dead_letter/)"), summary
     reconciliation = next(line for line in result.stdout.splitlines() if line.startswith("reconciliation: "))
     assert "1 dead letters; (record, window) pairs" in reconciliation and reconciliation.endswith("+ 0 late")
+
+
+def test_replay_knows_the_splits_its_folders_name_as_the_combiner_labels_them(tmp_path):
+    from floodmark.apps.replay import folder_splits
+
+    files = [tmp_path / f"p={p}" / "part-0.jsonl" for p in ("01", "2.0", "g1", "__HIVE_DEFAULT_PARTITION__")]
+    assert folder_splits(tmp_path, [str(f) for f in files], "p") == ["1", "2", "g1", ""]
+    assert folder_splits(tmp_path, [str(f) for f in files], "other") == []

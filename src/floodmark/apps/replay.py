@@ -139,12 +139,11 @@ def folder_splits(root: Path, files: list[str], split: str | None) -> list[str]:
 
 
 def _label(text: str | None) -> str:
-    if text is None:
-        return ""
+    """The combiner's label of the value Spark reads from a folder's text (a numeric text is read as a number)."""
+    from floodmark.spark.map_side.combiner import split_label
+
     try:
-        number = float(text)  # Spark reads a numeric folder value as a number
+        number = float(text) if text is not None else None
     except ValueError:
-        return text
-    if not math.isfinite(number):
-        return text
-    return str(int(number)) if number.is_integer() else str(number)
+        return split_label(text)
+    return split_label(number if number is not None and math.isfinite(number) else text)

@@ -198,7 +198,7 @@ class MapSideCombiner:
         frame = pa.table({"split": one_split if splits is None else splits, "n": counts, "lo": lows, "hi": highs})
         stats = frame.group_by("split", use_threads=False).aggregate([("n", "sum"), ("lo", "min"), ("hi", "max")])
         # Labelled per distinct value, not per record; the driver merges equal labels.
-        labels = ["0"] if splits is None else [_split_label(v) for v in stats.column("split").to_pylist()]
+        labels = ["0"] if splits is None else [split_label(v) for v in stats.column("split").to_pylist()]
         if self.plan.input.source is not None:
             labels = [f"{self.plan.input.source}/{label}" for label in labels]
         return {
@@ -340,7 +340,7 @@ def _is_numeric(dtype: pa.DataType) -> bool:
     return types.is_integer(dtype) or types.is_floating(dtype) or types.is_decimal(dtype) or types.is_boolean(dtype)
 
 
-def _split_label(value: Any) -> str:
+def split_label(value: Any) -> str:
     """A split's name: ``str`` of its value (integral floats as integers), ``""`` for null."""
     value = plain(value, integral=True)
     return "" if value is None else str(value)
