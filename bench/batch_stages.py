@@ -114,7 +114,7 @@ def run_engine(spark, engine: str, data: Path, work: Path, host: str, workload: 
     elif engine == "native":
         query = native_counts(spark, data, work / "native-ckpt", sink="parquet")
     else:
-        agg = aggregation(spark, data, map_side="jvm", host=host)  # type: ignore[arg-type]
+        agg = aggregation(spark, data, map_side=engine.partition(":")[2] or "jvm", host=host)  # type: ignore[arg-type]
         query = agg.run_to_completion(str(work / "fm-ckpt"), str(work / "fm-out"), timeout_s=3_600).query
     return {p.batchId: dict(p.durationMs) for p in query.recentProgress}
 
@@ -146,6 +146,12 @@ def main() -> None:
     parser.add_argument("--host", choices=["python", "jvm"], default="jvm")
     parser.add_argument("--workload", choices=["tumbling", "stages"], default="tumbling")
     parser.add_argument("--minutes", type=int, default=30, help="event time covered (--workload stages)")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["native", "floodmark:jvm"],
+        help="native, floodmark or floodmark:MAP_SIDE (jvm, the default, or arrow)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="floodmark-bench-stages-"))
     if args.workload == "stages":
@@ -162,11 +168,11 @@ def main() -> None:
         "spark.eventLog.compress": "false",
     }
     spark = cluster_session("local[2]", "floodmark-bench-stages", shuffle_partitions=2, conf=conf)
-    engines = ["native", "floodmark"]
+    engines = args.engines
     marks: dict[str, list[tuple[int, int, dict]]] = {e: [] for e in engines}
     for run in range(args.repeat + 1):
         for engine in engines if run % 2 == 0 else engines[::-1]:
-            run_dir = work / f"{engine}-{run}"
+            run_dir = work / f"{engine.replace(':', '-')}-{run}"
             run_dir.mkdir()
             log = next(logs.iterdir())
             before = len(log.read_text().splitlines()) if log.exists() else 0
@@ -180,7 +186,7 @@ def main() -> None:
         picked = []
         durations: dict[str, list[float]] = defaultdict(list)
         for start, end, progress in marks[engine]:
-            part = work / f"{engine}-part.json"
+            part = work / f"{engine.replace(':', '-')}-part.json"
             part.write_text("\n".join(lines[start:end]))
             by_batch = batches_of(part)
             with_input = sorted(by_batch)[1:-1]  # after the first; the last is the end of input (or no data)
@@ -191,7 +197,7 @@ def main() -> None:
         if args.workload == "stages":
             title = f"{engine} ({args.host + ' host' if engine != 'native' else 'noop'})"
         else:
-            title = f"{engine} ({'JVM map side, ' + args.host + ' host' if engine != 'native' else 'Parquet'})"
+            title = f"{engine} ({args.host + ' host' if engine != 'native' else 'Parquet'})"
         table = Table(title=title)
         for column in ("job / stage", "wall", "run", "cpu", "gc", "timing metrics (ms, summed over tasks)"):
             table.add_column(column)

@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -46,6 +47,17 @@ class Sample:
     seconds: float
     progress: list
     driver_ms: list[float] = field(default_factory=list)
+    started_wall: float = 0.0
+
+    def to_last_batch_s(self) -> float:
+        """From the run's start to the end of its last batch (Spark's progress): the run without the time a bounded
+        run takes to see that it is over and stop."""
+        ends = [
+            datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp()
+            + p.durationMs.get("triggerExecution", 0) / 1000
+            for p in self.progress
+        ]
+        return max(ends) - self.started_wall
 
 
 class DriverClock:
@@ -76,9 +88,9 @@ class DriverClock:
 
 
 def native(spark, data: Path, work: Path, sink: str) -> Sample:
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     query = native_counts(spark, data, work / "ckpt", lambda t: F.window(t, "1 minute"), sink=sink)
-    return Sample(time.perf_counter() - started, query.recentProgress)
+    return Sample(time.perf_counter() - started, query.recentProgress, started_wall=wall)
 
 
 def floodmark(
@@ -103,13 +115,13 @@ def floodmark(
     if not fold:
         Controller._input_exhausted_before = lambda self, entry, batch_id: False  # type: ignore[method-assign]
     try:
-        started = time.perf_counter()
+        started, wall = time.perf_counter(), time.time()
         output = Outputs.files(str(work / "out"), panes=panes)
         handle = agg.run_to_completion(str(work / "ckpt"), output, timeout_s=3_600)
         seconds = time.perf_counter() - started
     finally:
         Controller._input_exhausted_before = folds  # type: ignore[method-assign]
-    return Sample(seconds, handle.query.recentProgress, clock.driver_ms)
+    return Sample(seconds, handle.query.recentProgress, clock.driver_ms, started_wall=wall)
 
 
 def _ms(progress, key: str) -> int:
@@ -216,6 +228,39 @@ def main() -> None:
     for name, runs in samples.items():
         table.add_row(*summary(name, runs))
     Console(width=200).print(table)
+    baseline = samples.get("native (Parquet)")
+    if baseline:  # each round's runs are adjacent: the ratio per round, then its median and range
+        paired = Table(
+            title=(
+                "against native (Parquet), per round: ratios of run s, of the time to the last batch's end and "
+                "of the per-batch trigger"
+            )
+        )
+        for column in (
+            "engine",
+            "run s: median",
+            "min",
+            "max",
+            "to last batch: median",
+            "min",
+            "max",
+            "per batch: median",
+            "min",
+            "max",
+        ):
+            paired.add_column(column, justify="right")
+
+        def batch_ms(sample: Sample) -> float:
+            return statistics.median(
+                _ms(p, "triggerExecution") for p in sample.progress if _input_rows(p) > 0 and p.batchId > 0
+            )
+
+        for name, runs in samples.items():
+            whole = [b.seconds / r.seconds for b, r in zip(baseline, runs, strict=True)]
+            last = [b.to_last_batch_s() / r.to_last_batch_s() for b, r in zip(baseline, runs, strict=True)]
+            each = [batch_ms(b) / batch_ms(r) for b, r in zip(baseline, runs, strict=True)]
+            paired.add_row(name, *(f"{f(v):.2f}x" for v in (whole, last, each) for f in (statistics.median, min, max)))
+        Console(width=200).print(paired)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 
