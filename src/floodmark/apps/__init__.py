@@ -1,7 +1,7 @@
 """The applications built on the library: what people run rather than import.
 
 * :mod:`.cli` - the ``floodmark`` command (``demo``, ``replay``, ``explain``, ``advise``);
-* :mod:`.demo`, :mod:`.replay` - seed 001's job on the simulator, and history files through a pipeline;
+* :mod:`.demo`, :mod:`.replay` - the clickstream job on the simulator, and history files through a pipeline;
 * :mod:`.clickstream_source` - the clickstream simulator as a Spark streaming data source (the demo's input);
 * :mod:`.kafka_demo` - ``floodmark demo --kafka``, from a development checkout only (its broker is in
   ``devtools/floodmark_dev``, which nothing else here imports);

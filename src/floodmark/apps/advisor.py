@@ -1,6 +1,6 @@
-"""Lateness advisor: size the out-of-orderness bound and allowed lateness from observed data (seed 003).
+"""Lateness advisor: size the out-of-orderness bound and allowed lateness from observed data.
 
-Seed 003's percentile watermark trades completeness for latency on purpose; this module applies the same
+*Streaming Systems*' percentile watermark trades completeness for latency on purpose; this module applies the same
 idea to *configuration*: from the records of a run, it says which
 ``WatermarkStrategy.for_bounded_out_of_orderness(bound)`` and which ``allowed_lateness`` give a chosen
 fraction of late and of dropped records, and what each choice costs.

@@ -84,7 +84,7 @@ def demo(
         ),
     ] = False,
 ) -> None:
-    """Run a seed's job on its simulator (local Spark): seed 001's clickstream, seed 003's games or its searches."""
+    """Run a demo job on its simulator (local Spark): the clickstream job, the game-session pipeline or the searches."""
     import dataclasses
 
     if scenario not in ("clickstream", "games", "searches"):

@@ -1,16 +1,16 @@
-"""``floodmark demo``: seed 001's clickstream job on the simulator, with seed 000's idle split.
+"""``floodmark demo``: the clickstream job on the simulator, with a split that goes quiet.
 
 The job (:data:`SEED_001`): events ``(ts, channel, id, behavior)`` from 4 splits,
 bounded out-of-orderness 50 s, idleness, tumbling 1-minute windows keyed by
-(channel, behavior), a count per window. The simulator (seed 001's producer:
+(channel, behavior), a count per window. The simulator (the job's producer:
 event time trails processing time by 120 s, with jitter) makes split 3 go
-silent 60% into the run (seed 000: without idleness the combined watermark
+silent 60% into the run (without idleness the combined watermark
 would stop there and no window would fire until the end), adds a burst of
 very late records and a few records without a timestamp.
 
 :func:`run_demo` runs it on local Spark, shows the live view while it runs and
 leaves in the output directory: ``panes/``, ``late/``, ``dead_letter/``
-(Parquet), ``results.txt`` (seed 001's text lines), ``timeline.png``,
+(Parquet), ``results.txt`` (the job's text lines), ``timeline.png``,
 ``summary.txt``, ``pipeline.json`` and the checkpoint. :func:`check_counts`
 compares the panes with a straight count over the simulator's records.
 """
@@ -47,7 +47,7 @@ SEED_001 = PipelineConfig(
     idleness=5_000,
     aggregations={"count": "count"},
 )
-"""Seed 001's job: 1-minute tumbling counts per (channel, behavior), bound 50 s, plus seed 000's idleness (5 s)."""
+"""The clickstream job: 1-minute tumbling counts per (channel, behavior), bound 50 s, idleness 5 s."""
 
 DEMO_TICKS_PER_SECOND = 4.0
 

@@ -1,4 +1,4 @@
-"""Seed 003's game pipeline (*Streaming Systems*, Examples 3-1..3-3), shared by the demo and the tests.
+"""The game-session pipeline (*Streaming Systems*, Examples 3-1..3-3), shared by the demo and the tests.
 
 Per-user sessions (gap 1 minute) over the mobile and over the console source, each pane a session whose
 length is ``window_end - window_start``; both flattened into fixed 2-minute windows computing the global

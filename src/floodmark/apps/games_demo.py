@@ -1,4 +1,4 @@
-"""``floodmark demo games``: seed 003's two-stage game pipeline on local Spark, with its figures.
+"""``floodmark demo games``: the two-stage game-session pipeline on local Spark, with its figures.
 
 1. The simulator (:mod:`floodmark.simulator.games`) writes mobile and console score events (the console
    source 20-40 s behind) as one Parquet file per source and micro-batch.
@@ -105,7 +105,7 @@ def _watermark_lines(reports: list) -> dict[str, list[int]]:
 
 
 def stage_lags(reports: list, config: games.GamesConfig) -> dict[str, tuple[list[float], list[float]]]:
-    """Seed 003's two lags per stage after every batch, on the simulated clock (batch b ends at
+    """*Streaming Systems*' two lags per stage after every batch, on the simulated clock (batch b ends at
     ``start + (b + 1) * batch_ms``): event-time lag = now - output watermark; processing-time lag = now - the
     arrival of the oldest record the stage still holds. On Spark a record's arrival is its batch's processing
     time (wall clock), which maps back to its batch."""

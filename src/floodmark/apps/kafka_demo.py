@@ -1,11 +1,11 @@
-"""``floodmark demo --kafka``: seed 001's job between real Kafka topics.
+"""``floodmark demo --kafka``: the clickstream job between real Kafka topics.
 
 It starts an Apache Kafka broker on loopback (``floodmark_dev.kafka.KafkaBroker``, the jars
 ``scripts/setup.sh`` fetched), feeds the clickstream simulator into the 4-partition topic ``clicks`` as
 JSON lines, paced like the embedded demo (one partition per split; split 3 goes silent 60% into the run),
-plus two values that are not records at all. The seed-001 job (:data:`~floodmark.apps.demo.SEED_001`)
+plus two values that are not records at all. The clickstream job (:data:`~floodmark.apps.demo.SEED_001`)
 reads the topic with Spark's Kafka source (partition = split, the topic's partitions known from the start)
-and writes its panes as seed 001's text lines to ``results``, late records to ``late-records`` and dead
+and writes its panes as the job's text lines to ``results``, late records to ``late-records`` and dead
 letters to ``dead-letters`` (JSON). At the end it reads the three topics back, checks the counts against
 a straight count of the simulator's records, and prints what ``results`` holds.
 

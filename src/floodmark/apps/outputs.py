@@ -1,8 +1,8 @@
-"""Reading a run's outputs back, and writing the seed's text lines.
+"""Reading a run's outputs back, and writing the clickstream job's text lines.
 
 A query writes Parquet per batch id under its output root (``panes/``, ``late/``,
 ``dead_letter/``; see :meth:`~floodmark.spark.outputs.sinks.Outputs.files`). These helpers
-read them with pandas (no Spark needed) and render panes as seed 001's lines::
+read them with pandas (no Spark needed) and render panes as the clickstream job's lines::
 
     20260101000000 20260101000100 a CLICK 123
 """

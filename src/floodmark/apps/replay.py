@@ -1,4 +1,4 @@
-"""``floodmark replay``: run last year's history through the same pipeline (seed 001), as a bounded job.
+"""``floodmark replay``: run last year's history through the same pipeline (the clickstream job's), as a bounded job.
 
 The input is JSON-lines or Parquet files, in a folder and its partition folders (``key=value``: columns); they
 are read as a stream (a few files per micro-batch, in path order whatever their modification times, or the

@@ -1,5 +1,5 @@
-"""Queries joined to the clicks that follow them, then windows over the joined rows (seed 003's example of output
-times), shared by the demo and the tests.
+"""Queries joined to the clicks that follow them, then windows over the joined rows (*Streaming Systems*'
+example of output times), shared by the demo and the tests.
 
 The join ``clicked`` pairs a query with its user's clicks up to :data:`CLICK_WITHIN_MS` after it; the window stage
 ``click_through`` counts the joined rows of each 30-second window (``rows``) and those with a click (``clicks``),

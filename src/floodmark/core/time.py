@@ -26,7 +26,7 @@ dead-letter output, with the reason), never a window.
 Every conversion between milliseconds and text lives here: ISO instants
 (:func:`format_timestamp`, :func:`format_instant`, :func:`parse_instant`),
 durations (:func:`format_duration`, :func:`format_seconds`,
-:func:`parse_duration`) and seed 001's ``yyyyMMddHHmmss`` (:func:`format_compact`).
+:func:`parse_duration`) and the clickstream job's ``yyyyMMddHHmmss`` (:func:`format_compact`).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def format_instant(ms: int) -> str:
 
 
 def format_compact(ms: int) -> str:
-    """``yyyyMMddHHmmss`` in UTC (seed 001's output format)."""
+    """``yyyyMMddHHmmss`` in UTC (the clickstream job's output format)."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S")
 
 

@@ -118,7 +118,7 @@ class StageReport:
     processing_time: int = 0
 
     def times(self) -> StageTimes:
-        """The stage's watermarks and lags after the batch (seed 003's rules, :class:`StageTimes`)."""
+        """The stage's watermarks and lags after the batch (:class:`StageTimes`)."""
         return StageTimes.at(self.processing_time, self.input_watermark, self.output_watermark, self.oldest_pending)
 
 

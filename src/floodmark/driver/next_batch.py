@@ -1,7 +1,7 @@
 """When the next batch must run although no input arrives, and what each state bucket last said.
 
 Spark runs a micro-batch when a source has new data. floodmark also needs batches without input: to fire
-windows once the watermark has moved (seed 000's lone last window), to notice that splits went idle, to
+windows once the watermark has moved (the lone last window of a source gone quiet), to notice that splits went idle, to
 fire processing-time triggers. A tick source makes those batches (:mod:`floodmark.spark.sources.ticks`); this module
 decides when, after every batch, from what the driver knows:
 

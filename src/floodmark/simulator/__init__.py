@@ -1,7 +1,7 @@
 """Data simulators for demos and tests (pure Python/numpy; the Spark source lives in :mod:`.spark_source`).
 
-:mod:`.clickstream` is the clickstream of seed 001 (channels a..d, seven behaviours, event time trailing
-processing time by 120 s, out of order) with seed 000's idle split, a burst of late records and bad records.
+:mod:`.clickstream` is the clickstream job's producer (channels a..d, seven behaviours, event time trailing
+processing time by 120 s, out of order) with a split that goes quiet, a burst of late records and bad records.
 """
 
 from floodmark.simulator.clickstream import (

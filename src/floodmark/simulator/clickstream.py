@@ -1,4 +1,4 @@
-"""The clickstream simulator of seed 001, with the idle split of seed 000: pure Python/numpy, no Spark.
+"""The clickstream job's producer, with a split that goes quiet: pure Python/numpy, no Spark.
 
 Records are ``(ts, channel, id, behavior, split)``: ``ts`` is the event time in ms since the epoch,
 ``channel`` one of ``a..d``, ``behavior`` one of :data:`BEHAVIORS`, ``split`` the source split (a Kafka
@@ -16,7 +16,7 @@ Time model. The run is ``config.ticks`` ticks; tick ``t`` happens at the *simula
 - its share of ``bad_records_per_tick`` records whose ``ts`` is null (for the dead-letter output).
 
 A split is *producing* at tick ``t`` unless it is ``idle_split`` and ``t >= idle_from_tick``: from that tick
-on the idle split emits nothing at all, forever (seed 000). Burst and bad records of a tick are spread over
+on the idle split emits nothing at all, forever (a source gone quiet). Burst and bad records of a tick are spread over
 the producing splits as evenly as possible (the remainder rotates with the tick).
 
 Determinism. The records of ``(split, tick)`` come from a numpy Generator seeded with
@@ -66,7 +66,7 @@ class ClickstreamConfig:
     ``records_per_tick_per_split``: regular records each producing split emits per tick (the rate).
     ``tick_ms``: simulated processing time between ticks. ``ticks``: length of the run (bounded input).
     ``start_ms``: simulated processing time of tick 0. ``source_lateness_ms``: how far event time trails
-    processing time (120 s in seed 001). ``jitter_ms``: out-of-order spread below that.
+    processing time (120 s in the clickstream job). ``jitter_ms``: out-of-order spread below that.
     ``idle_split``/``idle_from_tick``: the split that stops producing from that tick on (both or neither).
     ``late_burst_tick``/``late_burst_records``/``late_burst_age_ms``: one burst of very late records
     (tick and records both or neither). ``bad_records_per_tick``: records with a null ``ts`` per tick,

@@ -1,4 +1,4 @@
-"""The game-session simulator of seed 003 (*Streaming Systems*, ch. 3): mobile and console score events.
+"""The game-session simulator (*Streaming Systems*, ch. 3): mobile and console score events.
 
 Each source has ``users`` players. A player plays sessions: bursts of score events spaced less than the
 session gap apart (``event_spacing_ms``), sessions 2 to 3 gaps apart. Records are
@@ -102,7 +102,7 @@ def batch_count(records: Mapping[str, pd.DataFrame]) -> int:
 
 
 def session_lengths(records: pd.DataFrame, gap_ms: int, timestamp: str = "end") -> pd.DataFrame:
-    """The straight computation of seed 003's Example 3-1: each user's sessions, computed over all records.
+    """The straight computation of *Streaming Systems*' Example 3-1: each user's sessions, computed over all records.
 
     Returns one row per session: ``user``, ``start`` (first event), ``end`` (last event + gap, exclusive),
     ``length = end - start`` and ``timestamp``: ``end - 1`` for ``"end"`` (END_OF_WINDOW) or ``start`` for

@@ -1,4 +1,4 @@
-"""Search queries and the clicks that follow them: seed 003's example of a join ("you join a stream of queries
+"""Search queries and the clicks that follow them: *Streaming Systems*' example of a join ("you join a stream of queries
 to the stream of clicks for those queries", *Streaming Systems* ch. 3).
 
 Users issue queries; a query is clicked (once) with probability ``click_rate``, ``0 .. max_click_delay_ms`` after

@@ -49,7 +49,8 @@ class JoinKind(enum.StrEnum):
 
 
 class JoinTime(enum.StrEnum):
-    """The event time a joined row carries (seed 003: "any such timestamp is correct from a watermark standpoint").
+    """The event time a joined row carries ("any such timestamp is correct from a watermark standpoint": *Streaming
+    Systems*).
 
     ``LEFT`` / ``RIGHT``: the left or right row's; ``EARLIEST`` / ``LATEST``: the lower or higher of the two
     (Flink's DataStream join gives ``LATEST``). A row emitted without a partner carries its own event time.

@@ -57,14 +57,14 @@ class AscendingTimestamps(BoundedOutOfOrderness):
 
 
 class LegacyBoundedOutOfOrderness(WatermarkGenerator):
-    """Seed 001's ``BoundedOutOfOrdernessTimestampExtractor``: watermark = max - bound.
+    """Flink's legacy ``BoundedOutOfOrdernessTimestampExtractor`` (the clickstream job's): watermark = max - bound.
 
     The pre-1.11 Flink extractor: note the missing ``- 1`` compared with
     :class:`BoundedOutOfOrderness`, so a record exactly ``bound`` behind the
     maximum is already late. The emitted value never falls below the last one.
 
     :arg bound: the out-of-orderness bound (ms or timedelta, >= 0).
-    :arg punctuated: also emit after every record, as the seed's source-side
+    :arg punctuated: also emit after every record, as the clickstream job's source-side
         variant does (``ctx.emitWatermark`` per record); periodic only by default.
     """
 

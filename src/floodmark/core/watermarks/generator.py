@@ -15,7 +15,7 @@ one split are not replayed one by one. The generator receives one
 record of its split. The default ``on_batch`` calls
 ``on_event(None, stats.max_timestamp, output)`` once when the batch had records
 for the split: exactly what a generator that only tracks the maximum timestamp
-(bounded out-of-orderness, ascending, seed 000, seed 001) would have computed
+(bounded out-of-orderness, ascending, idle-advancing, legacy) would have computed
 from the records themselves. A generator that needs more (the minimum, the
 count, quantiles, the records' payload) overrides ``on_batch``. Note that
 ``event`` is ``None`` in that default call.

@@ -1,4 +1,4 @@
-"""Watermarks of a graph of sources and windowed stages, advanced once per micro-batch (seed 003).
+"""Watermarks of a graph of sources and windowed stages, advanced once per micro-batch.
 
 A stage's *input watermark* is the MIN over its upstreams (sources and stages,
 idle ones excluded as for splits); its *output watermark* is

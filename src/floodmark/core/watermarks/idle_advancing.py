@@ -1,4 +1,4 @@
-"""Seed 000's generator: event time keeps moving when input stops."""
+"""The idle-advancing generator: event time keeps moving when input stops."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from floodmark.core.watermarks.output import WatermarkOutput
 class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
     """Bounded out-of-orderness that advances on its own after ``wait`` of silence.
 
-    Seed 000's ``BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait,
-    interval)``, with its exact arithmetic:
+    A Flink user's ``BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait,
+    interval)`` (a custom generator for a source gone quiet), with its exact arithmetic:
 
     * ``on_event``: ``max_ts = max(max_ts, ts)``; ``last_event = max_ts``;
       ``logical = max_ts``.
@@ -28,7 +28,7 @@ class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
     window [start, end) closes once ``wait`` has passed and ``logical - bound - 1
     >= end - 1``: after about ``wait + (end - ts) + bound`` ms of silence.
 
-    Interplay with idleness (seed 000, section 9.7): while a split is idle its
+    Interplay with idleness: while a split is idle its
     ``on_periodic_emit`` is not called, so ``wait`` must be shorter than the idle
     timeout or this generator never gets to advance; and ``wait`` longer than the
     window size delays every window of a quiet split by more than a window.

@@ -17,7 +17,7 @@ panes or the late output, never silently away.
 Splits with no output at all yet are unknown and hold nothing back unless they
 are declared with :meth:`WatermarkMultiplexer.register` (then they hold the
 combined watermark at MIN until they emit or are marked idle, as an empty Kafka
-partition does in Flink: seed 000's problem).
+partition does in Flink).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class WatermarkMultiplexer:
 
     :arg percentile: 100 (default) combines by MIN, Flink's and Beam's rule; a
         lower value lets the combined watermark run ahead of the slowest splits
-        (seed 003's percentile watermarks: earlier results, more late records).
+        (*Streaming Systems*' percentile watermarks: earlier results, more late records).
     """
 
     def __init__(self, percentile: float = 100.0) -> None:

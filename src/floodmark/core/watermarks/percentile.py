@@ -1,4 +1,4 @@
-"""Percentile watermarks (seed 003): trade completeness for latency on purpose.
+"""Percentile watermarks: trade completeness for latency on purpose.
 
 *Streaming Systems* defines a p-percentile watermark as one that guarantees that
 p % of the records with earlier timestamps have been seen; the 100-percentile

@@ -1,4 +1,4 @@
-"""Watermarks between stages (seed 003): input, output, event-time and processing-time lag.
+"""Watermarks between stages: input, output, event-time and processing-time lag.
 
 A stage's *input watermark* is the MIN over the output watermarks of its
 upstream stages and sources (idle upstreams excluded, like splits). Its *output

@@ -83,7 +83,7 @@ class WatermarkStrategy:
 
     @staticmethod
     def for_legacy_bounded_out_of_orderness(bound: Duration, punctuated: bool = False) -> WatermarkStrategy:
-        """Seed 001's extractor: watermark = highest timestamp - ``bound``, never decreasing."""
+        """Flink's legacy extractor: watermark = highest timestamp - ``bound``, never decreasing."""
         LegacyBoundedOutOfOrderness(bound)
         return WatermarkStrategy(
             lambda: LegacyBoundedOutOfOrderness(bound, punctuated),
@@ -93,7 +93,7 @@ class WatermarkStrategy:
 
     @staticmethod
     def for_idle_advancing(bound: Duration, wait: Duration, interval: Duration = 200) -> WatermarkStrategy:
-        """Seed 000's generator (see :class:`BoundedOutOfOrdernessWatermarkBasedOnEventTime`)."""
+        """The idle-advancing generator (see :class:`BoundedOutOfOrdernessWatermarkBasedOnEventTime`)."""
         BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait, interval)
         return WatermarkStrategy(
             lambda: BoundedOutOfOrdernessWatermarkBasedOnEventTime(bound, wait, interval),

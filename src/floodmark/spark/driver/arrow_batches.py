@@ -4,7 +4,7 @@ Spark cuts the rows a Python step reads (``mapInArrow``, pandas UDFs, the Python
 batches of at most ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by default) and
 ``spark.sql.execution.arrow.maxBytesPerBatch`` bytes (64 MiB). To keep to the bytes it sizes the batch after every
 row it writes (``BatchedPythonArrowInput``), walking the vectors of every column: in a flight recording of Nexmark
-q12 on the JVM host (session 42) that sizing was 27% of the executors' samples, four times the writing of the rows.
+q12 on the JVM host that sizing was 27% of the executors' samples, four times the writing of the rows.
 Spark skips it when the byte limit is ``2**31 - 1``.
 
 floodmark sets that limit in its query's own session (the copy Spark takes as a query starts: the ``foreachBatch``

@@ -199,7 +199,7 @@ class KafkaSink(Sink):
     """A Kafka topic: exactly-once with a ``transactional_id_prefix``, else at-least-once.
 
     Message key: the pane's key columns as a JSON object. Value: ``value_format="json"``: every column as
-    a JSON object; ``"text"`` (panes only; late records and dead letters stay JSON): seed 001's line
+    a JSON object; ``"text"`` (panes only; late records and dead letters stay JSON): the clickstream job's line
     ``yyyyMMddHHmmss yyyyMMddHHmmss key... value...`` (window start and end in UTC). Pane messages carry
     the dedupe key ``(key, window_start, window_end, pane_index)`` as JSON in the ``floodmark-pane-id``
     header, every message its batch id in ``floodmark-batch-id``. A message goes to the partition Kafka's
@@ -474,8 +474,8 @@ def compact_utc(millis: str) -> str:
 
 
 def text_line(column_types: Mapping[str, str]) -> str:
-    """SQL: seed 001's result line, as :func:`floodmark.apps.outputs.text_lines` writes it (integral floats as
-    ints). ``column_types``: the key columns, then the value columns, each with its Spark type (``simpleString``)."""
+    """SQL: the clickstream job's result line, as :func:`floodmark.apps.outputs.text_lines` writes it (integral floats
+    as ints). ``column_types``: the key columns, then the value columns, each with its Spark type (``simpleString``)."""
 
     def text(name: str, spark_type: str) -> str:
         column = sql_name(name)

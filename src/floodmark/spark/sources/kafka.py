@@ -7,7 +7,7 @@
                       known_splits=topic_partitions(spark, "broker:9092", "clicks"))
     EventTimeAggregation(events, event_time="ts", key_by=["channel"], spec=spec, time=time)
 
-A partition is a split (Flink's per-partition watermarks; seed 000). With floodmark's jar on the driver, the topic
+A partition is a split (Flink's per-partition watermarks). With floodmark's jar on the driver, the topic
 is read through :data:`ALIGNED_SOURCE`, Spark's own source wrapped so that watermark alignment
 (``WatermarkStrategy.with_watermark_alignment``) can pause a partition that runs ahead (every read is still the
 connector's); without it, through Spark's source directly. Listing the topic's partitions as
