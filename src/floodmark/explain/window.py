@@ -22,7 +22,8 @@ Conventions (those of ``docs/semantics.md``):
 Nothing is modelled twice. Projections ("at processing time X if no records
 arrive") run a restored copy of the coordinator forward, one periodic interval
 at a time (:mod:`floodmark.core.watermarks.projection`); split facts come from
-the generators' public methods (``describe``, ``out_of_orderness``,
+the generators' ``describe()`` and ``view()`` (a
+:class:`~floodmark.core.watermarks.generator_view.GeneratorView`: the bound, the highest timestamp,
 ``timestamp_for``...); the window's state comes from the operator's
 ``window_view`` and the trigger describes itself (``Trigger.describe``). The
 window operator sees a new source watermark only when the runtime hands it over
@@ -125,7 +126,7 @@ class SplitReport:
     :ivar idle_at: processing time (ms) at which it will be marked idle if no record arrives
         (``None``: already idle, or no idleness).
     :ivar self_advance_at: processing time (ms) at which its own watermark reaches the window's max
-        timestamp without any new record (a pending periodic emit, or the seed-000 idle-advancing
+        timestamp without any new record (a pending periodic emit, or the idle-advancing
         generator), if it will before being marked idle.
     """
 

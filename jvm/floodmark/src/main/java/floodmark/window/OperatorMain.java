@@ -19,7 +19,7 @@ import java.util.Map;
 /**
  * The window operator behind a plain JVM entry point, without Spark: one JSON command per line on stdin, one
  * JSON answer per line on stdout. The differential test drives it and the Python core with the same streams
- * ({@code floodmark.testing.jvm_window}, which states the protocol).
+ * ({@code floodmark_dev.jvm_window} in {@code devtools/floodmark_dev}, for {@code tests/core/test_jvm_window_operator.py}).
  *
  * <p>Commands: {@code {"op": "new", "id", "spec", "watermark", "processing_time", "deferred"}} ({@code "deferred"}:
  * absent, or {@code {"defer_above", "fanout"}}: {@link SegmentLimits}), {@code {"op": "add", "id",
