@@ -30,7 +30,7 @@ def main() -> None:
     for _ in range(3):
         operator = WindowOperator(spec, policy="general")
         started = time.perf_counter()
-        out = operator.add_records(batch)
+        out = operator.add(batch)
         best = min(best, time.perf_counter() - started)
         assert out.pane_count() == RECORDS
     per_pane = best / RECORDS * 1e6

@@ -24,6 +24,7 @@ import pandas as pd
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
+from floodmark.core.keyed_operator import OperatorGauges
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.windows import Window
@@ -106,7 +107,6 @@ class JvmWindowOperator:
     def _move(self, command: dict[str, Any]) -> None:
         """Send a move; its answer (what it emitted, the gauges after it) is kept in :attr:`last`."""
         self.last = self.host.ask({"id": self.id, **command})
-        self.gauges = self.last["gauges"]
 
     def _emitted(self) -> Emitted:
         answer = self.last
@@ -129,7 +129,7 @@ class JvmWindowOperator:
         out.bad = [BadRecord(r["key"], r["payload"], r["timestamp"], r["reason"]) for r in answer["bad"]]
         return out
 
-    def add_records(self, batch: RecordBatch) -> Emitted:
+    def add(self, batch: RecordBatch) -> Emitted:
         payload = batch.payload if batch.payload is not None else batch.columns.get(None)
         records = [
             {
@@ -193,20 +193,16 @@ class JvmWindowOperator:
         """The input watermark (ms) the operator was advanced to."""
         return self.last["watermark"]
 
-    def output_hold(self) -> int | None:
-        return self.gauges["output_hold"]
-
-    def oldest_pending_processing_time(self) -> int | None:
-        return self.gauges["oldest_pending"]
-
-    def window_count(self) -> int:
-        return self.gauges["window_count"]
-
-    def next_watermark_deadline(self) -> int | None:
-        return self.gauges["next_watermark_deadline"]
-
-    def next_processing_deadline(self) -> int | None:
-        return self.gauges["next_processing_deadline"]
+    def gauges(self) -> OperatorGauges:
+        """The gauges the JVM sent with its last answer."""
+        gauges = self.last["gauges"]
+        return OperatorGauges(
+            gauges["output_hold"],
+            gauges["oldest_pending"],
+            gauges["window_count"],
+            gauges["next_watermark_deadline"],
+            gauges["next_processing_deadline"],
+        )
 
 
 def _pane_frame(panes: list[dict[str, Any]], single: bool) -> pd.DataFrame:

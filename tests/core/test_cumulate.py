@@ -154,7 +154,7 @@ def test_split_watermarks_out_of_order_input_and_an_idle_split_equal_a_straight_
         if records:
             keys = np.array([k for _, k, _ in records], dtype=object)
             ts = np.array([t for _, _, t in records], dtype=np.int64)
-            emitted = operator.add_records(RecordBatch(keys, ts, {None: keys}))
+            emitted = operator.add(RecordBatch(keys, ts, {None: keys}))
             panes += emitted.all_panes()
             late += emitted.late
             stats = [

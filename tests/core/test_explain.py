@@ -40,7 +40,7 @@ def feed(operator, source: SourceWatermarks, now: int, records=(), key="k"):
     operator.advance_processing_time(now)
     emitted = operator.advance_watermark(source.watermark)
     if records:
-        emitted.extend(operator.add_records(RecordBatch.from_elements([(None, ts) for ts in records], key)))
+        emitted.extend(operator.add(RecordBatch.from_elements([(None, ts) for ts in records], key)))
     return emitted
 
 
@@ -188,7 +188,7 @@ def test_late_but_within_allowed_lateness_without_state():
     assert e.status is WindowStatus.NO_DATA
     assert "late but within the allowed lateness" in e.fires_when and "LATE pane at once" in e.fires_when
     # A late record then fires a LATE pane and the window stays open for more until the horizon.
-    late = op.add_records(RecordBatch.from_elements([(None, 5)], "other-key"))
+    late = op.add(RecordBatch.from_elements([(None, 5)], "other-key"))
     assert [p.timing.value for p in late.all_panes()] == ["LATE"]
     e = explain_window(sp, "other-key", WINDOW, src, op)
     assert e.status is WindowStatus.FIRED_CAN_FIRE_LATE

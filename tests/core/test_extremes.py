@@ -87,12 +87,12 @@ def batch_of(records: list) -> RecordBatch:
 class Combining(WindowOperator):
     """The map side as Spark runs it: combine() what can be combined, ship the rest as records."""
 
-    def add_records(self, batch: RecordBatch) -> Emitted:
+    def add(self, batch: RecordBatch) -> Emitted:
         partials, raw = combine(self.spec, self.watermark, batch)
         out = self.add_partials(partials)
         rest = RecordBatch(batch.keys[raw], batch.timestamps[raw], {c: v[raw] for c, v in batch.columns.items()})
         rest = RecordBatch(rest.keys, rest.timestamps, rest.columns, payload=batch.payload[raw])
-        out.extend(super().add_records(rest))
+        out.extend(super().add(rest))
         return out
 
 
@@ -101,7 +101,7 @@ def drive(operator, steps: list) -> tuple[list, list, list, int]:
     watermark = MIN_TIMESTAMP
     for kind, arg in steps:
         if kind == "add":
-            out = operator.add_records(batch_of(arg))
+            out = operator.add(batch_of(arg))
         else:
             watermark = max(watermark, arg)
             out = operator.advance_watermark(watermark)
@@ -110,7 +110,7 @@ def drive(operator, steps: list) -> tuple[list, list, list, int]:
         bad += out.bad
         accepted += out.accepted
     final = operator.advance_watermark(MAX_TIMESTAMP)
-    assert operator.window_count() == 0
+    assert operator.gauges().open_state == 0
     return panes + final.all_panes(), late, bad, accepted
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from floodmark import aggregates, windows
 from floodmark.core.join import IntervalJoinOperator, IntervalJoinSpec, Side
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.testing import WindowHarness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def floodmark_join(lower: int, upper: int, events: list[dict]) -> dict:
     pairs, late = [], {"L": [], "R": []}
     for event in events:
         side = Side.LEFT if event["side"] == "L" else Side.RIGHT
-        out = operator.add(side, [event["k"]], [event["ts"]], [event["id"]])
+        out = operator.add(KeyedRows([event["k"]], [event["ts"]], [event["id"]], side))
         pairs += [[p.left, p.right] for p in out.joined]
         for row in out.late:
             late[event["side"]].append(row.value)
@@ -158,7 +159,7 @@ def test_event_time_timers_fire_as_flinks_on_the_same_watermarks(tmp_path):
     got = {}
     for e in events:
         at = operator.watermark
-        for out in operator.add_records([e["k"]], [e["ts"]], [{"ts": e["ts"]}]).rows:
+        for out in operator.add(KeyedRows([e["k"]], [e["ts"]], [{"ts": e["ts"]}])).rows:
             got[(out.key, out.row["queries"], out.row["first_ms"], out.row["last_ms"])] = at
         if e["watermark_after"] is not None:
             for out in operator.advance_watermark(e["watermark_after"]).rows:

@@ -50,7 +50,7 @@ ops = st.lists(
 
 def output_watermark(operator) -> int:
     """The stage's rule (``StageWatermark.update_output``): one below the lowest hold."""
-    hold = operator.output_hold()
+    hold = operator.gauges().hold
     return operator.watermark if hold is None else min(operator.watermark, held_below(hold))
 
 
@@ -72,7 +72,7 @@ def test_no_hold_behind_the_output_watermark(window, trigger, combiner, lateness
         before = output_watermark(operator)
         if step_kind == "add":
             keys = np.array([k for k, _ in arg], dtype=object)
-            out = operator.add_records(RecordBatch(keys, np.array([t for _, t in arg], dtype=np.int64), {None: keys}))
+            out = operator.add(RecordBatch(keys, np.array([t for _, t in arg], dtype=np.int64), {None: keys}))
         elif step_kind == "wm":
             watermark = MAX_TIMESTAMP if arg == MAX_TIMESTAMP else watermark + arg
             out = operator.advance_watermark(watermark)
@@ -100,7 +100,7 @@ def test_a_record_behind_the_output_watermark_does_not_hold_its_pane_there():
         h.add_elements([("behind", 2)], key="a")  # output time 2 < output watermark 5: no hold
         h.add_elements([("on time", 7)], key="b")  # holds b's pane at 7
         h.add_elements([("behind too", 3)], key="b")  # 3 < b's output watermark 5: no hold
-        assert h.operator.output_hold() == 7
+        assert h.operator.gauges().hold == 7
         h.advance_watermark_to(9)
         assert {(p.key, p.timestamp) for p in h.panes} == {("a", 9), ("b", 7)}, operator
 
@@ -149,5 +149,5 @@ def test_a_late_record_keeps_its_own_timestamp_when_its_hold_is_dropped(window, 
     operator = WindowOperator(spec, watermark=100)
     keys = np.array(["a", "a"], dtype=object)
     batch = RecordBatch(keys, np.array([3, 95], dtype=np.int64), {None: np.array([1, 2], dtype=object)})
-    late = operator.add_records(batch).late
+    late = operator.add(batch).late
     assert [(r.timestamp, r.lateness) for r in late] == [(3, 97), (95, 5)]

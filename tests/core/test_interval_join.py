@@ -16,6 +16,7 @@ from floodmark.core.join import (
     Side,
     restore_interval_join,
 )
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, out_of_range_reason
 from floodmark.core.watermarks.stage import StageWatermark
 
@@ -26,15 +27,15 @@ def test_flinks_lost_pair_is_joined_while_on_time_and_late_once_the_watermark_re
     partner: no pair, no late output. Here the two rules share one comparison."""
     spec = IntervalJoinSpec(between=(-5, 0))
     on_time = IntervalJoinOperator(spec)
-    on_time.add(Side.LEFT, ["k"], [100], ["l"])
+    on_time.add(KeyedRows(["k"], [100], ["l"], Side.LEFT))
     on_time.advance_watermark(99)
-    pairs = on_time.add(Side.RIGHT, ["k"], [100], ["r"]).joined
+    pairs = on_time.add(KeyedRows(["k"], [100], ["r"], Side.RIGHT)).joined
     assert [(p.left, p.right, p.timestamp) for p in pairs] == [("l", "r", 100)]
 
     late = IntervalJoinOperator(spec)
-    late.add(Side.LEFT, ["k"], [100], ["l"])
+    late.add(KeyedRows(["k"], [100], ["l"], Side.LEFT))
     late.advance_watermark(100)
-    out = late.add(Side.RIGHT, ["k"], [100], ["r"])
+    out = late.add(KeyedRows(["k"], [100], ["r"], Side.RIGHT))
     assert out.joined == []
     assert [(r.side, r.value, r.timestamp, r.watermark, r.lateness) for r in out.late] == [
         (Side.RIGHT, "r", 100, 100, 0)
@@ -44,39 +45,39 @@ def test_flinks_lost_pair_is_joined_while_on_time_and_late_once_the_watermark_re
 def test_allowed_lateness_keeps_partners_for_rows_behind_the_watermark():
     spec = IntervalJoinSpec(between=(-5, 0), allowed_lateness=10)
     op = IntervalJoinOperator(spec)
-    op.add(Side.LEFT, ["k"], [100], ["l"])
+    op.add(KeyedRows(["k"], [100], ["l"], Side.LEFT))
     op.advance_watermark(105)
-    assert [(p.left, p.right) for p in op.add(Side.RIGHT, ["k"], [100], ["r"]).joined] == [("l", "r")]
+    assert [(p.left, p.right) for p in op.add(KeyedRows(["k"], [100], ["r"], Side.RIGHT)).joined] == [("l", "r")]
     op.advance_watermark(109)
-    assert op.buffered() == 2
+    assert op.gauges().open_state == 2
     op.advance_watermark(110)  # left@100's last match 100 + lateness 10
-    assert op.buffered() == 1
-    assert [r.horizon for r in op.add(Side.RIGHT, ["k"], [100], ["r2"]).late] == [110]
+    assert op.gauges().open_state == 1
+    assert [r.horizon for r in op.add(KeyedRows(["k"], [100], ["r2"], Side.RIGHT)).late] == [110]
 
 
 def test_outer_rows_come_with_nulls_when_no_partner_can_come_any_more():
     spec = IntervalJoinSpec(between=(0, 10), how="outer")
     op = IntervalJoinOperator(spec)
-    op.add(Side.LEFT, ["a", "b"], [5, 5], ["la", "lb"])
-    op.add(Side.RIGHT, ["a", "c"], [12, 30], ["ra", "rc"])
+    op.add(KeyedRows(["a", "b"], [5, 5], ["la", "lb"], Side.LEFT))
+    op.add(KeyedRows(["a", "c"], [12, 30], ["ra", "rc"], Side.RIGHT))
     out = op.advance_watermark(14)
     assert out.joined == [], "left b at 5 may still meet a right row up to 15"
     out = op.advance_watermark(15)
     assert [(r.key, r.left, r.right, r.timestamp) for r in out.joined] == [("b", "lb", None, 5)]
     out = op.advance_watermark(MAX_TIMESTAMP)
     assert [(r.key, r.left, r.right, r.timestamp) for r in out.joined] == [("c", None, "rc", 30)]
-    assert op.buffered() == 0
+    assert op.gauges().open_state == 0
 
 
 def test_bad_event_times_are_dead_letters_with_the_reason():
     op = IntervalJoinOperator(IntervalJoinSpec(between=(0, 1)))
-    out = op.add(Side.LEFT, ["k", "k", "k"], [None, "12", MAX_TIMESTAMP], ["a", "b", "c"])
+    out = op.add(KeyedRows(["k", "k", "k"], [None, "12", MAX_TIMESTAMP], ["a", "b", "c"], Side.LEFT))
     assert [b.reason for b in out.bad] == [
         "missing timestamp",
         "timestamp is not a number: '12'",
         out_of_range_reason(MAX_TIMESTAMP),
     ], "the window operator's reasons (one rule: core.assign.validate_timestamps)"
-    assert op.buffered() == 0
+    assert op.gauges().open_state == 0
 
 
 def test_bounds_are_checked():
@@ -111,9 +112,9 @@ def run(spec: IntervalJoinSpec, script, restore_at: int | None = None):
         marks.update_upstream("left", watermark)
         marks.update_upstream("right", watermark)
         for side, key, ts in batch:
-            out.extend(op.add(side, [key], [ts], [(side, key, ts, len(batches))]))
+            out.extend(op.add(KeyedRows([key], [ts], [(side, key, ts, len(batches))], side)))
         batches.append((output_watermark, watermark, out))
-        marks.update_output(op.output_hold())
+        marks.update_output(op.gauges().hold)
         output_watermark = marks.output_watermark
     return batches
 

@@ -94,11 +94,11 @@ def emitted_form(out):
 
 def gauges(operator):
     return (
-        operator.output_hold(),
-        operator.oldest_pending_processing_time(),
-        operator.window_count(),
-        operator.next_watermark_deadline(),
-        operator.next_processing_deadline(),
+        operator.gauges().hold,
+        operator.gauges().oldest_pending,
+        operator.gauges().open_state,
+        operator.gauges().next_firing,
+        operator.gauges().next_timer,
     )
 
 
@@ -118,7 +118,7 @@ def combined(operator, records, ahead):
         partials, raw = combine(operator.spec, operator.watermark + ahead, subset(records, half))
         out.extend(operator.add_partials(partials))
         raws.append(half[raw])
-    out.extend(operator.add_records(subset(records, np.concatenate(raws))))
+    out.extend(operator.add(subset(records, np.concatenate(raws))))
     return out
 
 
@@ -142,8 +142,8 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
         if kind == "add":
             records = batch(arg, next_id)
             both = [
-                python.add_records(records) if deferred is None else combined(python, records, ahead),
-                java.add_records(records) if ahead is None else combined(java, records, ahead),
+                python.add(records) if deferred is None else combined(python, records, ahead),
+                java.add(records) if ahead is None else combined(java, records, ahead),
             ]
             next_id += len(arg)
             java.roundtrip_apart() if deferred is not None and next_id % 2 else java.roundtrip()
@@ -157,7 +157,7 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
         assert gauges(java) == gauges(python), f"gauges after {kind} {arg}"
         if deferred is not None:
             assert java.segment_infos() == segment_infos(python), f"segments after {kind} {arg}"
-    assert java.window_count() == 0, "everything is garbage collected at the end of input"
+    assert java.gauges().open_state == 0, "everything is garbage collected at the end of input"
     java.drop()
 
 
@@ -262,7 +262,7 @@ def test_keys_of_any_length_survive_a_snapshot_on_the_jvm(jvm):
     python, java = WindowOperator(spec, -10), jvm.operator(spec, -10)
     records = batch([(key, ts, 1.0) for key, ts in zip(keys, [1, 2], strict=True)], 0)
     for operator in (python, java):
-        operator.add_records(records)
+        operator.add(records)
     java.roundtrip()
     both = [operator.advance_watermark(MAX_TIMESTAMP) for operator in (python, java)]
     assert emitted_form(both[1]) == emitted_form(both[0])

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.process import KeyedProcessOperator, TimeDomain, Timer, restore_process_operator
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks.stage import StageWatermark
@@ -85,7 +86,7 @@ def test_absence_alerts_equal_a_straight_computation_whatever_the_batches_and_a_
         if b == restore_at:
             operator = restore_process_operator(AbsenceAlerts(), operator.snapshot())
         chunk = ordered[start : start + size]
-        emitted += operator.add_records([d for d, _ in chunk], [t for _, t in chunk], [None] * len(chunk)).rows
+        emitted += operator.add(KeyedRows([d for d, _ in chunk], [t for _, t in chunk], [None] * len(chunk))).rows
         emitted += operator.advance_watermark(chunk[-1][1] - 1).rows
     emitted += operator.advance_watermark(MAX_TIMESTAMP).rows
     got = sorted((r.key, r.row["silent_since"], r.timestamp + SILENCE) for r in emitted)
@@ -189,9 +190,9 @@ def test_what_a_timer_emits_is_after_the_output_watermark_the_batch_before_left(
         marks.update_upstream("in", watermark)
         out = operator.advance_watermark(watermark)
         chunk = [r for r in ordered[b * per_batch : (b + 1) * per_batch] if r[1] > watermark]
-        out.extend(operator.add_records([d for d, _ in chunk], [t for _, t in chunk], [None] * len(chunk)))
+        out.extend(operator.add(KeyedRows([d for d, _ in chunk], [t for _, t in chunk], [None] * len(chunk))))
         assert all(r.timestamp > before for r in out.rows), (before, out.rows)
-        marks.update_output(operator.output_hold())
+        marks.update_output(operator.gauges().hold)
 
 
 def test_a_timer_a_record_sets_behind_the_watermark_fires_at_the_next_move_as_flinks():

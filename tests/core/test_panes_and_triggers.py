@@ -63,7 +63,7 @@ def test_default_trigger_fires_per_late_record_within_lateness():
         (0, 1, "LATE", 2, 2, False),
     ]
     assert h.advance_watermark_to(14) == []
-    assert h.operator.window_count() == 0
+    assert h.operator.gauges().open_state == 0
 
 
 def test_after_watermark_without_late_closes_the_window():

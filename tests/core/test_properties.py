@@ -84,7 +84,7 @@ def run(spec, ops, start_watermark=-10, operator=None, make_batch=batch_of, roun
     watermark, now = start_watermark, 0
     for kind, arg in ops:
         if kind == "add":
-            emitted = operator.add_records(make_batch(arg))
+            emitted = operator.add(make_batch(arg))
         elif kind == "wm":
             watermark += arg
             emitted = operator.advance_watermark(watermark)
@@ -96,7 +96,7 @@ def run(spec, ops, start_watermark=-10, operator=None, make_batch=batch_of, roun
         if kind == "add" and roundtrip:
             operator = restore_operator(spec, operator.snapshot())
     final = operator.advance_watermark(MAX_TIMESTAMP)
-    assert operator.window_count() == 0, "everything is garbage collected at the end of input"
+    assert operator.gauges().open_state == 0, "everything is garbage collected at the end of input"
     return panes + final.all_panes(), late
 
 
@@ -391,13 +391,11 @@ def assert_same_panes_on_both_operators(spec, raw_ops):
 def test_both_operators_announce_the_same_deadlines(spec, raw_ops):
     """The next watermark and processing time at which something would fire (they decide when an idle query
     needs its next batch) agree after every move."""
-    assert_same_gauges_on_both_operators(
-        spec, raw_ops, lambda o: (o.next_watermark_deadline(), o.next_processing_deadline())
-    )
+    assert_same_gauges_on_both_operators(spec, raw_ops, lambda o: (o.gauges().next_firing, o.gauges().next_timer))
 
 
 def assert_same_gauges_on_both_operators(spec, raw_ops, gauges_of=None):
-    gauges_of = gauges_of or (lambda o: (o.output_hold(), o.oldest_pending_processing_time(), o.window_count()))
+    gauges_of = gauges_of or (lambda o: (o.gauges().hold, o.gauges().oldest_pending, o.gauges().open_state))
 
     operators = [WindowOperator(spec, -10, policy="columnar"), WindowOperator(spec, -10, policy="general")]
     watermark, now = -10, 0
@@ -406,7 +404,7 @@ def assert_same_gauges_on_both_operators(spec, raw_ops, gauges_of=None):
         gauges = []
         for operator in operators:
             if kind == "add":
-                operator.add_records(with_numeric_values(arg))
+                operator.add(with_numeric_values(arg))
             elif kind == "wm":
                 operator.advance_watermark(watermark)
             else:
@@ -448,13 +446,13 @@ def test_columnar_early_count_panes_fire_mid_batch_and_restart_the_pending_clock
             ts = np.arange(len(values)) + 1
             keys = np.array(["k"] * len(values), dtype=object)
             batch = RecordBatch(keys, ts, {None: np.arange(len(values)), "v": np.array(values, dtype=float)})
-            panes = operator.add_records(batch).all_panes()
+            panes = operator.add(batch).all_panes()
             return [(p.timing.value, p.pane_index, p.value["n"], p.value["s"]) for p in panes]
 
         first = add([1.0])
         operator.advance_processing_time(10)
         second = add([2.0, 3.0, 4.0, 5.0, 6.0, 7.0])  # panes after the 3rd and 6th record of the window
-        seen.append((first, second, operator.oldest_pending_processing_time()))
+        seen.append((first, second, operator.gauges().oldest_pending))
     assert seen[0] == seen[1] == ([], [("EARLY", 0, 3, 6.0), ("EARLY", 1, 6, 21.0)], 10)
 
 
@@ -471,9 +469,7 @@ def test_columnar_late_panes_accumulate_every_aggregate():
 
         def add(values, ts, operator=operator):
             keys = np.array(["k"] * len(ts), dtype=object)
-            return operator.add_records(
-                RecordBatch(keys, np.array(ts), {None: np.arange(len(ts)), "v": np.array(values)})
-            )
+            return operator.add(RecordBatch(keys, np.array(ts), {None: np.arange(len(ts)), "v": np.array(values)}))
 
         add([5.0], [1])
         on_time = operator.advance_watermark(20).all_panes()
@@ -511,7 +507,7 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
     class Combining(WindowOperator):
         """Splits every batch in two halves (two 'partitions'), combines each, ships partials + raw records."""
 
-        def add_records(self, batch):
+        def add(self, batch):
             from floodmark.core.emitted import Emitted
 
             out = Emitted()
@@ -527,7 +523,7 @@ def test_map_side_combine_gives_the_same_panes(window, trigger, lateness, mode, 
                 raws.append(half[raw])
             raw = np.concatenate(raws)
             rest = RecordBatch(batch.keys[raw], batch.timestamps[raw], {c: v[raw] for c, v in batch.columns.items()})
-            out.extend(super().add_records(rest))
+            out.extend(super().add(rest))
             return out
 
     def drive(operator):

@@ -16,7 +16,7 @@ def run_single_event_then_silence(strategy, seconds=600):
     source = SourceWatermarks(strategy, periodic_interval=200)
     operator = WindowOperator(WindowSpec(windows.Tumbling(MINUTE), aggregates.count()), policy="general")
     source.on_event("0", None, 30_000)
-    operator.add_records(RecordBatch.from_elements([("click", 30_000)], key="k"))
+    operator.add(RecordBatch.from_elements([("click", 30_000)], key="k"))
     for now in range(200, seconds * 1000 + 1, 200):
         watermark = source.advance_processing_time(now)
         emitted = operator.advance_watermark(watermark)
@@ -47,7 +47,7 @@ def test_idle_split_holds_back_unless_idleness_is_configured():
             event_time = now * 10  # splits 0 and 1 keep producing; split 2 never does (seed 000's skew)
             source.on_event("0", None, event_time)
             source.on_event("1", None, event_time)
-            operator.add_records(RecordBatch.from_elements([(None, event_time)], key="k"))
+            operator.add(RecordBatch.from_elements([(None, event_time)], key="k"))
             if operator.advance_watermark(source.advance_processing_time(now)).pane_count():
                 return True
         return False

@@ -62,12 +62,12 @@ def combined(spec: WindowSpec, operator, batch: RecordBatch) -> Emitted:
     partials, raw = combine(spec, operator.watermark, batch)
     out = operator.add_partials(partials)
     rest = RecordBatch(batch.keys[raw], batch.timestamps[raw], {c: v[raw] for c, v in batch.columns.items()})
-    out.extend(operator.add_records(rest))
+    out.extend(operator.add(rest))
     return out
 
 
 def gauges(operator) -> tuple:
-    return operator.output_hold(), operator.oldest_pending_processing_time(), operator.next_watermark_deadline()
+    return operator.gauges().hold, operator.gauges().oldest_pending, operator.gauges().next_firing
 
 
 @settings(max_examples=400, deadline=None)
@@ -106,10 +106,10 @@ def test_deferred_partials_give_the_panes_and_gauges_of_merging_at_once(
                 results[i][0].extend(map(pane_key_dict, emitted.all_panes()))
                 results[i][1].extend((r.key, r.window, r.value, r.reason, r.lateness) for r in emitted.late)
             assert gauges(deferred) == gauges(eager)
-            assert deferred.window_count() >= eager.window_count()
+            assert deferred.gauges().open_state >= eager.gauges().open_state
             storage.save(deferred)
             deferred = storage.restore(spec)
-    assert deferred.window_count() == eager.window_count() == 0
+    assert deferred.gauges().open_state == eager.gauges().open_state == 0
     assert not storage.values, "every segment is merged and deleted by the end"
     for panes, late in results:
         panes.sort(key=pane_order)
@@ -134,10 +134,10 @@ def test_a_batch_reads_no_segment_until_the_watermark_reaches_one():
     # memory): two compactions read 8 stored segments each; two level-1 segments and those of batches 18-19 stay.
     assert storage.reads == 2 * segments.FANOUT
     assert len(storage.values) == 4
-    assert operator.window_count() == 2_000 and operator.output_hold() == 3_599_999
+    assert operator.gauges().open_state == 2_000 and operator.gauges().hold == 3_599_999
     out = advance(operator, None, 3_600_000, 30)
     assert sum(len(f) for f in out.pane_frames) == 2_000
-    assert operator.window_count() == 0
+    assert operator.gauges().open_state == 0
 
 
 def test_specs_with_early_firings_or_other_output_times_merge_at_once():
@@ -160,9 +160,11 @@ def test_a_small_table_takes_partials_at_once_and_segments_start_when_it_grows()
             keys = np.array([f"k{batch}-{i}" for i in range(100)], dtype=object)
             records = RecordBatch(keys, np.full(100, batch, dtype=np.int64), {None: keys})
             advance(operator, None, 0, batch, combine(spec, 0, records)[0])
-            assert (operator.table.window_count(), len(operator.policy.segments)) == [(100, 0), (100, 1), (100, 2)][
-                batch
-            ]
+            assert (operator.table.window_count(), len(operator.policy.segments)) == [
+                (100, 0),
+                (100, 1),
+                (100, 2),
+            ][batch]
 
 
 @pytest.mark.parametrize("fanout", [1, 3])
@@ -226,7 +228,7 @@ def test_a_sliding_segments_rest_is_split_by_window_end_and_each_piece_is_read_o
         storage.save(operator)
     # Each piece is read once; the one of two ends (90 and 100) is read at 90 and its 100-rows written once more.
     assert storage.reads - reads == segments.FANOUT + 1
-    assert not storage.values and operator.window_count() == 0
+    assert not storage.values and operator.gauges().open_state == 0
 
 
 @mock.patch.object(segments, "DEFER_ABOVE", 0)

@@ -97,7 +97,7 @@ def test_a_session_snapshot_of_the_general_policy_resumes_on_it():
 
     spec = WindowSpec(windows.Sessions(10), aggregates.count())
     general = WindowOperator(spec, watermark=0, policy="general")
-    general.add_records(RecordBatch(np.array(["k"], dtype=object), np.array([5]), {None: np.array([1])}))
+    general.add(RecordBatch(np.array(["k"], dtype=object), np.array([5]), {None: np.array([1])}))
     restored = restore_operator(spec, general.snapshot())
     assert restored.policy.name == "general"
     _, out, _ = step(spec, general.snapshot(), None, watermark=100, processing_time=0)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from floodmark import Timing, windows
 from floodmark.core.join import Side, WindowJoinOperator, WindowJoinSpec, restore_window_join
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.time import MAX_TIMESTAMP
 
 ASSIGNERS = [windows.Tumbling(10), windows.Sliding(20, 10), windows.Cumulate(5, 20)]
@@ -39,7 +40,9 @@ def test_every_pair_sharing_a_window_once_unless_late(assigner, lateness, script
         out = operator.advance_watermark(watermark)
         for side in Side:
             mine = [(key, ts, row_id + i) for i, (s, key, ts) in enumerate(arriving) if s is side]
-            out.extend(operator.add(side, [k for k, _, _ in mine], [t for _, t, _ in mine], [i for _, _, i in mine]))
+            out.extend(
+                operator.add(KeyedRows([k for k, _, _ in mine], [t for _, t, _ in mine], [i for _, _, i in mine], side))
+            )
             rows += [(side, key, ts, i, watermark) for key, ts, i in mine]
         row_id += len(arriving)
         joined += out.joined
@@ -75,25 +78,27 @@ def test_every_pair_sharing_a_window_once_unless_late(assigner, lateness, script
 
 def test_a_late_row_within_lateness_pairs_in_a_late_pane_and_nothing_twice():
     op = WindowJoinOperator(WindowJoinSpec(windows.Tumbling(10), allowed_lateness=5))
-    op.add(Side.LEFT, ["k"], [1], ["l1"])
-    op.add(Side.RIGHT, ["k"], [2], ["r1"])
+    op.add(KeyedRows(["k"], [1], ["l1"], Side.LEFT))
+    op.add(KeyedRows(["k"], [2], ["r1"], Side.RIGHT))
     fired = op.advance_watermark(9)
     assert [(p.left, p.right, p.timing) for p in fired.joined] == [("l1", "r1", Timing.ON_TIME)]
-    again = op.add(Side.RIGHT, ["k"], [3], ["r2"])  # late, within lateness: only its own pairs
+    again = op.add(KeyedRows(["k"], [3], ["r2"], Side.RIGHT))  # late, within lateness: only its own pairs
     assert [(p.left, p.right, p.timing, p.pane_index) for p in again.joined] == [("l1", "r2", Timing.LATE, 1)]
-    gone = op.add(Side.LEFT, ["k"], [4], ["l2"])
+    gone = op.add(KeyedRows(["k"], [4], ["l2"], Side.LEFT))
     assert [(p.left, p.right) for p in gone.joined] == [("l2", "r1"), ("l2", "r2")]
     op.advance_watermark(14)  # the window's horizon: its rows are dropped
-    expired = op.add(Side.LEFT, ["k"], [5], ["l3"])
+    expired = op.add(KeyedRows(["k"], [5], ["l3"], Side.LEFT))
     assert expired.joined == [] and [(r.side, r.value, r.horizon) for r in expired.late] == [(Side.LEFT, "l3", 14)]
 
 
 def test_sessions_that_merge_keep_the_pairs_their_parts_emitted():
     op = WindowJoinOperator(WindowJoinSpec(windows.Sessions(10), allowed_lateness=100))
-    op.add(Side.LEFT, ["k"], [0], ["l1"])
-    op.add(Side.RIGHT, ["k"], [5], ["r1"])
+    op.add(KeyedRows(["k"], [0], ["l1"], Side.LEFT))
+    op.add(KeyedRows(["k"], [5], ["r1"], Side.RIGHT))
     first = op.advance_watermark(20)  # session [0, 15) fires
     assert [(p.left, p.right, p.window.end) for p in first.joined] == [("l1", "r1", 15)]
-    assert op.add(Side.RIGHT, ["k"], [12], ["r2"]).joined == []  # extends the session to [0, 22), not yet due
+    assert (
+        op.add(KeyedRows(["k"], [12], ["r2"], Side.RIGHT)).joined == []
+    )  # extends the session to [0, 22), not yet due
     merged = op.advance_watermark(30)
     assert [(p.left, p.right, p.window.end) for p in merged.joined] == [("l1", "r2", 22)], "not l1-r1 again"

@@ -132,7 +132,7 @@ def test_spark_join_equals_the_core_reference(spark, search_input, runs, how, ou
         inputs = {n: f[f["batch"] == b][list(app.COLUMNS[n])] for n, f in records.items()}
         emitted = reference.run_batch(inputs, report.processing_time)
         clicked = emitted["clicked"]
-        rows = reference.stages["clicked"].rows(clicked.joined, reference.join_columns["clicked"])  # type: ignore[union-attr]
+        rows = reference.rows_of("clicked", clicked)
         expected["joined"] += [
             (b, r.get("left_query"), r.get("right_url"), r["join_time"]) for r in rows.to_dict("records")
         ]

@@ -191,8 +191,8 @@ def combine(spec: WindowSpec, watermark: int, batch: RecordBatch) -> tuple[Parti
     """The map-side combine of ``batch``: partials of what can be combined, and the rest's positions.
 
     :returns: ``(partials, raw)``; ``raw`` are positions into ``batch``, in order.
-    Feeding ``operator.add_partials(partials)`` and ``operator.add_records(batch[raw])``
-    gives the same panes as ``operator.add_records(batch)`` (sums of floats up to rounding).
+    Feeding ``operator.add_partials(partials)`` and ``operator.add(batch[raw])``
+    gives the same panes as ``operator.add(batch)`` (sums of floats up to rounding).
     """
     if not spec.combines_records:
         raise ValueError("this spec cannot be combined before the shuffle (see WindowSpec.combines_records)")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from floodmark.core.emitted import Emitted
 from floodmark.core.join import (
     JoinedRow,
     JoinEmitted,
+    JoinOperator,
     Side,
     WindowJoinedRow,
     WindowJoinEmitted,
@@ -47,6 +48,7 @@ from floodmark.core.join import (
     join_operator,
 )
 from floodmark.core.join.spec import IntervalJoinSpec
+from floodmark.core.keyed_operator import KeyedOperator, KeyedRows, OperatorGauges
 from floodmark.core.panes import Pane
 from floodmark.core.process import (
     KeyedProcessFunction,
@@ -60,7 +62,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.watermarks.stage import StageTimes, StageWatermark
-from floodmark.core.window import WindowOperator, step
+from floodmark.core.window import WindowOperator, restore_operator
 from floodmark.protocol import output
 from floodmark.protocol.columns import names
 
@@ -80,11 +82,16 @@ class Stage:
     output_value: Callable[[Pane], Any] | None = None
 
 
+StageEmitted = Emitted | JoinEmitted | WindowJoinEmitted | ProcessEmitted
+"""What a stage of any kind emits: panes, joined rows or a process function's rows, with late and bad rows."""
+
+
 @dataclass
 class StageResult:
     """Everything one stage emitted."""
 
-    emitted: Emitted = field(default_factory=Emitted)
+    emitted: Any = field(default_factory=Emitted)
+    """The stage's :data:`StageEmitted` (panes for a window stage)."""
     watermarks: list[tuple[int, int, int]] = field(default_factory=list)
     """``(processing_time, input_watermark, output_watermark)`` after every step."""
 
@@ -107,7 +114,7 @@ class StagedPipeline:
 
     def add_records(self, batch: RecordBatch) -> None:
         """Records into the first stage at the current watermark."""
-        self._cascade(first=self.operators[0].add_records(batch))
+        self._cascade(first=self.operators[0].add(batch))
 
     def advance_watermark(self, watermark: int) -> None:
         """The pipeline's input watermark moves to ``watermark``."""
@@ -121,7 +128,7 @@ class StagedPipeline:
 
     def stage_times(self, name: str) -> StageTimes:
         i = self._index(name)
-        return self.watermarks[i].times(self.processing_time, self.operators[i].oldest_pending_processing_time())
+        return self.watermarks[i].times(self.processing_time, self.operators[i].gauges().oldest_pending)
 
     def panes(self, name: str | None = None) -> list[Pane]:
         """Panes of stage ``name`` (default: the last stage)."""
@@ -149,10 +156,10 @@ class StagedPipeline:
                 upstream_watermark = self.watermarks[i - 1].output_watermark
                 carried_panes = carried.all_panes() if carried is not None else []
                 if carried_panes:
-                    emitted.extend(operator.add_records(self._records_from(self.stages[i - 1], carried_panes)))
+                    emitted.extend(operator.add(self._records_from(self.stages[i - 1], carried_panes)))
             marks.update_upstream(upstream, upstream_watermark)
             emitted.extend(operator.advance_watermark(marks.input_watermark))
-            marks.update_output(operator.output_hold())
+            marks.update_output(operator.gauges().hold)
             result = self.results[stage.name]
             result.emitted.extend(emitted)
             result.watermarks.append((self.processing_time, marks.input_watermark, marks.output_watermark))
@@ -187,6 +194,49 @@ OUTPUT_TIME = "output_time"
 """A process stage's rows' event time (the time each row was emitted at), what a downstream stage reads as event
 time."""
 
+UpstreamRows = Sequence[tuple[str, pd.DataFrame, str]]
+"""A stage's input of one batch: ``(upstream name, its rows, their event-time column)`` per upstream that sent
+rows, in the order they came."""
+
+
+class StageKind(Protocol):
+    """What every kind of stage in a graph says of itself, so that a runtime runs any kind with one loop (see
+    :meth:`MicroBatchPipeline.run_batch`): its keyed operator, the rows that operator takes, the rows it gives.
+
+    :ivar name: unique among the pipeline's sources and stages. :ivar upstream: the sources or stages it reads.
+    :ivar output_event_time: the column of its output rows that a downstream stage reads as event time (ms).
+    """
+
+    name: str
+    output_event_time: ClassVar[str]
+
+    @property
+    def upstream(self) -> tuple[str, ...]: ...
+
+    def operator(self, snapshot: bytes | None) -> KeyedOperator[Any, Any]:
+        """A new operator (``snapshot`` None) or the one ``snapshot`` saved."""
+        ...
+
+    def operator_rows(self, parts: UpstreamRows) -> list[Any]:
+        """The batch's rows as the operator's ``add`` takes them, in the order it takes them."""
+        ...
+
+    def output_rows(self, emitted: Any, input_columns: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+        """What ``emitted`` gives downstream, as rows of named columns.
+
+        :arg input_columns: each upstream's columns as its rows have shown them (so a join's side without a row in
+            this batch still has its columns).
+        """
+        ...
+
+    def input_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The stage's input rows from an upstream's output rows."""
+        ...
+
+    def nothing_emitted(self) -> Any:
+        """An empty output of this kind (what its operator's moves return)."""
+        ...
+
 
 @dataclass(frozen=True)
 class WindowedStage:
@@ -207,6 +257,7 @@ class WindowedStage:
     spec: WindowSpec
     key_by: tuple[str, ...] = ()
     columns: Mapping[str, str] = field(default_factory=dict)
+    output_event_time: ClassVar[str] = EVENT_TIME
 
     def __post_init__(self) -> None:
         upstream = (self.upstream,) if isinstance(self.upstream, str) else tuple(self.upstream)
@@ -225,6 +276,26 @@ class WindowedStage:
     def pane_columns(self) -> list[str]:
         """The columns of this stage's pane rows (what a downstream stage reads)."""
         return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
+
+    def operator(self, snapshot: bytes | None) -> WindowOperator:
+        return WindowOperator(self.spec) if snapshot is None else restore_operator(self.spec, snapshot)
+
+    def operator_rows(self, parts: UpstreamRows) -> list[RecordBatch]:
+        """The batch's rows of every upstream as one record batch (none without rows)."""
+        if not parts:
+            return []
+        times = np.concatenate([f[ts].to_numpy(dtype=np.int64) for _, f, ts in parts])
+        batch = frame_records(pd.concat([f for _, f, _ in parts], ignore_index=True), self.key_by, times, self.spec)
+        return [] if batch is None else [batch]
+
+    def output_rows(self, emitted: Emitted, input_columns: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+        return pane_rows(emitted, self.key_by, self.result_names)
+
+    def input_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return stage_input_rows(frame, self)
+
+    def nothing_emitted(self) -> Emitted:
+        return Emitted()
 
 
 @dataclass(frozen=True)
@@ -248,6 +319,7 @@ class JoinStage:
     right: str
     on: tuple[str, ...]
     spec: IntervalJoinSpec | WindowJoinSpec
+    output_event_time: ClassVar[str] = JOIN_TIME
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on", (self.on,) if isinstance(self.on, str) else tuple(self.on))
@@ -260,6 +332,29 @@ class JoinStage:
 
     def side_of(self, upstream: str) -> Side:
         return Side.LEFT if upstream == self.left else Side.RIGHT
+
+    def operator(self, snapshot: bytes | None) -> JoinOperator:
+        return join_operator(self.spec, snapshot)
+
+    def operator_rows(self, parts: UpstreamRows) -> list[KeyedRows]:
+        """The left rows, then the right rows (each side's upstreams in the order they came)."""
+        return [
+            KeyedRows(key_array(frame, self.on), frame[ts].tolist(), frame.to_dict("records"), side)
+            for side in (Side.LEFT, Side.RIGHT)
+            for upstream, frame, ts in parts
+            if self.side_of(upstream) is side
+        ]
+
+    def output_rows(
+        self, emitted: JoinEmitted | WindowJoinEmitted, input_columns: Mapping[str, Sequence[str]]
+    ) -> pd.DataFrame:
+        return self.rows(emitted.joined, {self.side_of(up): columns for up, columns in input_columns.items()})
+
+    def input_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame
+
+    def nothing_emitted(self) -> JoinEmitted | WindowJoinEmitted:
+        return WindowJoinEmitted() if isinstance(self.spec, WindowJoinSpec) else JoinEmitted()
 
     def rows(
         self, joined: Sequence[JoinedRow | WindowJoinedRow], columns: Mapping[Side, Sequence[str]] | None = None
@@ -306,6 +401,7 @@ class ProcessStage:
     key_by: tuple[str, ...]
     function: KeyedProcessFunction
     output: Mapping[str, str]
+    output_event_time: ClassVar[str] = OUTPUT_TIME
 
     def __post_init__(self) -> None:
         upstream = (self.upstream,) if isinstance(self.upstream, str) else tuple(self.upstream)
@@ -318,6 +414,24 @@ class ProcessStage:
         clash = sorted(set(self.output) & {*self.key_by, OUTPUT_TIME})
         if clash:
             raise ValueError(f"stage {self.name!r}: output columns {clash} clash with the keys or {OUTPUT_TIME!r}")
+
+    def operator(self, snapshot: bytes | None) -> KeyedProcessOperator:
+        if snapshot is None:
+            return KeyedProcessOperator(self.function)
+        return restore_process_operator(self.function, snapshot)
+
+    def operator_rows(self, parts: UpstreamRows) -> list[KeyedRows]:
+        """Each upstream's rows, in the order they came; a record is its row as a dict of the row's columns."""
+        return [KeyedRows(key_array(f, self.key_by), f[ts].tolist(), f.to_dict("records")) for _, f, ts in parts]
+
+    def output_rows(self, emitted: ProcessEmitted, input_columns: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+        return self.rows(emitted.rows)
+
+    def input_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame
+
+    def nothing_emitted(self) -> ProcessEmitted:
+        return ProcessEmitted()
 
     def row_values(self, row: Any) -> tuple:
         """``row`` (a dict or a sequence) as a tuple of the ``output`` columns' values.
@@ -455,115 +569,61 @@ class MicroBatchPipeline:
     :arg stages: the stages, in any order.
     """
 
-    def __init__(self, sources: Mapping[str, str], stages: Sequence[WindowedStage | JoinStage | ProcessStage]) -> None:
+    def __init__(self, sources: Mapping[str, str], stages: Sequence[StageKind]) -> None:
         self.sources = dict(sources)
         self.stages = {stage.name: stage for stage in stages}
         self.graph = StageGraph(list(sources), {s.name: s.upstream for s in stages})
         self.snapshots: dict[str, bytes | None] = {name: None for name in self.stages}
-        self.holds: dict[str, int | None] = {}
-        self.oldest_pending: dict[str, int | None] = {}
-        self.results = {name: StageResult() for name in self.stages}
-        self.joined: dict[str, JoinEmitted | WindowJoinEmitted] = {
-            s.name: WindowJoinEmitted() if isinstance(s.spec, WindowJoinSpec) else JoinEmitted()
-            for s in stages
-            if isinstance(s, JoinStage)
-        }
-        """Everything each join stage emitted."""
-        self.join_columns: dict[str, dict[Side, list[str]]] = {name: {} for name in self.joined}
-        """Each join stage's sides' input columns (as its inputs have shown them)."""
-        self.processed: dict[str, ProcessEmitted] = {
-            s.name: ProcessEmitted() for s in stages if isinstance(s, ProcessStage)
-        }
-        """Everything each process stage emitted."""
+        self.gauges: dict[str, OperatorGauges] = {}
+        """Each stage's operator gauges after its latest batch."""
+        self.results = {s.name: StageResult(s.nothing_emitted()) for s in stages}
+        self.input_columns: dict[str, dict[str, list[str]]] = {name: {} for name in self.stages}
+        """Each stage's upstreams' columns, as their rows have shown them."""
 
-    def run_batch(
-        self, inputs: Mapping[str, pd.DataFrame], processing_time: int
-    ) -> dict[str, Emitted | JoinEmitted | WindowJoinEmitted | ProcessEmitted]:
-        """One micro-batch: ``inputs`` are each source's records of the batch (missing: none)."""
+    @property
+    def holds(self) -> dict[str, int | None]:
+        """Each stage's hold after its latest batch (what :meth:`end_batch` holds its output watermark below)."""
+        return {name: gauges.hold for name, gauges in self.gauges.items()}
+
+    def run_batch(self, inputs: Mapping[str, pd.DataFrame], processing_time: int) -> dict[str, StageEmitted]:
+        """One micro-batch: ``inputs`` are each source's records of the batch (missing: none).
+
+        Every stage, upstream first, runs its operator the one way every kind runs
+        (:mod:`floodmark.core.keyed_operator`): processing time, then its input watermark of the batch, then its
+        rows of the batch; what it emits becomes its downstream stages' rows of the same batch.
+        """
         watermarks = self.graph.input_watermarks()
         rows: dict[str, list[tuple[str, pd.DataFrame, str]]] = {name: [] for name in self.stages}
         for source, frame in inputs.items():
             for stage in self.graph.downstream(source):
                 rows[stage].append((source, frame, self.sources[source]))
-        out: dict[str, Emitted | JoinEmitted | WindowJoinEmitted | ProcessEmitted] = {}
+        out: dict[str, StageEmitted] = {}
         for name in self.graph.order:
             stage = self.stages[name]
-            parts = [(up, f, ts) for up, f, ts in rows[name] if len(f)]
-            if isinstance(stage, JoinStage):
-                for up, f, _ in rows[name]:
-                    self.join_columns[name][stage.side_of(up)] = list(f.columns)
-                joined = self._join(stage, parts, watermarks[name])
-                out[name] = joined
-                produced, event_time = stage.rows(joined.joined, self.join_columns[name]), JOIN_TIME
-            elif isinstance(stage, ProcessStage):
-                processed = self._process(stage, parts, watermarks[name], processing_time)
-                out[name] = processed
-                produced, event_time = stage.rows(processed.rows), OUTPUT_TIME
-            else:
-                emitted = self._aggregate(stage, parts, watermarks[name], processing_time)
-                out[name] = emitted
-                produced, event_time = pane_rows(emitted, stage.key_by, stage.result_names), EVENT_TIME
+            for upstream, frame, _ in rows[name]:
+                self.input_columns[name][upstream] = list(frame.columns)
+            operator = stage.operator(self.snapshots[name])
+            emitted = operator.advance_processing_time(processing_time)
+            emitted.extend(operator.advance_watermark(watermarks[name]))
+            for taken in stage.operator_rows([(up, f, ts) for up, f, ts in rows[name] if len(f)]):
+                emitted.extend(operator.add(taken))
+            self.snapshots[name] = operator.snapshot()
+            self.gauges[name] = operator.gauges()
+            self.results[name].emitted.extend(emitted)
+            out[name] = emitted
+            produced = stage.output_rows(emitted, self.input_columns[name])
             for d in self.graph.downstream(name):
-                downstream = self.stages[d]
-                taken = stage_input_rows(produced, downstream) if isinstance(downstream, WindowedStage) else produced
-                rows[d].append((name, taken, event_time))
+                rows[d].append((name, self.stages[d].input_rows(produced), stage.output_event_time))
         return out
 
-    def _aggregate(
-        self, stage: WindowedStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int, processing_time: int
-    ) -> Emitted:
-        batch = None
-        if parts:
-            times = np.concatenate([f[ts].to_numpy(dtype=np.int64) for _, f, ts in parts])
-            frame = pd.concat([f for _, f, _ in parts], ignore_index=True)
-            batch = frame_records(frame, stage.key_by, times, stage.spec)
-        snapshot, emitted, operator = step(stage.spec, self.snapshots[stage.name], batch, watermark, processing_time)
-        self.snapshots[stage.name] = snapshot
-        self.holds[stage.name] = operator.output_hold()
-        self.oldest_pending[stage.name] = operator.oldest_pending_processing_time()
-        self.results[stage.name].emitted.extend(emitted)
-        return emitted
-
-    def _join(
-        self, stage: JoinStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int
-    ) -> JoinEmitted | WindowJoinEmitted:
-        """The join's batch as a runtime runs it: the watermark first, then the left rows, then the right rows."""
-        operator = join_operator(stage.spec, self.snapshots[stage.name])
-        out = operator.advance_watermark(watermark)
-        for side in (Side.LEFT, Side.RIGHT):
-            for upstream, frame, ts in parts:
-                if stage.side_of(upstream) is side:
-                    out.extend(
-                        operator.add(side, key_array(frame, stage.on), frame[ts].tolist(), frame.to_dict("records"))
-                    )
-        self.snapshots[stage.name] = operator.snapshot()
-        self.holds[stage.name] = operator.output_hold()
-        self.oldest_pending[stage.name] = None
-        self.joined[stage.name].extend(out)
-        return out
-
-    def _process(
-        self, stage: ProcessStage, parts: list[tuple[str, pd.DataFrame, str]], watermark: int, processing_time: int
-    ) -> ProcessEmitted:
-        """The stage's batch as a runtime runs it: processing time, the watermark, then the records in order."""
-        stored = self.snapshots[stage.name]
-        function = stage.function
-        operator = KeyedProcessOperator(function) if stored is None else restore_process_operator(function, stored)
-        out = operator.advance_processing_time(processing_time)
-        out.extend(operator.advance_watermark(watermark))
-        for _, frame, ts in parts:
-            out.extend(
-                operator.add_records(key_array(frame, stage.key_by), frame[ts].tolist(), frame.to_dict("records"))
-            )
-        self.snapshots[stage.name] = operator.snapshot()
-        self.holds[stage.name] = operator.output_hold()
-        self.oldest_pending[stage.name] = None
-        self.processed[stage.name].extend(out)
-        return out
+    def rows_of(self, name: str, emitted: StageEmitted) -> pd.DataFrame:
+        """What stage ``name`` gives downstream for ``emitted``, as rows of named columns."""
+        return self.stages[name].output_rows(emitted, self.input_columns[name])
 
     def stage_times(self, name: str, now: int) -> StageTimes:
         """Stage ``name``'s watermarks and lags at processing time ``now`` (after :meth:`end_batch`)."""
-        return self.graph.watermarks[name].times(now, self.oldest_pending.get(name))
+        gauges = self.gauges.get(name)
+        return self.graph.watermarks[name].times(now, gauges.oldest_pending if gauges else None)
 
     def end_batch(self, sources: Mapping[str, tuple[int, bool]], processing_time: int = 0) -> dict[str, int]:
         """Advance the graph: ``sources`` = ``{source: (watermark for the next batch, idle)}``."""

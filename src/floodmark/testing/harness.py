@@ -63,11 +63,11 @@ class WindowHarness:
     def add_elements(self, elements: Iterable[tuple[Any, Any]], key: Hashable = None) -> list[Pane]:
         """Add ``(value, timestamp)`` pairs for ``key``, in order; returns the panes they fired."""
         batch = RecordBatch.from_elements(elements, key, self.spec.aggregate.fields)
-        return self._collect(self.operator.add_records(batch))
+        return self._collect(self.operator.add(batch))
 
     def add_batch(self, batch: RecordBatch) -> list[Pane]:
         """Add a columnar batch of many keys at once (what the runtimes do)."""
-        return self._collect(self.operator.add_records(batch))
+        return self._collect(self.operator.add(batch))
 
     def advance_watermark_to(self, watermark: int) -> list[Pane]:
         """Move the watermark up to ``watermark`` (ms); returns the panes that fired."""
@@ -90,7 +90,7 @@ class WindowHarness:
         return self.operator.table.windows_of(key)
 
     def output_watermark_hold(self) -> int | None:
-        return self.operator.output_hold()
+        return self.operator.gauges().hold
 
     def _collect(self, emitted: Emitted) -> list[Pane]:
         panes = emitted.all_panes()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.process import KeyedProcessFunction, KeyedProcessOperator, ProcessEmitted, ProcessOutput
 from floodmark.core.records import BadRecord
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -35,7 +36,7 @@ class ProcessHarness:
         """Records ``(record, event time)`` of ``key``, in arrival order; returns the rows they emitted."""
         pairs = list(elements)
         return self._collect(
-            self.operator.add_records([key] * len(pairs), [ts for _, ts in pairs], [record for record, _ in pairs])
+            self.operator.add(KeyedRows([key] * len(pairs), [ts for _, ts in pairs], [record for record, _ in pairs]))
         )
 
     def advance_watermark_to(self, watermark: int) -> list[ProcessOutput]:
@@ -64,7 +65,7 @@ class ProcessHarness:
 
     def output_watermark_hold(self) -> int | None:
         """The earliest pending event-time timer: the stage's output watermark stays below it."""
-        return self.operator.output_hold()
+        return self.operator.gauges().hold
 
     def _collect(self, emitted: ProcessEmitted) -> list[ProcessOutput]:
         self.rows.extend(emitted.rows)

@@ -23,12 +23,13 @@ from __future__ import annotations
 import bisect
 import heapq
 import pickle
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.core.assign import validate_timestamps
 from floodmark.core.join.spec import IntervalJoinSpec, Side
+from floodmark.core.keyed_operator import KeyedRows, OperatorGauges
 from floodmark.core.records import BadRecord
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.values import object_array
@@ -111,15 +112,15 @@ class IntervalJoinOperator:
         self._cleanups: dict[Side, list[tuple[int, int, Hashable]]] = {Side.LEFT: [], Side.RIGHT: []}
 
     # ------------------------------------------------------------------ input
-    def add(
-        self, side: Side, keys: Sequence[Hashable], timestamps: Sequence[Any], values: Sequence[Any]
-    ) -> JoinEmitted:
-        """Rows of ``side`` in arrival order: each is late, or joins every buffered partner of its key (then waits
-        for the partners still to come, unless the watermark is past its cleanup already)."""
+    def add(self, rows: KeyedRows) -> JoinEmitted:
+        """Rows of ``rows.side`` in arrival order: each is late, or joins every buffered partner of its key (then
+        waits for the partners still to come, unless the watermark is past its cleanup already)."""
+        side = joined_side(rows)
         out = JoinEmitted()
-        checked, bad, reasons = validate_timestamps(object_array(timestamps))
+        checked, bad, reasons = validate_timestamps(object_array(rows.timestamps))
         problems = iter(reasons)
-        for key, raw, value, ts, is_bad in zip(keys, timestamps, values, checked.tolist(), bad.tolist(), strict=True):
+        columns = (rows.keys, rows.timestamps, rows.values, checked.tolist(), bad.tolist())
+        for key, raw, value, ts, is_bad in zip(*columns, strict=True):
             if is_bad:
                 out.bad.append(BadRecord(key, value, raw, next(problems)))
                 continue
@@ -138,6 +139,10 @@ class IntervalJoinOperator:
             bisect.insort(rows, row, key=_order)
             heapq.heappush(self._cleanups[side], (self.spec.cleanup_time(side, ts), row.seq, key))
         return out
+
+    def advance_processing_time(self, processing_time: int) -> JoinEmitted:
+        """Nothing: an interval join is timed by event time only (the contract's move, emitting nothing)."""
+        return JoinEmitted()
 
     def advance_watermark(self, watermark: int) -> JoinEmitted:
         """Move the input watermark up to ``watermark`` (a lower one is ignored) and drop the rows no partner can
@@ -159,9 +164,9 @@ class IntervalJoinOperator:
         return out
 
     # ------------------------------------------------------------------ gauges
-    def output_hold(self) -> int | None:
-        """The lowest event time an output still owed can carry (see the module docstring); None: nothing is owed.
-        The stage's output watermark stays one below it (``StageWatermark.update_output``)."""
+    def gauges(self) -> OperatorGauges:
+        """The hold (see the module docstring), the rows buffered on both sides as the open state, and the lowest
+        watermark at which a buffered row leaves as the next firing; nothing waits on processing time."""
         holds = [
             row.ts
             for side, buffers in self._buffers.items()
@@ -169,23 +174,9 @@ class IntervalJoinOperator:
             for row in rows
             if row.holds and self._holds(side, row)
         ]
-        return min(holds, default=None)
-
-    def buffered(self) -> int:
-        """Rows buffered, both sides."""
-        return sum(len(rows) for buffers in self._buffers.values() for rows in buffers.values())
-
-    def next_cleanup(self) -> int | None:
-        """The lowest watermark at which a buffered row leaves (the operator's next watermark deadline)."""
-        return min((c[0][0] for c in self._cleanups.values() if c), default=None)
-
-    def next_watermark_deadline(self) -> int | None:
-        """Below this watermark a move emits nothing (:meth:`next_cleanup`)."""
-        return self.next_cleanup()
-
-    def state_size(self) -> int:
-        """What the operator keeps: buffered rows."""
-        return self.buffered()
+        buffered = sum(len(rows) for buffers in self._buffers.values() for rows in buffers.values())
+        next_cleanup = min((c[0][0] for c in self._cleanups.values() if c), default=None)
+        return OperatorGauges(min(holds, default=None), None, buffered, next_cleanup, None)
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> bytes:
@@ -237,6 +228,16 @@ class IntervalJoinOperator:
         if not row.matched and self.spec.how.keeps_unmatched(side):
             return True
         return self.spec.output_time.timed_by(side) and self.spec.last_match(side, row.ts) > self.watermark
+
+
+def joined_side(rows: KeyedRows) -> Side:
+    """The side ``rows`` are of.
+
+    :raises ValueError: rows without a side (a join has two inputs).
+    """
+    if rows.side is None:
+        raise ValueError("a join's rows say their side (KeyedRows(..., side=Side.LEFT))")
+    return rows.side
 
 
 def restore_interval_join(spec: IntervalJoinSpec, snapshot: bytes) -> IntervalJoinOperator:

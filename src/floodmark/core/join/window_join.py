@@ -20,14 +20,15 @@ A pair's event time is the window's max timestamp (``end - 1``, Flink's window j
 from __future__ import annotations
 
 import pickle
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.core import aggregates, triggers
 from floodmark.core.emitted import Emitted
-from floodmark.core.join.interval import IntervalJoinOperator, LateRow, restore_interval_join
+from floodmark.core.join.interval import IntervalJoinOperator, LateRow, joined_side, restore_interval_join
 from floodmark.core.join.spec import IntervalJoinSpec, Side
+from floodmark.core.keyed_operator import KeyedRows, OperatorGauges
 from floodmark.core.panes import AccumulationMode, Timing
 from floodmark.core.records import BadRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
@@ -121,34 +122,30 @@ class WindowJoinOperator:
         self._paired: dict[tuple[Hashable, int, int], int] = {}
         """Per (key, window start, end): the highest row sequence number its panes have paired."""
 
-    def add(
-        self, side: Side, keys: Sequence[Hashable], timestamps: Sequence[Any], values: Sequence[Any]
-    ) -> WindowJoinEmitted:
-        """Rows of ``side`` in arrival order: each goes into its windows (or the late output, for a window whose
-        horizon the watermark has reached); the panes they fire (late rows within allowed lateness) pair them."""
-        pairs = enumerate(zip(timestamps, values, strict=True))
+    def add(self, rows: KeyedRows) -> WindowJoinEmitted:
+        """Rows of ``rows.side`` in arrival order: each goes into its windows (or the late output, for a window
+        whose horizon the watermark has reached); the panes they fire (late rows within allowed lateness) pair
+        them."""
+        side = joined_side(rows)
+        pairs = enumerate(zip(rows.timestamps, rows.values, strict=True))
         tagged = object_array((side, self._seq + i, ts, value) for i, (ts, value) in pairs)
         self._seq += len(tagged)
-        batch = RecordBatch(object_array(keys), object_array(timestamps), {None: tagged}, payload=tagged)
-        return self._pairs(self.windows.add_records(batch))
+        batch = RecordBatch(object_array(rows.keys), object_array(rows.timestamps), {None: tagged}, payload=tagged)
+        return self._pairs(self.windows.add(batch))
+
+    def advance_processing_time(self, processing_time: int) -> WindowJoinEmitted:
+        """Nothing: a window join fires on the watermark only (the contract's move, emitting nothing)."""
+        return WindowJoinEmitted()
 
     def advance_watermark(self, watermark: int) -> WindowJoinEmitted:
         """Move the input watermark up to ``watermark``: the windows it passes fire their pairs."""
         return self._pairs(self.windows.advance_watermark(watermark))
 
-    def output_hold(self) -> int | None:
-        """The lowest event time a pair still owed can carry (the window operator's hold)."""
-        return self.windows.output_hold()
-
-    def next_watermark_deadline(self) -> int | None:
-        return self.windows.next_watermark_deadline()
-
-    def window_count(self) -> int:
-        return self.windows.window_count()
-
-    def state_size(self) -> int:
-        """What the operator keeps: open windows (of keys)."""
-        return self.window_count()
+    def gauges(self) -> OperatorGauges:
+        """The window operator's: the hold (the lowest event time a pair still owed can carry), open windows of
+        keys as the open state, the next window to fire; nothing waits on processing time."""
+        windows = self.windows.gauges()
+        return OperatorGauges(windows.hold, None, windows.open_state, windows.next_firing, None)
 
     def snapshot(self) -> bytes:
         """The whole state, for :func:`restore_window_join`."""
@@ -235,5 +232,6 @@ def join_operator(spec: IntervalJoinSpec | WindowJoinSpec, snapshot: bytes | Non
 
 
 JoinOperator = IntervalJoinOperator | WindowJoinOperator
-"""Either join's operator: ``add(side, keys, timestamps, values)``, ``advance_watermark``, ``output_hold``,
-``next_watermark_deadline``, ``state_size``, ``snapshot``; what they emit has ``joined``, ``late`` and ``bad``."""
+"""Either join's operator: a :class:`~floodmark.core.keyed_operator.KeyedOperator` of
+:class:`~floodmark.core.keyed_operator.KeyedRows` with their side; what it emits has ``joined``, ``late`` and
+``bad``."""

@@ -8,7 +8,7 @@ in place inside a state value is not copied, so keep state values immutable or a
 
 One batch, as a runtime drives it: :meth:`~KeyedProcessOperator.advance_processing_time` (processing-time timers),
 :meth:`~KeyedProcessOperator.advance_watermark` (event-time timers up to the batch's watermark, in time order),
-then :meth:`~KeyedProcessOperator.add_records` (the records in arrival order; a timer they set that is already due
+then :meth:`~KeyedProcessOperator.add` (the records in arrival order; a timer they set that is already due
 fires at the next move, Flink's rule).
 """
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import heapq
 import pickle
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from floodmark.core.assign import validate_timestamps
+from floodmark.core.keyed_operator import KeyedRows, OperatorGauges
 from floodmark.core.process.function import KeyedProcessFunction, TimeDomain, Timer
 from floodmark.core.records import BadRecord
 from floodmark.core.time import MIN_TIMESTAMP, event_time_in_range, out_of_range_reason
@@ -181,15 +182,15 @@ class KeyedProcessOperator:
         self.watermark = max(self.watermark, watermark)
         return self._fire_due()
 
-    def add_records(
-        self, keys: Sequence[Hashable], timestamps: Sequence[Any], records: Sequence[Any]
-    ) -> ProcessEmitted:
-        """Hand each record to the function in arrival order. A timer a record sets at or behind the watermark (or
-        the clock) fires at the next move of either, as Flink's does: not between this call's records."""
+    def add(self, rows: KeyedRows) -> ProcessEmitted:
+        """Hand each record (``rows.values``) to the function in arrival order. A timer a record sets at or behind
+        the watermark (or the clock) fires at the next move of either, as Flink's does: not between this call's
+        records."""
         out = ProcessEmitted()
-        checked, bad, reasons = validate_timestamps(object_array(timestamps))
+        checked, bad, reasons = validate_timestamps(object_array(rows.timestamps))
         problems = iter(reasons)
-        for key, raw, record, ts, is_bad in zip(keys, timestamps, records, checked.tolist(), bad.tolist(), strict=True):
+        columns = (rows.keys, rows.timestamps, rows.values, checked.tolist(), bad.tolist())
+        for key, raw, record, ts, is_bad in zip(*columns, strict=True):
             if is_bad:
                 out.bad.append(BadRecord(key, record, raw, next(problems)))
                 continue
@@ -197,24 +198,23 @@ class KeyedProcessOperator:
         return out
 
     # ------------------------------------------------------------------ gauges
-    def output_hold(self) -> int | None:
-        """The lowest output time of the pending timers (their callbacks' rows are timed there), or None."""
+    def gauges(self) -> OperatorGauges:
+        """The hold (the lowest output time of the pending timers: their callbacks' rows are timed there), the keys
+        with state or timers as the open state, the earliest event-time timer as the next firing and the earliest
+        processing-time timer as the next timer."""
         holds = [t.lowest_output_time() for t in self.timers.values()]
-        return min((h for h in holds if h is not None), default=None)
-
-    def next_watermark_deadline(self) -> int | None:
-        return self.timers[TimeDomain.EVENT_TIME].earliest()
-
-    def next_processing_deadline(self) -> int | None:
-        return self.timers[TimeDomain.PROCESSING_TIME].earliest()
+        keys = len(set(self.states) | {k for t in self.timers.values() for k in t.by_key})
+        return OperatorGauges(
+            min((h for h in holds if h is not None), default=None),
+            None,
+            keys,
+            self.timers[TimeDomain.EVENT_TIME].earliest(),
+            self.timers[TimeDomain.PROCESSING_TIME].earliest(),
+        )
 
     def timers_of(self, key: Hashable, domain: TimeDomain = TimeDomain.EVENT_TIME) -> set[int]:
         """``key``'s pending timers of ``domain`` (a copy)."""
         return set(self.timers[domain].by_key.get(key, {}))
-
-    def keys(self) -> int:
-        """Keys with state or timers."""
-        return len(set(self.states) | {k for t in self.timers.values() for k in t.by_key})
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> bytes:

@@ -180,7 +180,7 @@ class ColumnarPolicy:
         """Merge the partial aggregates of on-time records (from :func:`~floodmark.core.combine.combine`,
         possibly several of them).
 
-        Same result as :meth:`add_records` of the records the partials were made
+        Same result as :meth:`add` of the records the partials were made
         of. Every window must still be open (the watermark has not reached its max
         timestamp): records of windows the watermark has reached must come as
         records, because they fire LATE panes one by one or go to the late output

@@ -3,14 +3,15 @@
 :class:`WindowOperator` holds the state; three moves take it forward, each returning what it emitted as an
 :class:`~floodmark.core.emitted.Emitted` (panes, late records, bad records):
 
-* :meth:`WindowOperator.add_records`: a batch of records (many keys at once) arrives while the watermark and
+* :meth:`WindowOperator.add`: a batch of records (many keys at once) arrives while the watermark and
   processing time stand still;
 * :meth:`WindowOperator.advance_watermark`: the input watermark moves up;
 * :meth:`WindowOperator.advance_processing_time`: processing time moves up.
 
 A micro-batch runtime calls ``advance_processing_time(now)``, ``advance_watermark(w)`` then
-``add_records(batch)`` for every batch (:func:`floodmark.core.window.step.advance`); the harness calls them one
-by one. Cutting a batch of records into several ``add_records`` calls never changes the panes.
+``add(batch)`` for every batch (:func:`floodmark.core.window.step.advance`); the harness calls them one by one.
+Cutting a batch of records into several ``add`` calls never changes the panes. It keeps the contract of every
+keyed operator (:mod:`floodmark.core.keyed_operator`); :meth:`WindowOperator.add_partials` is its own fourth move.
 
 The operator validates records and assigns their windows (:func:`~floodmark.core.assign.assign_batch`: records
 without a usable timestamp become bad records; a (record, window) pair whose window is past its horizon goes to
@@ -36,6 +37,7 @@ from typing import Any
 from floodmark.core.assign import assign_batch
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
+from floodmark.core.keyed_operator import OperatorGauges
 from floodmark.core.records import RecordBatch
 from floodmark.core.segments import SegmentLoader
 from floodmark.core.spec import WindowSpec
@@ -127,7 +129,7 @@ class WindowOperator:
             self.policy.on_processing_time(out)
         return out
 
-    def add_records(self, batch: RecordBatch) -> Emitted:
+    def add(self, batch: RecordBatch) -> Emitted:
         """Process a batch of records at the current watermark and processing time."""
         out = Emitted()
         if len(batch) == 0:
@@ -144,7 +146,7 @@ class WindowOperator:
 
     def add_partials(self, partials: Partials) -> Emitted:
         """Merge the partial aggregates of on-time records (from :func:`~floodmark.core.combine.combine`,
-        possibly several of them): the same result as :meth:`add_records` of the records they were made of.
+        possibly several of them): the same result as :meth:`add` of the records they were made of.
 
         Every window must still be open (the watermark has not reached its max timestamp): records of windows
         the watermark has reached come as records (they fire LATE panes one by one or go to the late output
@@ -156,28 +158,19 @@ class WindowOperator:
         return Emitted(accepted=int(partials.counts.sum()))
 
     # ----------------------------------------------------------------- gauges
-    def output_hold(self) -> int | None:
-        """The lowest output timestamp a pending pane will carry (holds the stage's output watermark), or
-        ``None`` when nothing is held."""
-        return self.policy.output_hold()
-
-    def oldest_pending_processing_time(self) -> int | None:
-        """Processing time of the oldest record not yet emitted in a pane (for the processing-time watermark),
-        or ``None`` when nothing is pending."""
-        return self.policy.oldest_pending()
-
-    def next_watermark_deadline(self) -> int | None:
-        """The lowest input watermark at which :meth:`advance_watermark` would fire or release a window, or
-        None."""
-        return self.policy.next_watermark_deadline()
-
-    def next_processing_deadline(self) -> int | None:
-        """The lowest processing time at which :meth:`advance_processing_time` would fire a pane, or None."""
-        return self.policy.next_processing_deadline()
-
-    def window_count(self) -> int:
-        """Open windows (an upper bound while partials are kept apart)."""
-        return self.policy.window_count()
+    def gauges(self) -> OperatorGauges:
+        """The hold (the lowest output timestamp a pending pane will carry), the processing time of the oldest
+        record not yet in a pane, the open windows (an upper bound while partials are kept apart), the lowest
+        watermark at which :meth:`advance_watermark` fires or releases a window and the lowest processing time at
+        which :meth:`advance_processing_time` fires a pane."""
+        policy = self.policy
+        return OperatorGauges(
+            policy.output_hold(),
+            policy.oldest_pending(),
+            policy.window_count(),
+            policy.next_watermark_deadline(),
+            policy.next_processing_deadline(),
+        )
 
     def window_view(self, key: Hashable, window: Window) -> WindowView | None:
         """What the operator holds for ``key``'s ``window`` (a session overlapping it stands in), or None."""

@@ -45,5 +45,5 @@ def advance(
     if partials is not None and len(partials):
         out.extend(operator.add_partials(partials))
     if batch is not None and len(batch):
-        out.extend(operator.add_records(batch))
+        out.extend(operator.add(batch))
     return out

@@ -69,7 +69,7 @@ class BlobState:
         return WindowOperator(spec) if self.stored is None else restore_operator(spec, state_codec.decode(self.stored))
 
     def save(self, operator: WindowOperator) -> None:
-        if operator.window_count() or self.stored is not None:
+        if operator.gauges().open_state or self.stored is not None:
             self.store(operator.snapshot())
 
     def load(self) -> bytes | None:
@@ -109,7 +109,7 @@ class PartsState:
 
     def save(self, operator: WindowOperator) -> None:
         stored = self._head()
-        if stored is None and not operator.window_count():
+        if stored is None and not operator.gauges().open_state:
             return  # a bucket that never had a window stores nothing
         manifest = stored[0] if stored is not None else {"head": 1, "segments": {}}
         head, added, dropped = operator.snapshot_parts()

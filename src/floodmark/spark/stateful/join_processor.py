@@ -30,6 +30,7 @@ import pandas as pd
 
 from floodmark.core.join import JoinEmitted, Side, WindowJoinedRow, WindowJoinEmitted, join_operator
 from floodmark.core.join.interval import LateRow
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.pipeline import key_array
 from floodmark.core.records import LateReason
 from floodmark.core.values import plain
@@ -94,15 +95,15 @@ class JoinBucketProcessor:
                 continue
             values = user_values(raw, binding)
             times = raw[binding.ts_column].to_numpy(dtype=np.int64).tolist()  # a float column where other rows had none
-            added = operator.add(side, key_array(raw, self.stage.key_columns), times, values)
+            added = operator.add(KeyedRows(key_array(raw, self.stage.key_columns), times, values, side))
             accepted += added.accepted
             emitted.extend(added)
-        if stored is not None or operator.state_size():
+        gauges = operator.gauges()
+        if stored is not None or gauges.open_state:
             state.store(operator.snapshot())
         rows += [self._late(emitted.late), self._bad(emitted)]
         counts = (len(emitted.joined), len(emitted.late), bad_in + len(emitted.bad), accepted)
-        hold, deadline = operator.output_hold(), operator.next_watermark_deadline()
-        rows.append(gauge_row(entry, bucket, hold, operator.state_size(), deadline, counts))
+        rows.append(gauge_row(entry, bucket, gauges, counts))
         return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
 
     # ----------------------------------------------------------------- output

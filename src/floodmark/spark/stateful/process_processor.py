@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
 
+from floodmark.core.keyed_operator import KeyedRows
 from floodmark.core.pipeline import ProcessStage, key_array
 from floodmark.core.process import KeyedProcessOperator, ProcessEmitted, ProcessOutput, restore_process_operator
 from floodmark.core.values import plain
@@ -85,21 +86,17 @@ class ProcessBucketProcessor:
         emitted.extend(operator.advance_watermark(entry.watermark_for(self.semantics.name)))
         if len(raw):
             times = raw[self.plan.input.ts_column].to_numpy(dtype=np.int64).tolist()
-            added = operator.add_records(key_array(raw, self.semantics.key_columns), times, self._records(raw))
+            added = operator.add(KeyedRows(key_array(raw, self.semantics.key_columns), times, self._records(raw)))
             emitted.extend(added)
-        if stored is not None or operator.keys():
+        gauges = operator.gauges()
+        if stored is not None or gauges.open_state:
             state.store(operator.snapshot())
         fitting, misfits = self._fitting(emitted.rows)
         rows += [self._bad(emitted, misfits)]
         # Every good record was handed to the function (a call that raised too): all are accepted.
         counts = (len(fitting), 0, len(bad) + len(emitted.bad) + len(misfits), len(raw))
-        hold, deadline, timer = (
-            operator.output_hold(),
-            operator.next_watermark_deadline(),
-            operator.next_processing_deadline(),
-        )
         made = len(emitted.bad) + len(misfits)  # the function's own: not input this stage refused
-        rows.append(gauge_row(entry, bucket, hold, operator.keys(), deadline, counts, timer, made=made))
+        rows.append(gauge_row(entry, bucket, gauges, counts, made=made))
         return BucketOutput(rows, [self._columns(fitting)] if fitting else [])
 
     # ------------------------------------------------------------------ input

@@ -32,6 +32,7 @@ from pyspark.sql.types import StringType
 
 from floodmark.core.combine import Partials
 from floodmark.core.emitted import Emitted
+from floodmark.core.keyed_operator import OperatorGauges
 from floodmark.core.pipeline import frame_records, key_array
 from floodmark.core.values import object_array, plain
 from floodmark.core.window import advance
@@ -90,18 +91,7 @@ class WindowBucketProcessor:
         state.save(operator)
         out.append(pd.DataFrame(self._emitted(emitted, raw)))
         counts = (emitted.pane_count(), len(emitted.late), len(bad) + len(emitted.bad), emitted.accepted)
-        out.append(
-            gauge_row(
-                entry,
-                bucket,
-                operator.output_hold(),
-                operator.window_count(),
-                operator.next_watermark_deadline(),
-                counts,
-                operator.next_processing_deadline(),
-                operator.oldest_pending_processing_time(),
-            )
-        )
+        out.append(gauge_row(entry, bucket, operator.gauges(), counts))
         pane_columns = [self._pane_columns(frame) for frame in emitted.pane_frames if len(frame)]
         return BucketOutput(out, pane_columns)
 
@@ -222,17 +212,14 @@ def due(entry: ControlEntry, stage: str, bucket: int) -> bool:
 def gauge_row(
     entry: ControlEntry,
     bucket: int,
-    hold: int | None,
-    open_windows: int,
-    next_fire: int | None,
+    gauges: OperatorGauges,
     counts: tuple[int, int, int, int],
-    next_timer: int | None = None,
-    oldest_pending: int | None = None,
     made: int | None = None,
 ) -> pd.DataFrame:
-    """A bucket's GAUGE row after it ran with ``entry``: its hold, what it keeps (``open_windows``), its deadlines,
-    and ``counts``: the panes (or rows), late records and dead letters it emitted and the records it accepted;
-    ``made``: of those dead letters, the ones it made of its own work (:data:`~floodmark.protocol.wire.COUNT`)."""
+    """A bucket's GAUGE row after it ran with ``entry``: its operator's ``gauges`` (the hold, what it keeps, its
+    deadlines) and ``counts``: the panes (or rows), late records and dead letters it emitted and the records it
+    accepted; ``made``: of those dead letters, the ones it made of its own work
+    (:data:`~floodmark.protocol.wire.COUNT`)."""
     panes, late, bad, accepted = counts
     return pd.DataFrame(
         [
@@ -240,11 +227,11 @@ def gauge_row(
                 wire.KIND: wire.GAUGE,
                 wire.SEQ: entry.seq,
                 wire.BUCKET: bucket,
-                wire.HOLD: hold,
-                wire.OLDEST_PENDING: oldest_pending,
-                wire.OPEN_WINDOWS: open_windows,
-                wire.NEXT_FIRE: next_fire,
-                wire.NEXT_TIMER: next_timer,
+                wire.HOLD: gauges.hold,
+                wire.OLDEST_PENDING: gauges.oldest_pending,
+                wire.OPEN_WINDOWS: gauges.open_state,
+                wire.NEXT_FIRE: gauges.next_firing,
+                wire.NEXT_TIMER: gauges.next_timer,
                 wire.PANE_COUNT: panes,
                 wire.LATE_COUNT: late,
                 wire.BAD_COUNT: bad,
