@@ -37,7 +37,7 @@ from rich.table import Table
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.spark import EventTimeAggregation, SourceTime, local_session
 
-SPARK_RETENTION = {  # floodmark's are session.STATUS_RETENTION
+SPARK_RETENTION = {  # floodmark's are floodmark.jvm.settings.STATUS_RETENTION
     "spark.ui.retainedJobs": "1000",
     "spark.ui.retainedStages": "1000",
     "spark.ui.retainedTasks": "100000",

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 from pyspark.sql import SparkSession
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
-from floodmark.driver.controller import BatchReport
+from floodmark.driver.reports import BatchReport
 from floodmark.spark import (
     EventTimeAggregation, FileSink, KafkaSink, Outputs, Pipeline, SourceTime, TableSink, read_kafka, topic_partitions,
 )

@@ -71,7 +71,7 @@ class ConnectServer:
 
     def start(self, timeout_s: float = 180.0) -> ConnectServer:
         """Start the server; return once its gRPC port accepts connections."""
-        from floodmark.spark.driver.session import connect_server_conf
+        from floodmark.jvm.settings import connect_server_conf
 
         if self.process is not None:
             raise RuntimeError("the Connect server is already started")

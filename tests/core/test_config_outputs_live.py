@@ -16,7 +16,8 @@ from floodmark.core.clock import ManualClock
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_timestamp, parse_duration
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import AGGREGATION_STAGE, BatchReport, Controller, SourceSettings
+from floodmark.driver.controller import AGGREGATION_STAGE, Controller, SourceSettings
+from floodmark.driver.reports import BatchReport
 
 
 def test_durations_take_units_and_refuse_nonsense():

@@ -16,6 +16,7 @@ from uv import find_uv_bin
 
 import floodmark_build
 from floodmark import jvm
+from floodmark.jvm import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,7 +119,7 @@ def test_the_opt_out_builds_a_wheel_without_the_jar_and_says_so(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("floodmark-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    assert "floodmark/jvm.py" in names
+    assert "floodmark/jvm/__init__.py" in names
     assert not [name for name in names if name.endswith(".jar")], names
 
 
@@ -140,7 +141,7 @@ def no_jar_in(monkeypatch, tmp_path):
 @pytest.mark.parametrize("flags", [[], ["--kafka"], ["--connect-server"]])
 def test_python_m_floodmark_jvm_without_the_jar_says_why_and_fails(no_jar_in, capsys, flags):
     no_jar_in("wheel")
-    assert jvm.main(flags) == 1
+    assert cli.main(flags) == 1
     out, err = capsys.readouterr()
     assert out == "", "nothing for --jars to take"
     assert len(err.splitlines()) == 1, err
@@ -149,7 +150,7 @@ def test_python_m_floodmark_jvm_without_the_jar_says_why_and_fails(no_jar_in, ca
 
 def test_python_m_floodmark_jvm_in_a_source_tree_without_the_jar_names_setup(no_jar_in, capsys):
     no_jar_in("tree")
-    assert jvm.main([]) == 1
+    assert cli.main([]) == 1
     err = capsys.readouterr().err
     assert "source tree" in err and "scripts/setup.sh" in err, err
 
@@ -157,6 +158,6 @@ def test_python_m_floodmark_jvm_in_a_source_tree_without_the_jar_names_setup(no_
 def test_python_m_floodmark_jvm_prints_the_jar(no_jar_in, capsys):
     jars = no_jar_in("wheel")
     (jars / "floodmark.jar").write_bytes(b"PK")
-    assert jvm.main([]) == 0
+    assert cli.main([]) == 0
     assert capsys.readouterr() == (f"{jars / 'floodmark.jar'}\n", "")
     assert jvm.missing_jar() is None

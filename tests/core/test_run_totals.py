@@ -12,8 +12,9 @@ from floodmark import WatermarkStrategy
 from floodmark.core.clock import ManualClock
 from floodmark.driver import controller as controller_module
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchReport, Controller, SourceSettings, StageReport
+from floodmark.driver.controller import Controller, SourceSettings
 from floodmark.driver.reconciliation import Reconciliation, RunTotals, StageReconciliation, committed
+from floodmark.driver.reports import BatchReport, StageReport
 
 UPSTREAMS = {"a": ["src"], "b": ["a"]}
 

@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.jvm import spark_jars
+from floodmark.jvm.settings import required_conf
 from floodmark.spark import Pipeline, SourceTime
-from floodmark.spark.driver.session import required_conf
 
 
 def counts(spark: SparkSession, directory: str) -> Pipeline:

@@ -12,9 +12,9 @@ from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.driver.checkpoint_files import LocalFiles, directory_problem, has_scheme, join
 from floodmark.driver.control_log import ControlEntry
 from floodmark.spark import EventTimeAggregation, SourceTime
+from floodmark.spark.batch_entry import encode, entry_for_batch, session_problem
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.hadoop_files import HadoopFiles, files_for
-from floodmark.spark.stateful.batch_entry import encode, entry_for_batch, session_problem
 
 SCHEMA = "ts LONG, k STRING, p INT"
 

@@ -17,8 +17,8 @@ from connect_jobs import STAGES, produce, produce_skewed, records_read_back, run
 from spark_helpers import read_output, recorded_hosts
 from surface_checks import CHECKS
 
-from floodmark.spark.connect import client_path, connect_path_problem, start_again_when_busy
-from floodmark.spark.driver.restarts import BUSY_MACHINE_RESTARTS
+from floodmark.spark.connect import client_path, connect_path_problem
+from floodmark.spark.driver.restarts import BUSY_MACHINE_RESTARTS, start_again_when_busy
 from readme_blocks import page_blocks
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ from pyspark.sql import functions as F
 from spark_helpers import read_output, recorded_hosts, write_batches
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark.jvm.settings import ROCKSDB_PROVIDER
 from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
-from floodmark.spark.driver.session import ROCKSDB_PROVIDER
 
 pytestmark = pytest.mark.spark
 

@@ -27,8 +27,8 @@ from floodmark.protocol.control import ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.map_side import jvm_combine
-from floodmark.spark.outputs.unpack import register_functions
 from floodmark.spark.sources.inputs import combined_input
+from floodmark.spark.sql_functions import register_functions
 from floodmark.spark.stateful import batch_entry
 
 STAGE = "s"

@@ -31,9 +31,10 @@ from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.core.values import plain
 from floodmark.jvm import java_executable, packaged_jars
 from floodmark.protocol.control import ControlEntry
+from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
 from floodmark.spark.map_side.combiner import MapSideCombiner
-from floodmark.spark.stateful import batch_entry, processor
+from floodmark.spark.stateful import processor
 
 CORRUPT = "_corrupt_record"
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from floodmark import WatermarkStrategy
 from floodmark.core.clock import ManualClock
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchReport, Controller, SourceSettings, StageReport
+from floodmark.driver.controller import Controller, SourceSettings
 from floodmark.driver.next_batch import HEARTBEAT, NextBatch
+from floodmark.driver.reports import BatchReport, StageReport
 from floodmark.spark.driver.report_follower import ReportFollower
 
 

@@ -1,7 +1,7 @@
 """The live terminal view of a running query (rich): per-split watermarks, idleness, lags and counts.
 
 :class:`LiveView` is a batch listener (``EventTimeAggregation.start(listeners=[view])``):
-each :class:`~floodmark.driver.controller.BatchReport` redraws one table. It
+each :class:`~floodmark.driver.reports.BatchReport` redraws one table. It
 shows, for every split, its watermark, whether it is idle, and whether it is
 the one holding the combined watermark back, then the combined watermark, the
 event-time lag (how far the combined watermark trails the latest event time
@@ -9,7 +9,7 @@ seen: data buffered and not yet final) and the processing-time lag (how long
 the oldest not-yet-fired record has waited), and the running totals of panes,
 late and bad records. A query of several stages (a pipeline) also gets one row
 per stage: its input and output watermarks, its event-time and processing-time
-lags (:meth:`~floodmark.driver.controller.StageReport.times`), its open windows
+lags (:meth:`~floodmark.driver.reports.StageReport.times`), its open windows
 and its running totals of panes, late and bad records.
 """
 
@@ -26,7 +26,7 @@ from rich.text import Text
 from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, format_seconds, format_watermark
 
 if TYPE_CHECKING:
-    from floodmark.driver.controller import BatchReport
+    from floodmark.driver.reports import BatchReport
 
 
 @dataclass

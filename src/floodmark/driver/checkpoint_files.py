@@ -4,7 +4,7 @@ floodmark keeps its control log (:mod:`floodmark.driver.control_log`) beside
 Spark's own checkpoint, so it must live wherever users put checkpoints: a local
 directory, ``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``... Only the driver
 touches these files (the executors get the values they need through Spark's
-job properties, see :mod:`floodmark.spark.stateful.batch_entry`).
+job properties, see :mod:`floodmark.spark.batch_entry`).
 
 Two implementations of one small interface, :class:`CheckpointFiles`:
 

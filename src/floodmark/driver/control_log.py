@@ -4,7 +4,7 @@ The driver-side coordinator runs after batch N (in the ``foreachBatch`` sink)
 and writes entry N+1: the watermark and processing time batch N+1 must use,
 plus the coordinator's snapshot. The tasks of batch N+1 on the executors (the
 map-side combiner and the stateful processor) receive entry N+1 through the
-batch's job properties (:mod:`floodmark.spark.stateful.batch_entry`); the files are the
+batch's job properties (:mod:`floodmark.spark.batch_entry`); the files are the
 driver's record, read back after a restart and by ``floodmark explain``.
 
 Entries are written atomically and never overwritten: when Spark replays batch N

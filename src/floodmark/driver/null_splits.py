@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from floodmark.driver.controller import BatchReport
+from floodmark.driver.reports import BatchReport
 
 _LOG = logging.getLogger("floodmark")
 

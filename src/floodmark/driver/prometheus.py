@@ -1,7 +1,7 @@
 """A running query's event time as Prometheus metrics: a batch listener that serves them from the driver.
 
 :class:`PrometheusMetrics` is a batch listener (``start(..., listeners=[metrics])``): after each micro-batch it
-sets its metrics from the :class:`~floodmark.driver.controller.BatchReport`, and an HTTP server on the driver
+sets its metrics from the :class:`~floodmark.driver.reports.BatchReport`, and an HTTP server on the driver
 (``prometheus_client``'s, on the listener's own :class:`~prometheus_client.CollectorRegistry`, bound to the
 loopback address by default) serves them at ``/metrics`` in the Prometheus text format.
 
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from wsgiref.simple_server import WSGIServer
 
-    from floodmark.driver.controller import BatchReport
+    from floodmark.driver.reports import BatchReport
 
 _LOG = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from floodmark.driver.controller import BatchReport
+    from floodmark.driver.reports import BatchReport
 
 
 def committed(reports: Iterable[BatchReport]) -> list[BatchReport]:

@@ -9,21 +9,20 @@
   ``$FLOODMARK_JARS`` when set, else the ``jars/`` folder of the source tree floodmark is installed from (an
   editable install).
 
-:func:`ensure_java` finds the Java that runs them (and Spark).
+:func:`ensure_java` finds the Java that runs them (and Spark). ``python -m floodmark.jvm`` prints them for Spark's
+command lines (:mod:`floodmark.jvm.cli`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 JARS_ENV = "FLOODMARK_JARS"
 SPARK_KAFKA = "spark-kafka"
 KAFKA_BROKER = "kafka-broker"
-PACKAGED_JARS = Path(__file__).with_name("jars")
+PACKAGED_JARS = Path(__file__).parent.parent / "jars"
 """floodmark's own jars, inside the installed package."""
 WHEEL_WITHOUT_JAR_ENV = "FLOODMARK_WHEEL_WITHOUT_JAR"
 """Set to ``1`` when building a wheel to build it without floodmark's jar (``build_backend/floodmark_build.py``);
@@ -74,7 +73,7 @@ def jars_root() -> Path:
     configured = os.environ.get(JARS_ENV)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2] / "jars"
+    return Path(__file__).resolve().parents[3] / "jars"
 
 
 def jars(group: str) -> list[Path]:
@@ -128,34 +127,3 @@ def spark_jars(kafka: bool = False) -> str:
     ``spark-submit --jars`` value: comma-separated paths, ``""`` when there are none."""
     found = [*packaged_jars(), *(jars(SPARK_KAFKA) if kafka else [])]
     return ",".join(str(jar) for jar in found)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m floodmark.jvm [--kafka]``: floodmark's jar (with ``--kafka``, the Kafka connector's too, when
-    installed) as a ``--jars`` value; ``--connect-server``: a Spark Connect server's settings
-    (:func:`~floodmark.spark.driver.session.connect_server_conf`) as ``--conf`` options. Without floodmark's jar: a
-    line on stderr that says why (:func:`missing_jar`) and 1, never an empty value.
-
-    ``spark-submit --jars "$(python -m floodmark.jvm)" job.py``: a JVM that spark-submit starts gets floodmark's
-    jar only on its command line (a session builder's spark.jars reaches the executors, not that JVM).
-    ``start-connect-server.sh $(python -m floodmark.jvm --connect-server)``: a Spark Connect server's settings.
-    """
-    args = sys.argv[1:] if argv is None else list(argv)
-    kafka = "--kafka" in args
-    missing = missing_jar()
-    if missing is not None:
-        print(f"floodmark.jvm: no floodmark jar to give Spark: {missing}", file=sys.stderr)
-        return 1
-    if "--connect-server" in args:
-        import shlex
-
-        from floodmark.spark.driver.session import connect_server_conf
-
-        print(" ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in connect_server_conf(kafka).items()))
-    else:
-        print(spark_jars(kafka=kafka))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 The driver writes a :class:`ControlEntry` per micro-batch into its control log
 (:mod:`floodmark.driver.control_log`) and hands it to the batch's tasks as a job property
-(:mod:`floodmark.spark.stateful.batch_entry`), as JSON: its fields are that JSON's, which checkpoints keep. The entry
+(:mod:`floodmark.spark.batch_entry`), as JSON: its fields are that JSON's, which checkpoints keep. The entry
 carries every bucket's last GAUGE values (:class:`BucketGauges`), so that a bucket without input can tell
 whether the batch lets it fire anything, by the rule the driver asks for a batch with.
 """

@@ -8,7 +8,7 @@ It hosts :mod:`floodmark.core` on Spark Structured Streaming; its folders follow
 * :mod:`.map_side`: validation, split statistics and partial aggregates before the shuffle (Python over Arrow, or
   the JVM);
 * :mod:`.stateful`: the levels of stateful operators running the core window operator per bucket, the buckets'
-  state, and how a batch's tasks get the batch's control entry (:mod:`.stateful.batch_entry`);
+  state, and how a batch's tasks get the batch's control entry (:mod:`.batch_entry`);
 * :mod:`.outputs`: the ``foreachBatch`` function writing each stage's :class:`Outputs` (files, tables, Kafka,
   your function) and calling the driver's controller (:mod:`floodmark.driver.controller`); reading file outputs
   back (:func:`read_panes`, :func:`read_late`, :func:`read_dead_letters`);
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from floodmark.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from floodmark.jvm.settings import connect_server_conf
     from floodmark.spark.driver.aggregation import EventTimeAggregation
     from floodmark.spark.driver.pipeline import Pipeline, SourceTime
     from floodmark.spark.driver.query import FloodmarkQuery
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from floodmark.spark.driver.session import (
         cluster_session,
         configure_spark_with_floodmark,
-        connect_server_conf,
         floodmark_jars,
         kafka_connector_jars,
         local_session,
@@ -89,7 +89,7 @@ __getattr__, __dir__ = lazy_exports(
         "SourceTime": "floodmark.spark.driver.pipeline",
         "cluster_session": "floodmark.spark.driver.session",
         "configure_spark_with_floodmark": "floodmark.spark.driver.session",
-        "connect_server_conf": "floodmark.spark.driver.session",
+        "connect_server_conf": "floodmark.jvm.settings",
         "floodmark_jars": "floodmark.spark.driver.session",
         "kafka_connector_jars": "floodmark.spark.driver.session",
         "local_session": "floodmark.spark.driver.session",

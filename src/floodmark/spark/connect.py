@@ -14,14 +14,13 @@ starts, not in the client's. What floodmark does differently under Connect follo
 * the query's driver step (the controller) runs in the server's ``foreachBatch`` process, so the handle reads
   the query's progress from the checkpoint;
 * the server starts that process inside the query's ``start()``: on a busy server it can fail the start itself,
-  which is then made again (:func:`start_again_when_busy`).
+  which is then made again (:func:`~floodmark.spark.driver.restarts.start_again_when_busy`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -73,34 +72,3 @@ def connect_path_problem(location: str | os.PathLike[str]) -> str | None:
             "yours: give an absolute path on a file system the client and the server both reach"
         )
     return None
-
-
-def start_again_when_busy(start: Callable[[], T]) -> T:
-    """``start()`` (a query's start), made again at once when it fails because a Python process Spark started did
-    not connect back in time (:data:`~floodmark.spark.driver.restarts.BUSY_MACHINE`), up to
-    :data:`~floodmark.spark.driver.restarts.BUSY_MACHINE_RESTARTS` times in a row, saying so in one line each
-    time: what the query handle does for a running query that fails so.
-
-    Over Spark Connect the server starts the query's ``foreachBatch`` Python process inside ``start()``, before
-    the query exists, and fails the start when that process misses Spark's fixed 10 s to connect back (a busy
-    server); nothing of the query has run then, so starting it again is safe. A classic session starts its
-    Python workers after ``start()`` has returned: their failures reach the handle's watcher instead.
-    """
-    from floodmark.spark.driver.restarts import BUSY_MACHINE, BUSY_MACHINE_RESTARTS
-
-    attempt = 0
-    while True:
-        try:
-            return start()
-        except Exception as error:
-            text = str(error)
-            busy = next((line for line in BUSY_MACHINE if line in text), None)
-            if busy is None or attempt >= BUSY_MACHINE_RESTARTS:
-                raise
-            attempt += 1
-            _LOG.warning(
-                "floodmark: %s at the query's start (a busy machine?): starting it again (%d of %d)",
-                busy,
-                attempt,
-                BUSY_MACHINE_RESTARTS,
-            )

@@ -19,14 +19,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from floodmark.jvm.settings import EXTENSIONS
+
 WINDOW_LEVEL = "floodmark_window_level"
 """``floodmark_window_level(plan)``: ``floodmark.host.WindowLevel`` over the carrier rows (``plan``: its JSON)."""
 PARTIAL_AGGREGATE = "floodmark_partial_aggregate"
 """``floodmark_partial_aggregate(group, aggregates)``: ``floodmark.combine.PartialAggregate`` (JSON lists of texts)."""
-
-EXTENSIONS = "floodmark.Extensions"
-"""floodmark's ``spark.sql.extensions`` class (in its jar): its SQL functions (``fm_unpack``, ``fm_try_value``, ...),
-the rule that resolves these hints and the JVM map side's planner strategy, in every session, without py4j."""
 
 
 def hinted(frame: DataFrame, name: str, *parameters: Any) -> DataFrame:

@@ -42,7 +42,8 @@ from pyspark.sql import Column, DataFrame
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration
 from floodmark.core.windows import Window
-from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, BatchReport
+from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE
+from floodmark.driver.reports import BatchReport
 from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
 from floodmark.spark.driver.pipeline import Pipeline, SourceTime

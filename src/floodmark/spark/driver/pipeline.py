@@ -62,17 +62,18 @@ from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window, WindowAssigner
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import NO_ENGINE, BatchReport, Controller, EngineHooks, SourceSettings, aligned_sources
+from floodmark.driver.controller import NO_ENGINE, Controller, EngineHooks, SourceSettings, aligned_sources
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.pane_description import PaneDescription
 from floodmark.driver.prometheus import PrometheusMetrics
+from floodmark.driver.reports import BatchReport
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.protocol import wire
 from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
-from floodmark.spark.connect import client_path, is_connect, start_again_when_busy
+from floodmark.spark.connect import client_path, is_connect
 from floodmark.spark.driver import arrow_batches, python_workers
 from floodmark.spark.driver.query import (
     EndOfInputRequest,
@@ -89,7 +90,7 @@ from floodmark.spark.driver.query import (
     start_query,
 )
 from floodmark.spark.driver.report_follower import ReportFollower
-from floodmark.spark.driver.restarts import Restarts
+from floodmark.spark.driver.restarts import Restarts, start_again_when_busy
 from floodmark.spark.driver.session import check_session
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
@@ -707,7 +708,7 @@ class Pipeline:
 
         :arg output: a root path (each stage's Parquet under ``<root>/<stage>/panes`` ...) or
             ``{stage: root path or Outputs}`` for every stage.
-        :arg listeners: called on the driver with each batch's :class:`~floodmark.driver.controller.BatchReport`.
+        :arg listeners: called on the driver with each batch's :class:`~floodmark.driver.reports.BatchReport`.
         :arg metrics_port: serve the query's metrics for Prometheus on this port of the loopback address
             (:class:`~floodmark.driver.prometheus.PrometheusMetrics`, labelled with ``query_name``; 0 picks a
             free port: ``query.metrics_url``); stopped with the query. ``None``: no endpoint.

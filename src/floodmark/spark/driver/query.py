@@ -26,9 +26,10 @@ from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
 from floodmark.driver import checkpoint_files
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import BatchReport, Controller, EngineHooks
+from floodmark.driver.controller import Controller, EngineHooks
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
+from floodmark.driver.reports import BatchReport
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.spark import hadoop_files

@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from floodmark.driver.controller import BatchReport, Controller
+from floodmark.driver.controller import Controller
+from floodmark.driver.reports import BatchReport
 
 POLL_S = 0.1
 """How often the follower's thread reads the file (the handle also reads it whenever it is asked for reports)."""

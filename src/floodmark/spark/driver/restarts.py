@@ -9,7 +9,13 @@ failure stops the query, and the handle raises floodmark's one line.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+_LOG = logging.getLogger("floodmark")
 
 BUSY_MACHINE = (
     "Python worker failed to connect back",
@@ -119,3 +125,32 @@ class RestartUnderWay:
     def status(self, now: float) -> dict[str, object]:
         """PySpark's ``StreamingQuery.status`` of the query while it restarts: no data to read, no trigger."""
         return {"message": self.message(now), "isDataAvailable": False, "isTriggerActive": False}
+
+
+def start_again_when_busy(start: Callable[[], T]) -> T:
+    """``start()`` (a query's start), made again at once when it fails because a Python process Spark started did
+    not connect back in time (:data:`BUSY_MACHINE`), up to
+    :data:`BUSY_MACHINE_RESTARTS` times in a row, saying so in one line each
+    time: what the query handle does for a running query that fails so.
+
+    Over Spark Connect the server starts the query's ``foreachBatch`` Python process inside ``start()``, before
+    the query exists, and fails the start when that process misses Spark's fixed 10 s to connect back (a busy
+    server); nothing of the query has run then, so starting it again is safe. A classic session starts its
+    Python workers after ``start()`` has returned: their failures reach the handle's watcher instead.
+    """
+    attempt = 0
+    while True:
+        try:
+            return start()
+        except Exception as error:
+            text = str(error)
+            busy = next((line for line in BUSY_MACHINE if line in text), None)
+            if busy is None or attempt >= BUSY_MACHINE_RESTARTS:
+                raise
+            attempt += 1
+            _LOG.warning(
+                "floodmark: %s at the query's start (a busy machine?): starting it again (%d of %d)",
+                busy,
+                attempt,
+                BUSY_MACHINE_RESTARTS,
+            )

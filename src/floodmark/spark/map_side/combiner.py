@@ -30,7 +30,7 @@ accumulator is reduced, come from the core
 exactly what the core's own ``combine`` would make.
 
 The watermark and processing time are those of the batch's control entry,
-which the stateful processor reads too (:mod:`floodmark.spark.stateful.batch_entry`),
+which the stateful processor reads too (:mod:`floodmark.spark.batch_entry`),
 so a replayed batch decides exactly as the original did.
 """
 
@@ -52,8 +52,8 @@ from floodmark.core.values import plain
 from floodmark.protocol import wire
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
+from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import arrow_table, records_json, spark_like_pandas
-from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
 
 _START, _END, _HOLD = "fm_c_start", "fm_c_end", "fm_c_hold"  # scratch columns of the group-by
 
@@ -65,7 +65,7 @@ class MapSideCombiner:
     """``mapInArrow`` function: input rows -> RAW, PARTIAL, BAD_INPUT and SPLIT_STATS rows, packed per bucket.
 
     :arg plan: the runtime plan (the batch's watermark and processing time come with the job,
-        :mod:`floodmark.spark.stateful.batch_entry`).
+        :mod:`floodmark.spark.batch_entry`).
     :arg schema: the rows' schema (the input's columns plus ``plan.stage.combiner_fields()``); Spark gets them
         as one ``(fm_bucket, fm_block)`` row per bucket (:mod:`floodmark.spark.blocks`).
     """

@@ -25,13 +25,14 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, TimestampType
 
-from floodmark.driver.controller import BatchReport, Controller
+from floodmark.driver.controller import Controller
+from floodmark.driver.reports import BatchReport
 from floodmark.protocol import output, wire
 from floodmark.protocol.columns import names
+from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
 from floodmark.spark.outputs.sinks import DEAD_LETTER, LATE, PANES, OutputBatch, Outputs
 from floodmark.spark.outputs.unpack import OutputReader
-from floodmark.spark.stateful import batch_entry
 
 OUTPUT_KINDS = {wire.PANE: PANES, wire.LATE: LATE, wire.BAD: DEAD_LETTER}
 """Row kind (``fm_kind``) -> output."""
@@ -80,7 +81,7 @@ class StageRoute:
 
     def first_dead_letter(self, frame: DataFrame, batch_id: int) -> str | None:
         """The reason of one of the batch's dead letters: a Spark job on the cached batch, so asked for only
-        when a warning needs it (:func:`~floodmark.driver.controller.dead_letter_warning`)."""
+        when a warning needs it (:func:`~floodmark.driver.reports.dead_letter_warning`)."""
         row = self.batch(wire.BAD, frame, batch_id).rows.select(output.REASON).first()
         return None if row is None else row[output.REASON]
 

@@ -9,7 +9,8 @@ null beyond Spark's timestamp range (the global window's bounds).
 
 Two implementations of this one step, chosen once per query (:func:`use_jvm_unpack`) and said in the log:
 
-* **JVM** (:data:`JVM_FUNCTIONS`, in floodmark's jar): the SQL generator ``fm_unpack(block, kind, schema, times)``
+* **JVM** (:data:`~floodmark.spark.sql_functions.JVM_FUNCTIONS`, in floodmark's jar): the SQL generator
+  ``fm_unpack(block, kind, schema, times)``
   reads the blocks with Spark's own ``ArrowColumnVector`` and copies each kept row once. It runs inside the
   batch's JVM tasks: no Python worker, no Arrow -> row conversion of a Python result.
 * **Python** (:class:`UnpackOutput`, a ``mapInArrow`` function), for a session that cannot load the jar (your
@@ -34,13 +35,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from floodmark.protocol import output, wire
-from floodmark.spark.connect import is_connect
+from floodmark.spark.sql_functions import FUNCTION, JVM_FUNCTIONS, register_functions
 
 _LOG = logging.getLogger(__name__)
 
-JVM_FUNCTIONS = "floodmark.unpack.Functions"
-"""The JVM object that registers ``fm_unpack`` on a session (``jvm/floodmark``)."""
-FUNCTION = "fm_unpack"
 PYTHON_UNPACK_ENV = "FLOODMARK_PYTHON_UNPACK"
 """Set to ``1`` to unpack in Python even where the JVM generator loads (to test it)."""
 
@@ -82,7 +80,8 @@ class OutputReader:
 
 def use_jvm_unpack(spark: SparkSession) -> bool:
     """Whether this session's queries unpack in the JVM: registers ``fm_unpack`` on ``spark`` when its driver
-    can load :data:`JVM_FUNCTIONS` (and :data:`PYTHON_UNPACK_ENV` does not say no), and logs which step runs.
+    can load :data:`~floodmark.spark.sql_functions.JVM_FUNCTIONS` (and :data:`PYTHON_UNPACK_ENV` does not say no),
+    and logs which step runs.
     Call before the query starts: a query runs in a copy of its session taken then."""
     if os.environ.get(PYTHON_UNPACK_ENV) == "1":
         _LOG.info("floodmark: outputs are unpacked in Python (%s=1)", PYTHON_UNPACK_ENV)
@@ -92,25 +91,6 @@ def use_jvm_unpack(spark: SparkSession) -> bool:
         _LOG.info("floodmark: outputs are unpacked in Python: this session cannot load %s", JVM_FUNCTIONS)
         return False
     _LOG.info("floodmark: outputs are unpacked in the JVM (%s)", FUNCTION)
-    return True
-
-
-def register_functions(spark: SparkSession) -> bool:
-    """Whether ``spark`` has floodmark's SQL functions (``fm_unpack``, ``fm_batch_watermark``, ...): from its
-    session extensions (``floodmark.Extensions``, which floodmark's sessions and
-    :func:`~floodmark.spark.driver.session.configure_spark_with_floodmark` set), else registered here through py4j
-    when its driver can load :data:`JVM_FUNCTIONS` (never over Spark Connect: no py4j). Call before the
-    query's DataFrames are built (they are
-    analysed as they are built) and before it starts."""
-    if spark.catalog.functionExists(FUNCTION):
-        return True
-    if is_connect(spark):  # a Connect server's JVM is reached only through its extensions
-        return False
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    if not jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FUNCTIONS):
-        return False
-    jvm.floodmark.unpack.Functions.register(spark._jsparkSession)
     return True
 
 

@@ -26,7 +26,7 @@ from floodmark.spark import plan as p
 from floodmark.spark.connect import is_connect
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import MapSideCombiner
-from floodmark.spark.outputs.unpack import register_functions
+from floodmark.spark.sql_functions import register_functions
 from floodmark.spark.stateful import bucket_layout
 
 _LOG = logging.getLogger(__name__)

@@ -181,7 +181,7 @@ def jvm_source_loadable(spark: SparkSession) -> bool:
     if os.environ.get(PYTHON_TICKS_ENV) == "1":
         return False
     if is_connect(spark):
-        from floodmark.spark.outputs.unpack import register_functions
+        from floodmark.spark.sql_functions import register_functions
 
         return register_functions(spark)
     jvm = spark.sparkContext._jvm

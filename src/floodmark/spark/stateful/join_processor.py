@@ -38,7 +38,7 @@ from floodmark.protocol import output, wire
 from floodmark.protocol.control import ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
+from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.stateful.bucket_state import BucketState
 from floodmark.spark.stateful.processor import (
     BucketOutput,

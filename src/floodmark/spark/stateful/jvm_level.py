@@ -40,7 +40,7 @@ from floodmark.spark import plan as p
 from floodmark.spark import plan_hints
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.map_side.combiner import AggregatedInJvm
-from floodmark.spark.outputs.unpack import register_functions
+from floodmark.spark.sql_functions import register_functions
 
 Host = Literal["python", "jvm"]
 """Where a stage's stateful step runs (``Pipeline(host=...)``)."""

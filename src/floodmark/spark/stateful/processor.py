@@ -6,7 +6,7 @@ Spark groups a stage's rows by ``(fm_stage, fm_bucket)`` (the label of bucket ``
 (:mod:`floodmark.spark.map_side.combiner`: RAW records, PARTIAL aggregates, BAD_INPUT and SPLIT_STATS rows, packed in
 blocks: :mod:`floodmark.spark.blocks`) or an upstream stage's panes, when it has input or a tick. The
 watermark and processing time come from the batch's control entry
-(:mod:`floodmark.spark.stateful.batch_entry`). The processor restores the bucket's
+(:mod:`floodmark.spark.batch_entry`). The processor restores the bucket's
 operator from Spark's state store (in the checkpoint's state format: :mod:`floodmark.spark.stateful.bucket_state`),
 runs one micro-batch of it (the core's ``advance``: processing time, then watermark, then partials and records),
 stores it back and returns one frame of tagged rows:
@@ -41,8 +41,8 @@ from floodmark.protocol.columns import names
 from floodmark.protocol.control import BucketGauges, ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
+from floodmark.spark.batch_entry import CurrentBatchEntry
 from floodmark.spark.rows import numpy_type, records_json, result_value
-from floodmark.spark.stateful.batch_entry import CurrentBatchEntry
 from floodmark.spark.stateful.bucket_state import BucketState
 
 

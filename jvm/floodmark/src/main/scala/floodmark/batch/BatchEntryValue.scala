@@ -9,7 +9,7 @@ import org.apache.spark.sql.types.{DataType, LongType}
   * control entry, in ms: `stage`'s input watermark (`stage_watermarks[stage]`) or the batch's processing time.
   *
   * The entry is read with [[ControlEntry.current]] (the Python side reads it with
-  * `floodmark.spark.stateful.batch_entry.CurrentBatchEntry`: the same rule), once per task partition
+  * `floodmark.spark.batch_entry.CurrentBatchEntry`: the same rule), once per task partition
   * (`Nondeterministic.initialize`), not per row: it is constant in a batch but differs between batches of one plan,
   * so Spark must not fold it.
   */

@@ -46,7 +46,7 @@ object ControlEntry {
 
   private val mapper = new ObjectMapper()
 
-  /** The entry whose JSON text (`floodmark.spark.stateful.batch_entry.encode`'s) is `text`, unchecked: for tests of
+  /** The entry whose JSON text (`floodmark.spark.batch_entry.encode`'s) is `text`, unchecked: for tests of
     * its rules outside a micro-batch; a task takes [[current]]. */
   def parse(text: String): ControlEntry = new ControlEntry(mapper.readTree(text))
 
@@ -59,7 +59,7 @@ object ControlEntry {
 
   /** The entry whose text is `text` (null: none published), which must be batch `batchId`'s when Spark gave the task
     * a batch id (null: none; over Spark Connect the sink's jobs run on the server's Connect thread, which has none,
-    * and the entry is taken as the batch's). The rule and its texts are `floodmark.spark.stateful.batch_entry`'s
+    * and the entry is taken as the batch's). The rule and its texts are `floodmark.spark.batch_entry`'s
     * `entry_for_batch`, held equal by `tests/spark/test_jvm_host_texts.py`. */
   def forBatch(text: String, batchId: String): ControlEntry = {
     if (text == null)
