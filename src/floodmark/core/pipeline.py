@@ -213,6 +213,15 @@ class StageKind(Protocol):
     @property
     def upstream(self) -> tuple[str, ...]: ...
 
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The columns of its input rows that make a row's key (``()``: one key)."""
+        ...
+
+    def input_side(self, upstream: str) -> Side | None:
+        """Which side of its input ``upstream``'s rows are (a join's two sides; None for a stage of one input)."""
+        ...
+
     def operator(self, snapshot: bytes | None) -> KeyedOperator[Any, Any]:
         """A new operator (``snapshot`` None) or the one ``snapshot`` saved."""
         ...
@@ -277,6 +286,13 @@ class WindowedStage:
         """The columns of this stage's pane rows (what a downstream stage reads)."""
         return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
 
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return self.key_by
+
+    def input_side(self, upstream: str) -> Side | None:
+        return None
+
     def operator(self, snapshot: bytes | None) -> WindowOperator:
         return WindowOperator(self.spec) if snapshot is None else restore_operator(self.spec, snapshot)
 
@@ -330,8 +346,15 @@ class JoinStage:
     def upstream(self) -> tuple[str, ...]:
         return (self.left, self.right)
 
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return self.on
+
     def side_of(self, upstream: str) -> Side:
         return Side.LEFT if upstream == self.left else Side.RIGHT
+
+    def input_side(self, upstream: str) -> Side | None:
+        return self.side_of(upstream)
 
     def operator(self, snapshot: bytes | None) -> JoinOperator:
         return join_operator(self.spec, snapshot)
@@ -414,6 +437,13 @@ class ProcessStage:
         clash = sorted(set(self.output) & {*self.key_by, OUTPUT_TIME})
         if clash:
             raise ValueError(f"stage {self.name!r}: output columns {clash} clash with the keys or {OUTPUT_TIME!r}")
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return self.key_by
+
+    def input_side(self, upstream: str) -> Side | None:
+        return None
 
     def operator(self, snapshot: bytes | None) -> KeyedProcessOperator:
         if snapshot is None:

@@ -46,13 +46,9 @@ from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, Strin
 from floodmark.core.join import WindowJoinSpec
 from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime, Side
 from floodmark.core.pipeline import (
-    EVENT_TIME,
-    JOIN_TIME,
-    OUTPUT_TIME,
     JoinStage,
     ProcessStage,
     WindowedStage,
-    stage_input_rows,
     stage_named,
 )
 from floodmark.core.process import KeyedProcessFunction
@@ -387,7 +383,7 @@ class Pipeline:
             schema = schemas[stage.upstream[0]]
             if any(s != schema for s in schemas.values()):
                 raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
-            event_time = _event_time(plans[stage.upstream[0]].stage)
+            event_time = self.stages[stage.upstream[0]].output_event_time
             if isinstance(stage, ProcessStage):
                 semantics = p.ProcessSemantics.of(name, stage.key_by, schema, stage.output)
                 binding = p.InputBinding.of(schema, event_time, None, False, None)
@@ -413,7 +409,8 @@ class Pipeline:
             above = plans[upstream].stage
             schema = _input_schema(above, stage)
             schemas.append(schema)
-            bindings.append(p.InputBinding.of(schema, _event_time(above), None, False, None, side=side))
+            event_time = self.stages[upstream].output_event_time
+            bindings.append(p.InputBinding.of(schema, event_time, None, False, None, side=side))
         semantics = p.JoinSemantics.of(
             stage.name, stage.spec, stage.on, schemas[0], schemas[1], (bindings[0], bindings[1])
         )
@@ -465,7 +462,7 @@ class Pipeline:
         defined = self.stages[stage]
         if not isinstance(defined, WindowedStage):
             assert semantics is not None
-            side = defined.side_of(source.name) if isinstance(defined, JoinStage) else None
+            side = defined.input_side(source.name)
             return p.RuntimePlan(semantics, self._binding(source, corrupt_column, side, label, split_stats), state)
         event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
         return p.RuntimePlan.for_input(
@@ -610,10 +607,8 @@ class Pipeline:
             read = [up for up in stage.upstream if up in self.sources]
             if read:  # the sources of one stage share a schema (plans)
                 schema = self.sources[read[0]].frame.schema
-            elif isinstance(stage, WindowedStage):
-                schema = _input_schema(plans[stage.upstream[0]].stage, stage)
             else:
-                schema = StructType()
+                schema = _input_schema(plans[stage.upstream[0]].stage, stage)
             reasons[name] = jvm_level.why_not(plans[name], schema)
         unreached = None
         if any(reason is None for reason in reasons.values()):
@@ -900,22 +895,15 @@ def _column(described: Mapping[str, str]) -> Any:
     return described["column"] if "column" in described else F.expr(described["expression"])
 
 
-def _event_time(upstream: p.StageSemantics | p.JoinSemantics | p.ProcessSemantics) -> str:
-    """The event-time column of the rows ``upstream`` emits: a pane's timestamp, a join's or a process's time."""
-    if isinstance(upstream, p.JoinSemantics):
-        return JOIN_TIME
-    return OUTPUT_TIME if isinstance(upstream, p.ProcessSemantics) else EVENT_TIME
-
-
 def _input_schema(
     upstream: p.StageSemantics | p.JoinSemantics | p.ProcessSemantics, stage: WindowedStage | JoinStage | ProcessStage
 ) -> StructType:
     """The schema of ``stage``'s input rows read from ``upstream``'s panes (or joined rows): their columns + the
-    derived columns of a window stage."""
+    columns the stage derives from them (:meth:`~floodmark.core.pipeline.StageKind.input_rows`)."""
     pane_fields = {f.name: f for f in upstream.output_schema().fields}
     fields = [StructField(c, pane_fields[c].dataType) for c in upstream.pane_columns()]
-    if isinstance(stage, WindowedStage) and stage.columns:
-        sample = pd.DataFrame({f.name: pd.Series([1], dtype=pandas_dtype(f.dataType)) for f in fields})
-        derived = stage_input_rows(sample, stage)
-        fields += [StructField(c, _PANDAS_TO_SPARK.get(derived[c].dtype.kind, StringType())) for c in stage.columns]
+    sample = pd.DataFrame({f.name: pd.Series([1], dtype=pandas_dtype(f.dataType)) for f in fields})
+    derived = stage.input_rows(sample)
+    added = [c for c in derived.columns if c not in sample.columns]
+    fields += [StructField(c, _PANDAS_TO_SPARK.get(derived[c].dtype.kind, StringType())) for c in added]
     return StructType(fields)

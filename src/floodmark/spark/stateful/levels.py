@@ -36,7 +36,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
-from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage, stage_input_rows
+from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.protocol import wire
 from floodmark.protocol.columns import names
 from floodmark.spark import blocks
@@ -181,12 +181,7 @@ def forwarded(
         return []
     parts = []
     for target_plan, target in targets:
-        if isinstance(target, JoinStage):
-            rows, keys, side = panes, target.on, target.side_of(stage).value
-        elif isinstance(target, ProcessStage):
-            rows, keys, side = panes, target.key_by, None
-        else:
-            rows, keys, side = stage_input_rows(panes, target), target.key_by, None
+        rows, keys, side = target.input_rows(panes), target.key_columns, target.input_side(stage)
         state = target_plan.state
         if keys:
             hashes = pd.util.hash_pandas_object(rows[list(keys)], index=False).to_numpy()
@@ -195,7 +190,8 @@ def forwarded(
             buckets = np.full(len(rows), state.bucket_values[0], dtype=_BUCKET_TYPE)
         rows = rows.assign(**{wire.ROW: wire.RAW, wire.BUCKET: buckets})
         partition = order.index(stage) * state.buckets + plan.state.bucket_values.index(bucket)
-        packed = blocks.pack(pa.Table.from_pandas(rows, preserve_index=False), partition, side)
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        packed = blocks.pack(table, partition, None if side is None else side.value)
         parts.append(
             pd.DataFrame(
                 {
