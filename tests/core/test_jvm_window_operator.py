@@ -16,6 +16,7 @@ import math
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, SESSION_TRIGGERS, batch_of
@@ -267,4 +268,23 @@ def test_keys_of_any_length_survive_a_snapshot_on_the_jvm(jvm):
     both = [operator.advance_watermark(MAX_TIMESTAMP) for operator in (python, java)]
     assert emitted_form(both[1]) == emitted_form(both[0])
     assert sorted(pane.key for pane in both[1].all_panes()) == sorted(keys)
+    java.drop()
+
+
+@pytest.mark.parametrize("field", ["fare", "driver's fare", 'the "net" fare', "Fahrpreis €", "値段"])
+def test_a_bad_value_is_named_alike_on_the_jvm_whatever_the_field_name(jvm, field):
+    """A record whose aggregate input is missing or not finite is a bad record with the same reason on both hosts:
+    the reason names the field as the core does (``assign.field_label``, carried in the built-in form), quotes and
+    non-ASCII names included."""
+    spec = WindowSpec(windows.Tumbling(10), {"total": aggregates.sum(field), "rows": aggregates.count()})
+    python, java = WindowOperator(spec, -10), jvm.operator(spec, -10)
+    keys = np.array(["a", "a", "b"], dtype=object)
+    values = np.array([1.0, math.nan, math.inf], dtype=object)
+    records = RecordBatch(keys, np.array([1, 2, 3], dtype=object), {field: values, None: np.arange(3)})
+    both = [operator.add(records) for operator in (python, java)]
+    assert emitted_form(both[1]) == emitted_form(both[0])
+    assert [r.reason for r in both[0].bad] == [
+        f"field {field!r} is missing",
+        f"field {field!r} is not a finite number: inf",
+    ]
     java.drop()

@@ -97,7 +97,7 @@ def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.nda
         one message per bad record, in order.
     """
     array = np.asarray(values)
-    label = "value" if field is None else f"field {field!r}"
+    label = field_label(field)
     if array.dtype.kind in "biuf":  # the common case (Spark's columns): vectorised, no copy when all is well
         numbers = array.astype(np.float64, copy=False)
         bad = ~np.isfinite(numbers)
@@ -118,6 +118,13 @@ def validate_numbers(field: str | None, values: Any) -> tuple[np.ndarray, np.nda
             bad[i] = True
             reasons.append(reason)
     return numbers, bad, reasons
+
+
+def field_label(field: str | None) -> str:
+    """How a bad record's reason names an aggregate's input: ``value`` (the record's value), else ``field`` and the
+    name as Python's ``repr`` writes it (``field 'fare'``; ``field "driver's fare"``). The JVM operator takes it
+    from the spec's built-in form (:func:`~floodmark.core.built_in_spec.built_in_form`), not a rule of its own."""
+    return "value" if field is None else f"field {field!r}"
 
 
 def _not_finite(label: str, number: float, raw: Any) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.core.aggregates import Aggregate, Count, Max, Mean, Min, Several, Sum
+from floodmark.core.assign import field_label
 from floodmark.core.spec import WindowSpec
 from floodmark.core.windows import Cumulate, Global, Sessions, Sliding, Tumbling, WindowAssigner
 
@@ -32,7 +33,7 @@ def built_in_form(spec: WindowSpec) -> dict[str, Any] | None:
     """``spec`` as the JVM window operator reads it (JSON-ready), or ``None`` when its semantics are not built in
     there (see the module docstring).
 
-    ``{"window": {"kind", ...}, "aggregate": {"single", "parts": [{"name", "kind", "field"}]}, "trigger":
+    ``{"window": {"kind", ...}, "aggregate": {"single", "parts": [{"name", "kind", "field", "label"}]}, "trigger":
     {"on_time", "late", "early_delay", "early_count"}, "allowed_lateness", "accumulation", "timestamp_combiner"}``;
     durations in ms; ``late`` is a :class:`~floodmark.core.compiled_trigger.LateFirings` member's name.
     """
@@ -78,5 +79,6 @@ def _aggregate_form(aggregate: Aggregate) -> dict[str, Any] | None:
         kind = BUILT_IN_AGGREGATES.get(type(part))
         if kind is None:
             return None
-        forms.append({"name": name, "kind": kind, "field": part.field})  # type: ignore[attr-defined]
+        field = part.field  # type: ignore[attr-defined]
+        forms.append({"name": name, "kind": kind, "field": field, "label": field_label(field)})
     return {"single": single, "parts": forms}

@@ -25,15 +25,22 @@ public final class AggregateLayout {
   public final List<String> fields = new ArrayList<>();
 
   /**
+   * How a bad record's reason names each of {@link #fields} ({@code value}, or {@code field 'fare'}), as the Python
+   * core writes it ({@code floodmark.core.assign.field_label}) and the spec form carries it: written once, there.
+   */
+  public final List<String> labels = new ArrayList<>();
+
+  /**
    * @param single the aggregate is one part, not {@code several}: a pane's value is that part's result
-   * @param parts name -> {kind, field} in order; kind is count, sum, min, max or mean; field null means the
-   *     record's value
+   * @param parts name -> {kind, field, label} in order; kind is count, sum, min, max or mean; field null means the
+   *     record's value; label is how a reason names the field
    */
   public AggregateLayout(boolean single, Map<String, String[]> parts) {
     this.single = single;
     for (Map.Entry<String, String[]> entry : parts.entrySet()) {
       String kind = entry.getValue()[0];
       String field = entry.getValue()[1];
+      String label = entry.getValue()[2];
       List<Reduction> reductions =
           switch (kind) {
             case "count" -> List.of(Reduction.COUNT);
@@ -51,6 +58,7 @@ public final class AggregateLayout {
           fieldIndex = fields.indexOf(field);
           if (fieldIndex < 0) {
             fields.add(field);
+            labels.add(label);
             fieldIndex = fields.size() - 1;
           }
         }

@@ -553,10 +553,10 @@ public final class WindowOperator {
     if (!Boundaries.inRange(ts)) {
       return Boundaries.outOfRangeReason(ts);
     }
-    List<String> fields = spec.aggregate().fields;
-    for (int i = 0; i < fields.size(); i++) {
+    List<String> labels = spec.aggregate().labels;
+    for (int i = 0; i < labels.size(); i++) {
       double value = record.values()[i];
-      String label = fields.get(i) == null ? "value" : "field '" + fields.get(i) + "'";
+      String label = labels.get(i);
       if (Double.isNaN(value)) {
         return label + " is missing";
       }

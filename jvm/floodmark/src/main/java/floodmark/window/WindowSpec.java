@@ -61,7 +61,11 @@ public record WindowSpec(
     for (Iterator<JsonNode> it = aggregate.path("parts").elements(); it.hasNext(); ) {
       JsonNode part = it.next();
       String field = part.path("field").isNull() ? null : part.path("field").asText();
-      parts.put(part.path("name").asText(), new String[] {part.path("kind").asText(), field});
+      if (!part.hasNonNull("label")) {
+        throw new IllegalArgumentException("a built-in aggregate part without its label: " + part);
+      }
+      String label = part.path("label").asText();
+      parts.put(part.path("name").asText(), new String[] {part.path("kind").asText(), field, label});
     }
     JsonNode trigger = node.path("trigger");
     ColumnarTrigger columnar =
