@@ -9,4 +9,6 @@ jackson="$(ls "$root"/.venv/lib/python3*/site-packages/pyspark/jars/jackson-*.ja
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 javac -d "$out" -cp "$jar:$jackson" "$root/bench/jvm/FlushBench.java"
-java -Xmx2g -cp "$jar:$jackson:$out" FlushBench "${1:-432000}" "${2:-4}"
+limits="$("$root/.venv/bin/python" -c 'from floodmark.core import segments; print(segments.DEFER_ABOVE, segments.FANOUT)')"
+# shellcheck disable=SC2086  # two numbers, split on purpose
+java -Xmx2g -cp "$jar:$jackson:$out" FlushBench "${1:-432000}" "${2:-4}" $limits

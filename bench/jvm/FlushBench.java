@@ -19,13 +19,15 @@ import java.util.Map;
  */
 public final class FlushBench {
   private static final String SPEC = "{\"window\": {\"kind\": \"tumbling\", \"size\": 3600000, \"offset\": 0},"
-      + " \"aggregate\": {\"single\": true, \"parts\": [{\"name\": \"n\", \"kind\": \"count\", \"field\": null}]},"
+      + " \"aggregate\": {\"single\": true, \"parts\": [{\"name\": \"n\", \"kind\": \"count\", \"field\": null, \"label\": \"value\"}]},"
       + " \"trigger\": {\"on_time\": true, \"late\": \"EVERY_RECORD\", \"early_delay\": null, \"early_count\": null},"
       + " \"allowed_lateness\": 0, \"accumulation\": \"DISCARDING\", \"timestamp_combiner\": \"END_OF_WINDOW\"}";
 
   public static void main(String[] args) throws Exception {
     int keys = args.length > 0 ? Integer.parseInt(args[0]) : 432_000;
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 4;
+    // The core's floodmark.core.segments.DEFER_ABOVE and FANOUT (bench/jvm_flush.sh passes them).
+    SegmentLimits limits = new SegmentLimits(Integer.parseInt(args[2]), Integer.parseInt(args[3]));
     WindowSpec spec = WindowSpec.fromJson(new ObjectMapper().readTree(SPEC));
     String[] names = new String[keys];
     for (int k = 0; k < keys; k++) {
@@ -37,8 +39,8 @@ public final class FlushBench {
       long started = System.nanoTime();
       for (int batch = 0; batch < 8; batch++) {
         WindowOperator operator = head == null
-            ? new WindowOperator(spec, Long.MIN_VALUE, 0L, SegmentLimits.DEFAULT, store::get)
-            : WindowOperator.restore(spec, head, SegmentLimits.DEFAULT, store::get);
+            ? new WindowOperator(spec, Long.MIN_VALUE, 0L, limits, store::get)
+            : WindowOperator.restore(spec, head, limits, store::get);
         operator.advanceWatermark(batch * 60_000L);
         List<Partial> partials = new ArrayList<>(keys);
         for (int k = 0; k < keys; k++) {
@@ -51,7 +53,7 @@ public final class FlushBench {
         head = parts.head();
       }
       long batches = System.nanoTime();
-      Emitted out = WindowOperator.restore(spec, head, SegmentLimits.DEFAULT, store::get).advanceWatermark(Long.MAX_VALUE);
+      Emitted out = WindowOperator.restore(spec, head, limits, store::get).advanceWatermark(Long.MAX_VALUE);
       long flushed = System.nanoTime();
       long checksum = 0;
       for (Pane pane : out.panes) {

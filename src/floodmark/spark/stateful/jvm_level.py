@@ -33,6 +33,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from floodmark.core import segments
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.protocol import wire
@@ -166,6 +167,7 @@ def level_plan(plans: Mapping[str, p.RuntimePlan], direct: Mapping[str, dict[str
             "carrier": CARRIER.json(),
             "state_value_bytes": state_bytes,
             "output_block_rows": wire.OUTPUT_BLOCK_ROWS,
+            "segment_limits": {"defer_above": segments.DEFER_ABOVE, "fanout": segments.FANOUT},
         }
     )
 

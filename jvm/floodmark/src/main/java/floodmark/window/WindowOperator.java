@@ -795,8 +795,10 @@ public final class WindowOperator {
         rows.add(row);
       }
       boolean deferred = format >= 2 && in.readBoolean();
-      SegmentLimits kept = deferred && limits == null ? SegmentLimits.DEFAULT : limits;
-      WindowOperator operator = new WindowOperator(spec, watermark, processingTime, kept, load);
+      if (deferred && limits == null) {
+        throw new IllegalArgumentException("a snapshot with deferred partials is restored with its segment limits");
+      }
+      WindowOperator operator = new WindowOperator(spec, watermark, processingTime, limits, load);
       if (deferred && operator.segments == null) {
         throw new IllegalArgumentException("a snapshot with deferred partials needs a spec that defers them");
       }

@@ -3,7 +3,7 @@ package floodmark.host
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import floodmark.window.WindowSpec
+import floodmark.window.{SegmentLimits, WindowSpec}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /** What the JVM host needs to run one window stage: written by the Python plan
@@ -55,9 +55,14 @@ final case class DirectInput(
     timeZone: java.time.ZoneId)
 
 /** The stages of one level the JVM hosts, by name; the carrier rows' schema; the largest state value (bytes); the most
-  * rows an OUTPUT block holds (`wire.OUTPUT_BLOCK_ROWS`). */
+  * rows an OUTPUT block holds (`wire.OUTPUT_BLOCK_ROWS`); when a bucket keeps partials apart as segments
+  * (`core.segments`' `DEFER_ABOVE` and `FANOUT`). */
 final case class LevelPlan(
-    stages: Map[String, StagePlan], carrier: StructType, stateValueBytes: Int, outputBlockRows: Int)
+    stages: Map[String, StagePlan],
+    carrier: StructType,
+    stateValueBytes: Int,
+    outputBlockRows: Int,
+    segmentLimits: SegmentLimits)
 
 object LevelPlan {
   private val mapper = new ObjectMapper()
@@ -81,7 +86,9 @@ object LevelPlan {
       stages,
       DataType.fromJson(node.path("carrier").asText).asInstanceOf[StructType],
       node.path("state_value_bytes").asInt,
-      node.path("output_block_rows").asInt)
+      node.path("output_block_rows").asInt,
+      new SegmentLimits(
+        required(node, "segment_limits").path("defer_above").asInt, node.path("segment_limits").path("fanout").asInt))
   }
 
   private def direct(node: JsonNode): Option[DirectInput] =
@@ -103,6 +110,10 @@ object LevelPlan {
             node.path("latest").asLong,
             if (node.path("max_future_skew").canConvertToLong) Some(node.path("max_future_skew").asLong) else None),
           java.time.ZoneId.of(node.path("time_zone").asText)))
+
+  private def required(node: JsonNode, field: String): JsonNode =
+    if (node.hasNonNull(field)) node.path(field)
+    else throw new IllegalArgumentException(s"a level plan without $field (a floodmark jar and package of other versions?)")
 
   private def text(node: JsonNode): Option[String] = if (node.isMissingNode || node.isNull) None else Some(node.asText)
 

@@ -6,7 +6,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 import floodmark.batch.ControlEntry
-import floodmark.window.{Partial, Record, SegmentLimits, WindowOperator}
+import floodmark.window.{Partial, Record, WindowOperator}
 import org.apache.arrow.vector.ipc.ArrowStreamWriter
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -276,8 +276,8 @@ private final class WindowBucket(
 
     val load: java.util.function.LongFunction[Array[Byte]] = id => readSegment(id)
     val operator =
-      if (stored) WindowOperator.restore(stage.spec, read(), SegmentLimits.DEFAULT, load)
-      else new WindowOperator(stage.spec, Long.MinValue, 0L, SegmentLimits.DEFAULT, load)
+      if (stored) WindowOperator.restore(stage.spec, read(), plan.segmentLimits, load)
+      else new WindowOperator(stage.spec, Long.MinValue, 0L, plan.segmentLimits, load)
     val moves = Seq(
       operator.advanceProcessingTime(entry.processingTime),
       operator.advanceWatermark(entry.watermark(stage.name))) ++
