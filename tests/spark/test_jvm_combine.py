@@ -24,12 +24,11 @@ from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MIN_TIME
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.protocol import wire
 from floodmark.protocol.control import ControlEntry
-from floodmark.spark import blocks
+from floodmark.spark import batch_entry, blocks
 from floodmark.spark import plan as p
 from floodmark.spark.map_side import jvm_combine
 from floodmark.spark.sources.inputs import combined_input
 from floodmark.spark.sql_functions import register_functions
-from floodmark.spark.stateful import batch_entry
 
 STAGE = "s"
 BASE = 1_000_000

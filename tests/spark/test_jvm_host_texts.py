@@ -30,6 +30,7 @@ from floodmark import WindowSpec, aggregates, windows
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 from floodmark.core.values import plain
 from floodmark.jvm import java_executable, packaged_jars
+from floodmark.protocol import wire
 from floodmark.protocol.control import ControlEntry
 from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
@@ -180,7 +181,8 @@ def test_a_bucket_without_input_runs_when_the_python_host_would(python_json, buc
         stage_watermarks={"s": watermark, "t": watermark - 1},
         buckets=buckets,
     )
-    command = {"entry": batch_entry.encode(entry), "stage": stage, "bucket": bucket}
+    at = {"next_fire_at": wire.GAUGES.index(wire.NEXT_FIRE), "next_timer_at": wire.GAUGES.index(wire.NEXT_TIMER)}
+    command = {"entry": batch_entry.encode(entry), "stage": stage, "bucket": bucket, **at}
     assert python_json({"due": command})["due"] == processor.due(entry, stage, bucket)
 
 

@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 from floodmark.core import segments
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
-from floodmark.protocol import wire
+from floodmark.protocol import output, wire
 from floodmark.spark import plan as p
 from floodmark.spark import plan_hints
 from floodmark.spark.map_side import jvm_combine
@@ -168,8 +168,20 @@ def level_plan(plans: Mapping[str, p.RuntimePlan], direct: Mapping[str, dict[str
             "state_value_bytes": state_bytes,
             "output_block_rows": wire.OUTPUT_BLOCK_ROWS,
             "segment_limits": {"defer_above": segments.DEFER_ABOVE, "fanout": segments.FANOUT},
+            "wire": wire_names(),
         }
     )
+
+
+def wire_names() -> dict[str, Any]:
+    """The protocol's names as the JVM host reads them from its level plan (``floodmark.host.Wire``), which restates
+    none: ``carrier``, every text constant of :mod:`floodmark.protocol.wire` by its name; ``emitted``, every text
+    constant of :mod:`floodmark.protocol.output`; ``gauges``, :data:`~floodmark.protocol.wire.GAUGES` in order."""
+
+    def texts(module: Any) -> dict[str, str]:
+        return {name: value for name, value in vars(module).items() if name.isupper() and isinstance(value, str)}
+
+    return {"carrier": texts(wire), "emitted": texts(output), "gauges": list(wire.GAUGES)}
 
 
 def jvm_level(rows: DataFrame, plan: str) -> DataFrame:

@@ -21,14 +21,14 @@ final class ControlEntry private (node: JsonNode) {
   def watermark(stage: String): Long = number(node.path("stage_watermarks").path(stage), s"watermark for stage '$stage'")
 
   /** Whether the batch lets `stage`'s `bucket` fire, collect or clean up without input, by what it last reported
-    * (`BucketGauges.due` for one bucket, `floodmark/protocol/control.py`: its watermark deadline `fm_next_fire`
-    * reached, or its processing-time deadline `fm_next_timer`); true if it has not reported yet. */
-  def due(stage: String, bucket: Int): Boolean = {
+    * (`BucketGauges.due` for one bucket, `floodmark/protocol/control.py`: its watermark deadline reached, or its
+    * processing-time deadline); true if it has not reported yet. A report holds a bucket's gauges in `wire.GAUGES`'
+    * order: `nextFireAt` and `nextTimerAt` are where those two deadlines stand in it (`floodmark.host.Wire.gaugeAt`). */
+  def due(stage: String, bucket: Int, nextFireAt: Int, nextTimerAt: Int): Boolean = {
     val report = node.path("buckets").path(s"$stage/$bucket")
     if (report.isMissingNode || report.isNull) return true
-    // The report holds the GAUGES in order: hold, oldest pending, open windows, next fire, next timer.
-    val nextFire = report.path(3)
-    val nextTimer = report.path(4)
+    val nextFire = report.path(nextFireAt)
+    val nextTimer = report.path(nextTimerAt)
     (nextFire.canConvertToLong && watermark(stage) >= nextFire.asLong) ||
     (nextTimer.canConvertToLong && processingTime >= nextTimer.asLong)
   }

@@ -56,13 +56,14 @@ final case class DirectInput(
 
 /** The stages of one level the JVM hosts, by name; the carrier rows' schema; the largest state value (bytes); the most
   * rows an OUTPUT block holds (`wire.OUTPUT_BLOCK_ROWS`); when a bucket keeps partials apart as segments
-  * (`core.segments`' `DEFER_ABOVE` and `FANOUT`). */
+  * (`core.segments`' `DEFER_ABOVE` and `FANOUT`); the protocol's names ([[Wire]]). */
 final case class LevelPlan(
     stages: Map[String, StagePlan],
     carrier: StructType,
     stateValueBytes: Int,
     outputBlockRows: Int,
-    segmentLimits: SegmentLimits)
+    segmentLimits: SegmentLimits,
+    wire: Wire)
 
 object LevelPlan {
   private val mapper = new ObjectMapper()
@@ -88,7 +89,8 @@ object LevelPlan {
       node.path("state_value_bytes").asInt,
       node.path("output_block_rows").asInt,
       new SegmentLimits(
-        required(node, "segment_limits").path("defer_above").asInt, node.path("segment_limits").path("fanout").asInt))
+        required(node, "segment_limits").path("defer_above").asInt, node.path("segment_limits").path("fanout").asInt),
+      Wire.fromJson(node.path("wire")))
   }
 
   private def direct(node: JsonNode): Option[DirectInput] =

@@ -12,8 +12,9 @@ import floodmark.batch.ControlEntry
   * per line on stdin, one answer per line on stdout. `{"double_bits": n}` (a double's IEEE bits as a long) answers `{"json": ...}`; `{"text": s}` answers
   * `{"repr": ..., "json": ...}`; `{"reason": {"earliest", "latest", "max_future_skew", "corrupt", "ts", "raw",
   * "error", "processing_time", "numbers": [[field, double bits], ...]}}` answers [[RecordRules]]' `{"reason": ...}`
-  * (null for a good record); `{"due": {"entry": text, "stage", "bucket"}}` answers `{"due": ...}`, whether the entry
-  * lets the bucket run without input (`floodmark.batch.ControlEntry.due`); `{"for_batch": {"text": t or null,
+  * (null for a good record); `{"due": {"entry": text, "stage", "bucket", "next_fire_at", "next_timer_at"}}` answers
+  * `{"due": ...}`, whether the entry lets the bucket run without input (`floodmark.batch.ControlEntry.due`);
+  * `{"for_batch": {"text": t or null,
   * "batch_id": n or null}}` answers `{"seq": ...}` or `{"refused": message}` (`ControlEntry.forBatch`). */
 object PythonJsonMain {
   def main(args: Array[String]): Unit = {
@@ -31,7 +32,9 @@ object PythonJsonMain {
         catch { case refused: IllegalStateException => answer.put("refused", refused.getMessage) }
       } else if (command.has("due")) {
         val d = command.path("due")
-        answer.put("due", ControlEntry.parse(d.path("entry").asText).due(d.path("stage").asText, d.path("bucket").asInt))
+        val entry = ControlEntry.parse(d.path("entry").asText)
+        answer.put("due", entry.due(d.path("stage").asText, d.path("bucket").asInt, d.path("next_fire_at").asInt,
+          d.path("next_timer_at").asInt))
       } else if (command.has("reason")) {
         val r = command.path("reason")
         def text(name: String): String = if (r.path(name).isNull) null else r.path(name).asText

@@ -34,15 +34,13 @@ import org.apache.spark.unsafe.types.UTF8String
   */
 object WindowLevel {
 
-  /** `protocol/wire.py`'s `DEAD_LETTERS_SPLIT`: the STATS row that counts a source's rows that are no record. */
-  val DeadLettersSplit: String = "\u0000dead letters"
-
   /** `rows` (carrier rows) through the level `plan` describes (`LevelPlan`'s JSON): what the hint
     * `floodmark_window_level` asks for ([[floodmark.PlanHints]]). */
   def apply(rows: DataFrame, plan: String): DataFrame = {
-    val carrier = LevelPlan.parse(plan).carrier
-    val stage = rows.schema.fieldIndex("fm_stage")
-    val bucket = rows.schema.fieldIndex("fm_bucket")
+    val level = LevelPlan.parse(plan)
+    val carrier = level.carrier
+    val stage = rows.schema.fieldIndex(level.wire.stage)
+    val bucket = rows.schema.fieldIndex(level.wire.bucket)
     rows
       .groupByKey((row: Row) => (row.getString(stage), row.getInt(bucket)))(
         Encoders.tuple(Encoders.STRING, Encoders.scalaInt))
@@ -70,12 +68,13 @@ final class WindowLevelProcessor(planText: String) extends StatefulProcessor[(St
           Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name => ordinals.get(name).map(row.get).orNull))
         }.toList.iterator
       case Some(stage) =>
-        val in = rows.filter(_.getAs[String]("fm_kind") == "IN").toList
+        val wire = plan.wire
+        val in = rows.filter(_.getAs[String](wire.kind) == wire.In).toList
         val bucket = new WindowBucket(stage, key._2, plan, chunks, segments)
         val out =
           try {
             if (stage.direct.isDefined) bucket.runDirect(in)
-            else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]]("fm_block"))))
+            else bucket.run(in.flatMap(row => Option(row.getAs[Array[Byte]](wire.block))))
           } finally bucket.close()
         out.iterator
     }
@@ -89,6 +88,8 @@ private final class WindowBucket(
     chunks: ListState[Array[Byte]],
     segments: MapState[(Long, Int), Array[Byte]]) {
   private val out = ArrayBuffer.empty[Row]
+  private val wire = plan.wire
+  private val (nextFireAt, nextTimerAt) = (wire.gaugeAt(wire.nextFire), wire.gaugeAt(wire.nextTimer))
   /** The OUTPUT block's rows are written as they are made, through one reused row of typed fields (no object per
     * output row: a flush writes millions); the block is made at the end ([[outputBlock]]). */
   private val row = new SpecificInternalRow(stage.emitted.fields.map(_.dataType).toSeq)
@@ -103,9 +104,9 @@ private final class WindowBucket(
     (emittedOrdinals(name), stage.emitted(name).dataType)).toArray
   private val texts = scala.collection.mutable.HashMap.empty[String, UTF8String]
   private val (startAt, endAt, timestampAt, timingAt, indexAt, nonspecAt, lastAt) = (
-    emittedOrdinals("window_start"), emittedOrdinals("window_end"), emittedOrdinals("pane_timestamp"),
-    emittedOrdinals("timing"), emittedOrdinals("pane_index"), emittedOrdinals("nonspeculative_index"),
-    emittedOrdinals("is_last"))
+    emittedOrdinals(wire.out.windowStart), emittedOrdinals(wire.out.windowEnd), emittedOrdinals(wire.out.paneTimestamp),
+    emittedOrdinals(wire.out.timing), emittedOrdinals(wire.out.paneIndex),
+    emittedOrdinals(wire.out.nonspeculativeIndex), emittedOrdinals(wire.out.isLast))
 
   /** A record of the batch: its place in the input and, for its late output, its columns as JSON. */
   private final case class Raw(
@@ -123,18 +124,18 @@ private final class WindowBucket(
   def run(blocks: Seq[Array[Byte]]): Seq[Row] = {
     val entry = ControlEntry.current()
     val stored = chunks.exists()
-    if (blocks.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
+    if (blocks.isEmpty && stored && !entry.due(stage.name, bucket, nextFireAt, nextTimerAt)) return Nil
     val watermark = entry.watermark(stage.name)
     InputBlocks.foreach(blocks) { columns =>
       // Each column found once per record batch, then read by ordinal.
-      val kindAt = columns.find("fm_row")
+      val kindAt = columns.find(wire.row)
       val tsAt = columns.find(stage.tsColumn)
-      val orderAt = columns.find("fm_order")
+      val orderAt = columns.find(wire.order)
       val keyAts = stage.keyColumns.map(columns.find).toArray
       val valueAts = stage.valueFields.map(columns.find).toArray
       val (windowStartAt, windowEndAt, countAt, holdAt) =
-        (columns.find("fm_window_start"), columns.find("fm_window_end"), columns.find("fm_count"),
-          columns.find("fm_hold"))
+        (columns.find(wire.windowStart), columns.find(wire.windowEnd), columns.find(wire.count),
+          columns.find(wire.hold))
       val accumulatorAts = stage.accumulators.map(columns.find).toArray
       def key(row: Int): Any =
         if (keyAts.length == 1) columns.key(keyAts(0), row)
@@ -150,8 +151,8 @@ private final class WindowBucket(
       }
       var i = 0
       while (i < columns.rows) {
-        columns.letter(kindAt, i) match {
-          case 'R' =>
+        val letter = columns.letter(kindAt, i)
+        if (letter == wire.Raw) {
             val ts = columns.long(tsAt, i)
             val values = doubles(valueAts, i)
             // Only a late or bad record's columns are written out: copy those rows out of the block, not every one.
@@ -162,7 +163,7 @@ private final class WindowBucket(
               } else () => throw new IllegalStateException(
                 s"a record at $ts, after the watermark $watermark and with finite values, was reported late or bad")
             raws += Raw(columns.long(orderAt, i), key(i), ts, values, record)
-          case 'P' =>
+        } else if (letter == wire.Partial) {
             partials.add(
               new Partial(
                 key(i),
@@ -171,19 +172,18 @@ private final class WindowBucket(
                 columns.exactLong(countAt, i),
                 columns.exactLong(holdAt, i),
                 doubles(accumulatorAts, i)))
-          case 'B' =>
-            deadLetters += 1
-            val row = emittedRow("BAD", key(i))
-            set(row, "event_time", columns.long(tsAt, i))
-            set(row, "reason", utf8(columns.string("fm_reason", i)))
-            set(row, "record", utf8(columns.string("fm_record", i)))
-            emit(row)
-          case 'S' =>
-            out += carrierRow("STATS", Map(
-              "fm_split" -> columns.string("fm_split", i), "fm_count" -> columns.long(countAt, i),
-              "fm_min_ts" -> columns.long("fm_min_ts", i), "fm_max_ts" -> columns.long("fm_max_ts", i)))
-          case other => throw new IllegalStateException(s"unknown combiner row kind $other")
-        }
+        } else if (letter == wire.BadInput) {
+          deadLetters += 1
+          val row = emittedRow(wire.Bad, key(i))
+          set(row, wire.out.eventTime, columns.long(tsAt, i))
+          set(row, wire.out.reason, utf8(columns.string(wire.reason, i)))
+          set(row, wire.out.record, utf8(columns.string(wire.record, i)))
+          emit(row)
+        } else if (letter == wire.SplitStats) {
+          out += carrierRow(wire.Stats, Map(
+            wire.split -> columns.string(wire.split, i), wire.count -> columns.long(countAt, i),
+            wire.minTs -> columns.long(wire.minTs, i), wire.maxTs -> columns.long(wire.maxTs, i)))
+        } else throw new IllegalStateException(s"unknown combiner row kind $letter")
         i += 1
       }
     }
@@ -196,7 +196,7 @@ private final class WindowBucket(
   def runDirect(rows: Seq[Row]): Seq[Row] = {
     val entry = ControlEntry.current()
     val stored = chunks.exists()
-    if (rows.isEmpty && stored && !entry.due(stage.name, bucket)) return Nil
+    if (rows.isEmpty && stored && !entry.due(stage.name, bucket, nextFireAt, nextTimerAt)) return Nil
     val direct = stage.direct.get
     val stats = scala.collection.mutable.LinkedHashMap.empty[String, Array[Long]]
     def count(split: String, records: Long, low: Long, high: Long): Unit =
@@ -211,16 +211,16 @@ private final class WindowBucket(
     val ordinals = rows.headOption.fold(Map.empty[String, Int])(row => RowColumns.ordinals(row.schema))
     val (aggregated, numbered) = rows.iterator
       .map(new RowColumns(_, ordinals))
-      .map(row => (row.long("fm_order"), row))
+      .map(row => (row.long(wire.order), row))
       .toArray
       .partition(_._1 == null)
     // The records left alone in input order; each row's place read once (not in every comparison).
     val alone = numbered.sortBy(_._1.longValue).iterator.map(_._2)
     for ((_, row) <- aggregated) {
-      partials.add(new Partial(row.key(stage.keyColumns), row.long("fm_window_start"), row.long("fm_window_end"),
-        row.long("fm_count"), row.long("fm_hold"), stage.accumulators.map(row.double).toArray))
+      partials.add(new Partial(row.key(stage.keyColumns), row.long(wire.windowStart), row.long(wire.windowEnd),
+        row.long(wire.count), row.long(wire.hold), stage.accumulators.map(row.double).toArray))
       val records = row.long(direct.records)
-      if (records != null && records > 0) count(split(row), records, row.long("fm_min_ts"), row.long("fm_max_ts"))
+      if (records != null && records > 0) count(split(row), records, row.long(wire.minTs), row.long(wire.maxTs))
     }
     var unread = 0L
     for (row <- alone) {
@@ -239,26 +239,26 @@ private final class WindowBucket(
       if (noRecord != null) unread += 1 else count(split(row), 1, ts, ts)
       if (reason != null) {
         deadLetters += 1
-        val dead = emittedRow("BAD", key)
-        set(dead, "event_time", ts)
-        set(dead, "reason", utf8(reason))
+        val dead = emittedRow(wire.Bad, key)
+        set(dead, wire.out.eventTime, ts)
+        set(dead, wire.out.reason, utf8(reason))
         // The original text where the input kept it (the text column has every row's), else the columns as JSON.
         val text = (direct.text ++ direct.corrupt).flatMap(column => Option(row.string(column))).headOption
-        set(dead, "record", utf8(text.getOrElse(row.json(stage.userColumns, direct.timeZone))))
+        set(dead, wire.out.record, utf8(text.getOrElse(row.json(stage.userColumns, direct.timeZone))))
         emit(dead)
       } else {
-        raws += Raw(row.long("fm_order"), key, ts, stage.valueFields.map(row.double).toArray,
+        raws += Raw(row.long(wire.order), key, ts, stage.valueFields.map(row.double).toArray,
           () => row.json(stage.userColumns, direct.timeZone))
       }
     }
     if (unread > 0 && direct.splitStats) {
-      val label = direct.source.fold(WindowLevel.DeadLettersSplit)(source => s"$source/${WindowLevel.DeadLettersSplit}")
-      out += carrierRow("STATS", Map("fm_split" -> label, "fm_count" -> unread, "fm_min_ts" -> 0L, "fm_max_ts" -> 0L))
+      val label = direct.source.fold(wire.deadLettersSplit)(source => s"$source/${wire.deadLettersSplit}")
+      out += carrierRow(wire.Stats, Map(wire.split -> label, wire.count -> unread, wire.minTs -> 0L, wire.maxTs -> 0L))
     }
     for ((label, Array(records, low, high)) <- stats)
       out += carrierRow(
-        "STATS",
-        Map("fm_split" -> label, "fm_count" -> records, "fm_min_ts" -> low, "fm_max_ts" -> high))
+        wire.Stats,
+        Map(wire.split -> label, wire.count -> records, wire.minTs -> low, wire.maxTs -> high))
     advance(entry, stored)
   }
 
@@ -294,30 +294,30 @@ private final class WindowBucket(
       for (record <- move.late.asScala) {
         late += 1
         val raw = ordered(record.payload.asInstanceOf[Integer].intValue)
-        val row = emittedRow("LATE", record.key)
-        set(row, "window_start", record.start)
-        set(row, "window_end", record.end)
-        set(row, "event_time", record.timestamp)
-        set(row, "watermark", record.watermark)
-        set(row, "lateness", record.lateness)
-        set(row, "horizon", record.horizon)
-        set(row, "reason", utf8(record.reason))
-        set(row, "record", utf8(raw.record()))
+        val row = emittedRow(wire.Late, record.key)
+        set(row, wire.out.windowStart, record.start)
+        set(row, wire.out.windowEnd, record.end)
+        set(row, wire.out.eventTime, record.timestamp)
+        set(row, wire.out.watermark, record.watermark)
+        set(row, wire.out.lateness, record.lateness)
+        set(row, wire.out.horizon, record.horizon)
+        set(row, wire.out.reason, utf8(record.reason))
+        set(row, wire.out.record, utf8(raw.record()))
         emit(row)
       }
       for (record <- move.bad.asScala) {
         bad += 1
         val raw = ordered(record.payload.asInstanceOf[Integer].intValue)
-        val row = emittedRow("BAD", record.key)
-        set(row, "event_time", record.timestamp)
-        set(row, "reason", utf8(record.reason))
-        set(row, "record", utf8(raw.record()))
+        val row = emittedRow(wire.Bad, record.key)
+        set(row, wire.out.eventTime, record.timestamp)
+        set(row, wire.out.reason, utf8(record.reason))
+        set(row, wire.out.record, utf8(raw.record()))
         emit(row)
       }
     }
     for (move <- moves; pane <- move.panes.asScala) {
       panes += 1
-      val row = emittedRow("PANE", pane.key)
+      val row = emittedRow(wire.Pane, pane.key)
       row.setLong(startAt, pane.start)
       row.setLong(endAt, pane.end)
       row.setLong(timestampAt, pane.timestamp)
@@ -333,12 +333,12 @@ private final class WindowBucket(
       }
       emit(row)
     }
-    if (writer != null) out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
-    out += carrierRow("GAUGE", Map(
-      "fm_seq" -> entry.seq, "fm_hold" -> operator.outputHold, "fm_oldest_pending" -> operator.oldestPending,
-      "fm_open_windows" -> operator.windowCount.toLong, "fm_next_fire" -> operator.nextWatermarkDeadline,
-      "fm_next_timer" -> operator.nextProcessingDeadline, "fm_pane_count" -> panes, "fm_late_count" -> late,
-      "fm_bad_count" -> (deadLetters + bad), "fm_accepted" -> accepted))
+    if (writer != null) out += carrierRow(wire.Output, Map(wire.block -> outputBlock()))
+    out += carrierRow(wire.Gauge, Map(
+      wire.seq -> entry.seq, wire.hold -> operator.outputHold, wire.oldestPending -> operator.oldestPending,
+      wire.openWindows -> operator.windowCount.toLong, wire.nextFire -> operator.nextWatermarkDeadline,
+      wire.nextTimer -> operator.nextProcessingDeadline, wire.paneCount -> panes, wire.lateCount -> late,
+      wire.badCount -> (deadLetters + bad), wire.accepted -> accepted))
     out.toSeq
   }
 
@@ -379,7 +379,7 @@ private final class WindowBucket(
   private def emittedRow(kind: String, key: Any): SpecificInternalRow = {
     var i = 0
     while (i < row.numFields) { row.setNullAt(i); i += 1 }
-    row.update(emittedOrdinals("fm_kind"), text(kind))
+    row.update(emittedOrdinals(wire.kind), text(kind))
     if (keyOrdinals.length == 1) row.update(keyOrdinals(0), keyValue(key, keyTypes(0)))
     else {
       val parts = key.asInstanceOf[java.util.List[_]]
@@ -399,7 +399,7 @@ private final class WindowBucket(
     if (writer == null) writer = ArrowWriter.create(stage.emitted, "UTC", true, false)
     writer.write(row)
     written += 1
-    if (written % plan.outputBlockRows == 0) out += carrierRow("OUTPUT", Map("fm_block" -> outputBlock()))
+    if (written % plan.outputBlockRows == 0) out += carrierRow(wire.Output, Map(wire.block -> outputBlock()))
   }
 
   /** Releases the OUTPUT block's memory if the batch failed before [[outputBlock]]. */
@@ -441,7 +441,7 @@ private final class WindowBucket(
   }
 
   private def carrierRow(kind: String, values: Map[String, Any]): Row = {
-    val all = values ++ Map("fm_stage" -> stage.name, "fm_kind" -> kind, "fm_bucket" -> bucket)
+    val all = values ++ Map(wire.stage -> stage.name, wire.kind -> kind, wire.bucket -> bucket)
     Row.fromSeq(plan.carrier.fieldNames.toSeq.map(name => all.getOrElse(name, null)))
   }
 }
