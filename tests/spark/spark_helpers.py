@@ -35,6 +35,6 @@ def read_output(spark, path: Path) -> pd.DataFrame:
 
 def recorded_hosts(checkpoint: Path) -> dict[str, str]:
     """Where the checkpoint's stages run, as it recorded when it was created (``{stage: "python" | "jvm"}``)."""
-    from floodmark.spark.driver.query import HOSTS_RECORD
+    from floodmark.driver.checkpoint_layout import HOSTS
 
-    return json.loads((checkpoint / "floodmark" / HOSTS_RECORD).read_text())["hosts"]
+    return json.loads((checkpoint / "floodmark" / HOSTS).read_text())["hosts"]

@@ -25,7 +25,9 @@ from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage, stag
 from floodmark.core.spec import WindowSpec
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Cumulate, Sessions, Sliding, Tumbling, Window
+from floodmark.driver import checkpoint_layout
 from floodmark.driver.checkpoint_files import LocalFiles, has_scheme
+from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, definition_path
@@ -180,7 +182,7 @@ def explain_run(
         )
     window = window_at(chosen.spec, window_start, window_end)
     controller = Controller(
-        ControlLog(definition.checkpoint / "floodmark" / "control"),
+        ControlLog(floodmark_path(definition.checkpoint, checkpoint_layout.CONTROL)),
         definition.sources,
         {name: list(s.upstream) for name, s in definition.stages.items()},
     )

@@ -34,15 +34,12 @@ from floodmark.core.time import parse_duration
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.watermarks import WatermarkStrategy
 from floodmark.core.watermarks.strategy import import_path
-from floodmark.driver import checkpoint_files
+from floodmark.driver import checkpoint_layout
 from floodmark.driver.checkpoint_files import CheckpointFiles
 from floodmark.driver.controller import SourceSettings
 
 FORMAT = 2
 """The definition format this floodmark writes and the newest it reads (2: a stage may be a join)."""
-
-DEFINITION_FILE = "definition.json"
-"""``<checkpoint>/floodmark/definition.json``."""
 
 
 class NotDescribable(ValueError):
@@ -492,7 +489,7 @@ def _differences(owner: str, name: str, old: Any, new: Any) -> list[str]:
 
 
 def definition_path(checkpoint: str) -> str:
-    return checkpoint_files.join(checkpoint, "floodmark", DEFINITION_FILE)
+    return checkpoint_layout.floodmark_path(checkpoint, checkpoint_layout.DEFINITION)
 
 
 def column_or_expression(value: Any) -> dict[str, str]:

@@ -24,7 +24,8 @@ from floodmark import __version__
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
-from floodmark.driver import checkpoint_files
+from floodmark.driver import checkpoint_files, checkpoint_layout
+from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import Controller, EngineHooks
 from floodmark.driver.prometheus import PrometheusMetrics
@@ -62,13 +63,15 @@ def check_locations(checkpoint: str, outputs: Sequence[Outputs], spark: SparkSes
 def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
     """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
     files = hadoop_files.files_for(checkpoint, spark)
-    return ControlLog(checkpoint_files.join(checkpoint, "floodmark", "control"), files), metrics_file(checkpoint)
+    return ControlLog(floodmark_path(checkpoint, checkpoint_layout.CONTROL), files), metrics_file(checkpoint)
 
 
 def metrics_file(checkpoint: str) -> Path | None:
     """The file the query at ``checkpoint`` appends its batch reports to, None for a checkpoint that is a URI (a
     local file to append to; object stores cannot append: listeners and reports have it all)."""
-    return None if checkpoint_files.has_scheme(checkpoint) else Path(checkpoint, "floodmark", "metrics.jsonl")
+    return (
+        None if checkpoint_files.has_scheme(checkpoint) else Path(floodmark_path(checkpoint, checkpoint_layout.METRICS))
+    )
 
 
 def shuffle_partitions(spark: SparkSession) -> int:
@@ -91,11 +94,6 @@ def fixed_bucket_layout(
     )
 
 
-STATE_FORMAT_RECORD = "state-format-{}.json"
-"""``<checkpoint>/floodmark/state-format-<n>.json``: format n has written state to this checkpoint (see
-:mod:`floodmark.spark.stateful.state_codec`)."""
-
-
 def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str, existing: bool) -> int:
     """The state format the query at ``checkpoint`` stores its buckets in, recorded there; refuses a checkpoint
     that a floodmark of a newer state format has written to. Call before the query starts.
@@ -107,8 +105,8 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
 
     :raises state_codec.StateFormatError: the checkpoint records a format this floodmark cannot read.
     """
-    folder = checkpoint_files.join(checkpoint, "floodmark")
-    prefix, suffix = STATE_FORMAT_RECORD.split("{}")
+    folder = floodmark_path(checkpoint)
+    prefix, suffix = checkpoint_layout.STATE_FORMAT.split("{}")
     recorded = sorted(
         int(number)
         for name in files.list_names(folder)
@@ -118,18 +116,13 @@ def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str,
     )
     if recorded:
         newest = recorded[-1]
-        text = files.read_text(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(newest))) or "{}"
+        text = files.read_text(checkpoint_files.join(folder, checkpoint_layout.STATE_FORMAT.format(newest))) or "{}"
         state_codec.check_readable(newest, f"the checkpoint {checkpoint}", json.loads(text).get("floodmark"))
     created = recorded[0] if recorded else 1 if existing else state_codec.FORMAT
     writing = state_codec.FORMAT if created >= state_codec.PARTS_FORMAT else 1
     record = {"state_format": writing, "floodmark": __version__}
-    files.write_once(checkpoint_files.join(folder, STATE_FORMAT_RECORD.format(writing)), json.dumps(record))
+    files.write_once(checkpoint_files.join(folder, checkpoint_layout.STATE_FORMAT.format(writing)), json.dumps(record))
     return writing
-
-
-HOSTS_RECORD = "hosts.json"
-"""The checkpoint's record of where each stage runs (``{"hosts": {stage: "python" | "jvm"}}``), written when the
-checkpoint is created: a stage's state is the host's own (the JVM host's is its operator's snapshot)."""
 
 
 def stage_hosts(
@@ -141,7 +134,7 @@ def stage_hosts(
     """Where each stage of the query at ``checkpoint`` runs: as recorded there, else as ``choose`` decides for a new
     checkpoint (then recorded); every stage on the Python host in a checkpoint created before hosts were recorded
     (``existing`` and no record)."""
-    path = checkpoint_files.join(checkpoint, "floodmark", HOSTS_RECORD)
+    path = floodmark_path(checkpoint, checkpoint_layout.HOSTS)
     text = files.read_text(path)
     if text is not None:
         return dict(json.loads(text)["hosts"])
@@ -206,7 +199,7 @@ class EndOfInputRequest:
 
     @classmethod
     def new(cls, checkpoint: str) -> EndOfInputRequest:
-        return cls(checkpoint_files.join(checkpoint, "floodmark", "end-of-input", f"{uuid.uuid4().hex}.json"))
+        return cls(floodmark_path(checkpoint, checkpoint_layout.END_OF_INPUT, f"{uuid.uuid4().hex}.json"))
 
     def made(self) -> bool:
         return checkpoint_files.LocalFiles().read_text(self.path) is not None

@@ -42,7 +42,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from floodmark.driver import checkpoint_files
+from floodmark.driver import checkpoint_files, checkpoint_layout
+from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.jvm import missing_jar
 from floodmark.spark.connect import is_connect
 
@@ -61,7 +62,7 @@ SCHEMA = "tick INT"
 def schedule_path(checkpoint: str) -> Path:
     """Where the query with ``checkpoint`` keeps its tick requests (a file local to the driver)."""
     if not checkpoint_files.has_scheme(checkpoint):
-        return Path(checkpoint, "floodmark", "ticks.json")
+        return Path(floodmark_path(checkpoint, checkpoint_layout.TICKS))
     digest = hashlib.sha256(checkpoint.encode()).hexdigest()[:24]
     return Path(tempfile.gettempdir(), "floodmark-ticks", f"{digest}.json")
 

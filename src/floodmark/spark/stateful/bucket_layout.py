@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from floodmark.driver.checkpoint_files import CheckpointFiles, join
+from floodmark.driver import checkpoint_layout
+from floodmark.driver.checkpoint_files import CheckpointFiles
+from floodmark.driver.checkpoint_layout import floodmark_path
 
 SEED = 42
 """Spark's seed for ``Murmur3Hash`` (``functions.hash`` and hash partitioning)."""
@@ -166,7 +168,7 @@ def fixed(
     :raises ValueError: ``requested`` differs from the checkpoint's count, or a stage has no buckets in it
         (its state is keyed by its buckets; it cannot be re-split).
     """
-    path = join(checkpoint, "floodmark", "buckets.json")
+    path = floodmark_path(checkpoint, checkpoint_layout.BUCKETS)
     text = files.read_text(path)
     if text is None:
         count = requested or default
