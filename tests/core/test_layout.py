@@ -73,7 +73,7 @@ def test_the_executors_import_nothing_of_the_driver():
     code = """
         import sys
         import floodmark.spark.map_side.combiner
-        import floodmark.spark.batch_entry, floodmark.spark.stateful.levels, floodmark.spark.stateful.processor
+        import floodmark.spark.batch_entry, floodmark.spark.stateful.levels, floodmark.spark.stateful.window_bucket
         driver = [m for m in sys.modules if m.startswith("floodmark.driver")]
         assert not driver, driver
         print("ok")

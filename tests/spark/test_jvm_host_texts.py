@@ -35,7 +35,7 @@ from floodmark.protocol.control import ControlEntry
 from floodmark.spark import batch_entry
 from floodmark.spark import plan as p
 from floodmark.spark.map_side.combiner import MapSideCombiner
-from floodmark.spark.stateful import processor
+from floodmark.spark.stateful import bucket_host
 
 CORRUPT = "_corrupt_record"
 
@@ -172,7 +172,7 @@ report = st.tuples(gauge, gauge, gauge, gauge, gauge).map(list)
 )
 def test_a_bucket_without_input_runs_when_the_python_host_would(python_json, buckets, watermark, now, stage, bucket):
     """``ControlEntry.due`` (whether the JVM host runs a bucket that got no input: it has not reported yet, or its
-    watermark or processing-time deadline is reached) against the Python host's ``processor.due``, on entries as
+    watermark or processing-time deadline is reached) against the Python host's ``bucket_host.due``, on entries as
     the driver publishes them (``batch_entry.encode``)."""
     entry = ControlEntry(
         seq=7,
@@ -183,7 +183,7 @@ def test_a_bucket_without_input_runs_when_the_python_host_would(python_json, buc
     )
     at = {"next_fire_at": wire.GAUGES.index(wire.NEXT_FIRE), "next_timer_at": wire.GAUGES.index(wire.NEXT_TIMER)}
     command = {"entry": batch_entry.encode(entry), "stage": stage, "bucket": bucket, **at}
-    assert python_json({"due": command})["due"] == processor.due(entry, stage, bucket)
+    assert python_json({"due": command})["due"] == bucket_host.due(entry, stage, bucket)
 
 
 @settings(max_examples=200, deadline=None)

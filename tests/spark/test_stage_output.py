@@ -28,8 +28,8 @@ from floodmark.spark.outputs.batch_sink import StageRoute
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.outputs.unpack import UnpackOutput, use_jvm_unpack
 from floodmark.spark.rows import conform
+from floodmark.spark.stateful.bucket_host import BucketOutput
 from floodmark.spark.stateful.levels import CARRIER, StageLevel
-from floodmark.spark.stateful.processor import BucketOutput
 
 PLAN = p.RuntimePlan(
     p.StageSemantics(

@@ -30,7 +30,8 @@ OPERATOR_MODULES = (
     # transformWithStateInPandas's client of the state server (protobuf messages): every level runs on it.
     "pyspark.sql.streaming.stateful_processor_api_client",
     "floodmark.spark.map_side.combiner",
-    "floodmark.spark.stateful.processor",
+    "floodmark.spark.stateful.bucket_host",
+    "floodmark.spark.stateful.window_bucket",
     "floodmark.spark.stateful.levels",
 )
 """What a floodmark query's Python workers import before their first row (pandas and pyarrow come with them)."""

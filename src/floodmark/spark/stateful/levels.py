@@ -42,10 +42,11 @@ from floodmark.protocol.columns import names
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
+from floodmark.spark.stateful.bucket_host import BucketHost, BucketKind, BucketOutput
 from floodmark.spark.stateful.bucket_state import BlobState, BucketState
-from floodmark.spark.stateful.join_processor import JoinBucketProcessor
-from floodmark.spark.stateful.process_processor import ProcessBucketProcessor
-from floodmark.spark.stateful.processor import BucketOutput, WindowBucketProcessor
+from floodmark.spark.stateful.join_bucket import JoinBucket
+from floodmark.spark.stateful.process_bucket import ProcessBucket
+from floodmark.spark.stateful.window_bucket import WindowBucket
 
 Stage = WindowedStage | JoinStage | ProcessStage
 """A stage's definition, of any kind."""
@@ -89,9 +90,7 @@ class StageLevel:
         order: list[str],
         stages: Mapping[str, Stage] | None = None,
     ) -> None:
-        self.processors: dict[str, WindowBucketProcessor | JoinBucketProcessor | ProcessBucketProcessor] = {
-            name: _processor(plan, (stages or {}).get(name)) for name, plan in plans.items()
-        }
+        self.processors = {name: BucketHost(_kind(plan, (stages or {}).get(name))) for name, plan in plans.items()}
         self.downstream = downstream
         self.order = order
         self.emitted_schemas = {name: plan.stage.emitted_schema() for name, plan in plans.items()}
@@ -248,14 +247,13 @@ class ForwardedPanes:
             yield pa.RecordBatch.from_pandas(conform(parts, CARRIER), schema=carrier, preserve_index=False)
 
 
-def _processor(
-    plan: p.RuntimePlan, stage: Stage | None
-) -> WindowBucketProcessor | JoinBucketProcessor | ProcessBucketProcessor:
+def _kind(plan: p.RuntimePlan, stage: Stage | None) -> BucketKind:
+    """What the bucket host runs for ``stage``: the one place a host tells the kinds of stage apart."""
     if isinstance(stage, JoinStage):
-        return JoinBucketProcessor(plan)
+        return JoinBucket(plan)
     if isinstance(stage, ProcessStage):
-        return ProcessBucketProcessor(plan, stage)
-    return WindowBucketProcessor(plan)
+        return ProcessBucket(plan, stage)
+    return WindowBucket(plan)
 
 
 def output_blocks(table: pa.Table, rows: int) -> list[pa.Table]:

@@ -19,7 +19,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /** The JVM host of a level of window stages: Spark's own `transformWithState` over the carrier rows, grouped by
   * `(fm_stage, fm_bucket)`, running `floodmark.window.WindowOperator` per bucket; what the Python host
-  * (`floodmark.spark.stateful.levels.StageLevel` with `floodmark.spark.stateful.processor.WindowBucketProcessor`)
+  * (`floodmark.spark.stateful.levels.StageLevel` with `floodmark.spark.stateful.window_bucket.WindowBucket`)
   * does for the same stages, in the same carrier protocol (`floodmark/protocol/wire.py`): IN blocks and TICK rows
   * in; STATS rows, one GAUGE row and OUTPUT blocks (Arrow IPC in the stage's emitted schema, at most
   * `LevelPlan.outputBlockRows` rows each) per bucket that ran out. Rows of stages of other levels pass through

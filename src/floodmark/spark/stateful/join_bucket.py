@@ -1,19 +1,18 @@
-"""The stateful processor of a join stage: one core join operator (interval or window) per bucket of keys, inside
-Spark.
+"""The join stage's part of the bucket host (:mod:`floodmark.spark.stateful.bucket_host`): one core join operator
+(interval or window) per bucket of keys, inside Spark.
 
 Both inputs of a join reach the same ``(fm_stage, fm_bucket)`` group (their keys hash alike: the plan refuses key
 columns of different types), each block tagged with its side (:func:`floodmark.spark.blocks.pack`). Per bucket and
-batch, :meth:`JoinBucketProcessor.run` restores the bucket's operator, moves it to the stage's watermark of the
-batch's control entry, adds the left rows, then the right rows (each side in input-partition order: what
-``floodmark.core.pipeline.MicroBatchPipeline`` does, the reference this is tested against), stores it back and
-returns:
+batch the host restores the bucket's operator and moves it to the stage's watermark of the batch's control entry;
+this kind adds the left rows, then the right rows (each side in input-partition order: what
+``floodmark.core.pipeline.MicroBatchPipeline`` does, the reference this is tested against), and gives:
 
 * PANE rows: the joined rows (keys, ``left_<column>``, ``right_<column>``, ``join_time``); LATE rows: the rows
   that came too late to join, with their side, lateness and the record as JSON; BAD rows: the combiner's
   rejected records;
-* STATS rows (the sides' split statistics) and one GAUGE row: the hold (the lowest event time an output still owed
-  can carry), buffered rows as open windows, the next cleanup as the next watermark deadline, and the counts
-  (accepted: the rows that were not late).
+* STATS rows (the sides' split statistics); the host's GAUGE row has the hold (the lowest event time an output
+  still owed can carry), buffered rows as open windows, the next cleanup as the next watermark deadline, and the
+  counts (accepted: the rows that were not late).
 
 A window join's rows also say which pane paired them (window, timing, pane index). No join logic lives here: it is
 all in :mod:`floodmark.core.join`.
@@ -22,37 +21,42 @@ all in :mod:`floodmark.core.join`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from floodmark.core.join import JoinEmitted, Side, WindowJoinedRow, WindowJoinEmitted, join_operator
+from floodmark.core.join import (
+    JoinEmitted,
+    JoinOperator,
+    Side,
+    WindowJoinedRow,
+    WindowJoinEmitted,
+    WindowJoinOperator,
+    join_operator,
+)
 from floodmark.core.join.interval import LateRow
-from floodmark.core.keyed_operator import KeyedRows
+from floodmark.core.keyed_operator import KeyedRows, OperatorGauges
 from floodmark.core.pipeline import key_array
 from floodmark.core.records import LateReason
 from floodmark.core.values import plain
 from floodmark.protocol import output, wire
-from floodmark.protocol.control import ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.stateful.bucket_state import BucketState
-from floodmark.spark.stateful.processor import (
-    BucketOutput,
-    blocks_to_run,
+from floodmark.spark.stateful.bucket_host import (
+    BucketInput,
+    KindOutput,
     dead_letter_rows,
-    gauge_row,
     key_dict,
     stats_rows,
     user_values,
 )
+from floodmark.spark.stateful.bucket_state import BucketState
 
 
-class JoinBucketProcessor:
-    """Hosts the core interval join for one bucket of a join stage (see the module docstring).
+class JoinBucket:
+    """The join's kind of bucket (see the module docstring), which
+    :class:`~floodmark.spark.stateful.bucket_host.BucketHost` runs.
 
     :arg plan: the stage's plan (:class:`~floodmark.spark.plan.JoinSemantics`, both sides' inputs).
 
@@ -64,20 +68,14 @@ class JoinBucketProcessor:
         assert isinstance(plan.stage, p.JoinSemantics)
         self.plan = plan
         self.stage: p.JoinSemantics = plan.stage
-        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
+        self.name = plan.stage.name
 
-    def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
-        """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
-        entry = self.current_entry()
-        data_blocks = blocks_to_run(entry, self.stage.name, bucket, block_values, state)
-        if data_blocks is None:
-            return BucketOutput([], [])
+    def take(self, data_blocks: list[Any]) -> BucketInput:
+        """Each side's records, and its combiner's dead letters and statistics."""
         sides = blocks.unpack_sides(data_blocks)
-        stored = state.load()
-        operator = join_operator(self.stage.spec, stored)
-        emitted = operator.advance_watermark(entry.watermark_for(self.stage.name))
         rows: list[pd.DataFrame] = []
-        bad_in = accepted = 0
+        taken: list[KeyedRows] = []
+        refused = 0
         for side in (Side.LEFT, Side.RIGHT):
             data = sides.get(side.value)
             if data is None or not len(data):
@@ -85,7 +83,7 @@ class JoinBucketProcessor:
             binding = self.plan.side_input(side)
             kinds = data[wire.ROW].to_numpy()
             bad = data[kinds == wire.BAD_INPUT]
-            bad_in += len(bad)
+            refused += len(bad)
             rows += [
                 dead_letter_rows(bad, self.stage.key_columns, binding.ts_column),
                 stats_rows(data[kinds == wire.SPLIT_STATS]),
@@ -95,16 +93,28 @@ class JoinBucketProcessor:
                 continue
             values = user_values(raw, binding)
             times = raw[binding.ts_column].to_numpy(dtype=np.int64).tolist()  # a float column where other rows had none
-            added = operator.add(KeyedRows(key_array(raw, self.stage.key_columns), times, values, side))
-            accepted += added.accepted
-            emitted.extend(added)
-        gauges = operator.gauges()
-        if stored is not None or gauges.open_state:
+            taken.append(KeyedRows(key_array(raw, self.stage.key_columns), times, values, side))
+        return BucketInput(rows, refused, taken)
+
+    def restore(self, state: BucketState) -> JoinOperator:
+        return join_operator(self.stage.spec, state.load())
+
+    def feed(self, operator: JoinOperator, bucket_input: BucketInput) -> JoinEmitted | WindowJoinEmitted:
+        """The left rows, then the right rows."""
+        out = WindowJoinEmitted() if isinstance(operator, WindowJoinOperator) else JoinEmitted()
+        for rows in bucket_input.taken:
+            out.extend(operator.add(rows))  # type: ignore[arg-type]
+        return out
+
+    def store(self, state: BucketState, operator: JoinOperator, gauges: OperatorGauges) -> None:
+        if state.exists() or gauges.open_state:
             state.store(operator.snapshot())
-        rows += [self._late(emitted.late), self._bad(emitted)]
-        counts = (len(emitted.joined), len(emitted.late), bad_in + len(emitted.bad), accepted)
-        rows.append(gauge_row(entry, bucket, gauges, counts))
-        return BucketOutput(rows, [self._joined(emitted)] if emitted.joined else [])
+
+    def output(self, emitted: JoinEmitted | WindowJoinEmitted, bucket_input: BucketInput) -> KindOutput:
+        """Joined rows as columns, late rows and refused rows; accepted: the rows that were not late."""
+        counts = (len(emitted.joined), len(emitted.late), bucket_input.refused + len(emitted.bad), emitted.accepted)
+        joined = [self._joined(emitted)] if emitted.joined else []
+        return KindOutput([self._late(emitted.late), self._bad(emitted)], joined, counts)
 
     # ----------------------------------------------------------------- output
     def _joined(self, emitted: JoinEmitted | WindowJoinEmitted) -> dict[str, Any]:
@@ -170,6 +180,3 @@ class JoinBucketProcessor:
     def _record(self, side: Side, value: tuple) -> str:
         """A buffered value as its input row's JSON (what a window stage's late record holds)."""
         return json.dumps(dict(zip(self.plan.side_input(side).user_columns, value, strict=True)), default=str)
-
-    def close(self) -> None:
-        pass

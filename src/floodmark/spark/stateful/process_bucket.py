@@ -1,15 +1,16 @@
-"""The stateful processor of a process stage: your keyed process function per bucket of keys, inside Spark.
+"""The process stage's part of the bucket host (:mod:`floodmark.spark.stateful.bucket_host`): your keyed process
+function per bucket of keys, inside Spark.
 
-Per bucket and batch, :meth:`ProcessBucketProcessor.run` restores the bucket's operator (every key's state and
-timers), moves its clock to the batch's processing time and its watermark to the stage's (the timers they reach
-fire), hands it the bucket's records in input-partition order (what ``floodmark.core.pipeline.MicroBatchPipeline``
-does, the reference this is tested against), stores it back and returns:
+Per bucket and batch the host restores the bucket's operator (every key's state and timers), moves its clock to the
+batch's processing time and its watermark to the stage's (the timers they reach fire); this kind hands it the
+bucket's records in input-partition order (what ``floodmark.core.pipeline.MicroBatchPipeline`` does, the reference
+this is tested against) and gives:
 
 * PANE rows: your rows (keys, your output columns, ``output_time``); BAD rows: the combiner's rejected records,
   the calls of your function that raised (the record or timer, and the error), and rows that do not fit the
   stage's output (its columns, its types);
-* STATS rows and one GAUGE row: the hold (the lowest output time of the pending timers), keys with state or timers
-  as open windows, the next event-time and processing-time timers as the deadlines (so the driver asks for a
+* STATS rows; the host's GAUGE row has the hold (the lowest output time of the pending timers), keys with state or
+  timers as open windows, the next event-time and processing-time timers as the deadlines (so the driver asks for a
   batch without input when one is due), and the counts.
 
 No timer logic lives here: it is all in :mod:`floodmark.core.process`.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,29 +27,27 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
 
-from floodmark.core.keyed_operator import KeyedRows
+from floodmark.core.keyed_operator import KeyedRows, OperatorGauges
 from floodmark.core.pipeline import ProcessStage, key_array
-from floodmark.core.process import KeyedProcessOperator, ProcessEmitted, ProcessOutput, restore_process_operator
+from floodmark.core.process import KeyedProcessOperator, ProcessEmitted, ProcessOutput
 from floodmark.core.values import plain
 from floodmark.protocol import output, wire
-from floodmark.protocol.control import ControlEntry
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.batch_entry import CurrentBatchEntry
-from floodmark.spark.stateful.bucket_state import BucketState
-from floodmark.spark.stateful.processor import (
-    BucketOutput,
-    blocks_to_run,
+from floodmark.spark.stateful.bucket_host import (
+    BucketInput,
+    KindOutput,
     dead_letter_rows,
-    gauge_row,
     key_dict,
     stats_rows,
     user_values,
 )
+from floodmark.spark.stateful.bucket_state import BucketState
 
 
-class ProcessBucketProcessor:
-    """Hosts your keyed process function for one bucket of a process stage (see the module docstring).
+class ProcessBucket:
+    """Your keyed process function's kind of bucket (see the module docstring), which
+    :class:`~floodmark.spark.stateful.bucket_host.BucketHost` runs.
 
     :arg plan: the stage's plan (:class:`~floodmark.spark.plan.ProcessSemantics`). :arg stage: its definition (your
         function, pickled with the plan).
@@ -62,15 +60,11 @@ class ProcessBucketProcessor:
         self.plan = plan
         self.semantics: p.ProcessSemantics = plan.stage
         self.stage = stage
-        self.current_entry: Callable[[], ControlEntry] = CurrentBatchEntry()
+        self.name = plan.stage.name
         self._arrow_types = {name: to_arrow_type(dtype) for name, dtype in self.semantics.output}
 
-    def run(self, bucket: int, block_values: list[Any], state: BucketState) -> BucketOutput:
-        """One bucket's batch: its blocks (ticks carry None) -> its output; ``state`` is read and written."""
-        entry = self.current_entry()
-        data_blocks = blocks_to_run(entry, self.semantics.name, bucket, block_values, state)
-        if data_blocks is None:
-            return BucketOutput([], [])
+    def take(self, data_blocks: list[Any]) -> BucketInput:
+        """The records in input-partition order, and the combiner's dead letters and statistics."""
         data = blocks.unpack(data_blocks)
         kinds = data[wire.ROW].to_numpy() if len(data) else np.zeros(0, dtype=object)
         bad = data[kinds == wire.BAD_INPUT]
@@ -79,25 +73,31 @@ class ProcessBucketProcessor:
             stats_rows(data[kinds == wire.SPLIT_STATS]),
         ]
         raw = data[kinds == wire.RAW].reset_index(drop=True)
-        stored = state.load()
-        function = self.stage.function
-        operator = KeyedProcessOperator(function) if stored is None else restore_process_operator(function, stored)
-        emitted = operator.advance_processing_time(entry.processing_time)
-        emitted.extend(operator.advance_watermark(entry.watermark_for(self.semantics.name)))
-        if len(raw):
-            times = raw[self.plan.input.ts_column].to_numpy(dtype=np.int64).tolist()
-            added = operator.add(KeyedRows(key_array(raw, self.semantics.key_columns), times, self._records(raw)))
-            emitted.extend(added)
-        gauges = operator.gauges()
-        if stored is not None or gauges.open_state:
+        return BucketInput(rows, len(bad), raw)
+
+    def restore(self, state: BucketState) -> KeyedProcessOperator:
+        return self.stage.operator(state.load())
+
+    def feed(self, operator: KeyedProcessOperator, bucket_input: BucketInput) -> ProcessEmitted:
+        raw = bucket_input.taken
+        if not len(raw):
+            return ProcessEmitted()
+        times = raw[self.plan.input.ts_column].to_numpy(dtype=np.int64).tolist()
+        return operator.add(KeyedRows(key_array(raw, self.semantics.key_columns), times, self._records(raw)))
+
+    def store(self, state: BucketState, operator: KeyedProcessOperator, gauges: OperatorGauges) -> None:
+        if state.exists() or gauges.open_state:
             state.store(operator.snapshot())
+
+    def output(self, emitted: ProcessEmitted, bucket_input: BucketInput) -> KindOutput:
+        """Your rows that fit the stage's output as columns; the rest, and your calls that raised, as dead letters
+        the stage made itself. Every good record was handed to the function (a call that raised too): all are
+        accepted."""
         fitting, misfits = self._fitting(emitted.rows)
-        rows += [self._bad(emitted, misfits)]
-        # Every good record was handed to the function (a call that raised too): all are accepted.
-        counts = (len(fitting), 0, len(bad) + len(emitted.bad) + len(misfits), len(raw))
-        made = len(emitted.bad) + len(misfits)  # the function's own: not input this stage refused
-        rows.append(gauge_row(entry, bucket, gauges, counts, made=made))
-        return BucketOutput(rows, [self._columns(fitting)] if fitting else [])
+        made = len(emitted.bad) + len(misfits)
+        counts = (len(fitting), 0, bucket_input.refused + made, len(bucket_input.taken))
+        columns = [self._columns(fitting)] if fitting else []
+        return KindOutput([self._bad(emitted, misfits)], columns, counts, made)
 
     # ------------------------------------------------------------------ input
     def _records(self, raw: pd.DataFrame) -> list[dict[str, Any]]:
@@ -159,6 +159,3 @@ class ProcessBucketProcessor:
             for out, reason in misfits
         ]
         return pd.DataFrame(dead) if dead else pd.DataFrame()
-
-    def close(self) -> None:
-        pass
