@@ -247,8 +247,21 @@ class StageKind(Protocol):
         ...
 
 
+class _OneInput:
+    """What a stage of one input (its upstreams unioned) says of it: keyed by its ``key_by`` columns, no sides."""
+
+    key_by: tuple[str, ...]
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        return self.key_by
+
+    def input_side(self, upstream: str) -> Side | None:
+        return None
+
+
 @dataclass(frozen=True)
-class WindowedStage:
+class WindowedStage(_OneInput):
     """One windowed aggregation in a graph of stages (seed 003), over named columns.
 
     :arg name: unique among the pipeline's sources and stages (outputs are filed under it).
@@ -285,13 +298,6 @@ class WindowedStage:
     def pane_columns(self) -> list[str]:
         """The columns of this stage's pane rows (what a downstream stage reads)."""
         return [*self.key_by, *PANE_ROW_COLUMNS, *self.result_names]
-
-    @property
-    def key_columns(self) -> tuple[str, ...]:
-        return self.key_by
-
-    def input_side(self, upstream: str) -> Side | None:
-        return None
 
     def operator(self, snapshot: bytes | None) -> WindowOperator:
         return WindowOperator(self.spec) if snapshot is None else restore_operator(self.spec, snapshot)
@@ -406,7 +412,7 @@ class JoinStage:
 
 
 @dataclass(frozen=True)
-class ProcessStage:
+class ProcessStage(_OneInput):
     """A keyed process function in a graph of stages (:mod:`floodmark.core.process` over named columns).
 
     :arg name: unique among the pipeline's sources and stages. :arg upstream: the sources, or the stages, whose rows
@@ -437,13 +443,6 @@ class ProcessStage:
         clash = sorted(set(self.output) & {*self.key_by, OUTPUT_TIME})
         if clash:
             raise ValueError(f"stage {self.name!r}: output columns {clash} clash with the keys or {OUTPUT_TIME!r}")
-
-    @property
-    def key_columns(self) -> tuple[str, ...]:
-        return self.key_by
-
-    def input_side(self, upstream: str) -> Side | None:
-        return None
 
     def operator(self, snapshot: bytes | None) -> KeyedProcessOperator:
         if snapshot is None:
