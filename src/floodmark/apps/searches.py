@@ -135,19 +135,7 @@ def search_pipeline(spark, directory: Path, how: str = "inner", output_time: str
         time_of = SourceTime(settings.strategy, split="split", periodic_interval=settings.periodic_interval)
         pipeline.source(name, frame, "ts", time_of)
     for stage in search_stages(how, output_time):
-        if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
-            windowed = stage.spec
-            pipeline.window_join(
-                stage.name, stage.left, stage.right, stage.on, windowed.window, windowed.allowed_lateness
-            )
-        elif isinstance(stage, JoinStage):
-            spec = stage.spec
-            between = (spec.lower, spec.upper)
-            pipeline.join(stage.name, stage.left, stage.right, stage.on, between, spec.how, spec.output_time)
-        elif isinstance(stage, ProcessStage):
-            pipeline.process(stage.name, stage.upstream, stage.function, stage.output, stage.key_by)
-        else:
-            pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
+        pipeline.add(stage)
     return pipeline
 
 

@@ -231,13 +231,10 @@ class Pipeline:
         columns: Mapping[str, str] | None = None,
     ) -> str:
         """Add a windowed stage (:class:`~floodmark.core.pipeline.WindowedStage`); returns its name."""
-        self._check_new(name)
         stage = WindowedStage(name, upstream, spec, key_by, columns or {})  # type: ignore[arg-type]
-        reads_sources = self._check_upstream(stage.name, stage.upstream)
-        if stage.columns and reads_sources:
+        if stage.columns and any(up in self.sources for up in stage.upstream):
             raise ValueError(f"stage {name!r} reads sources: derive columns on the DataFrame instead of columns=")
-        self.stages[name] = stage
-        return name
+        return self.add(stage)
 
     def process(
         self,
@@ -265,11 +262,7 @@ class Pipeline:
 
         :raises ValueError: unknown inputs, sources and stages together, output columns that clash.
         """
-        self._check_new(name)
-        stage = ProcessStage(name, upstream, key_by, function, output)  # type: ignore[arg-type]
-        self._check_upstream(stage.name, stage.upstream)
-        self.stages[name] = stage
-        return name
+        return self.add(ProcessStage(name, upstream, key_by, function, output))  # type: ignore[arg-type]
 
     def window_join(
         self,
@@ -291,21 +284,29 @@ class Pipeline:
         ``right_<name>``, ``window_start``, ``window_end``, ``timing``, ``pane_index`` and ``join_time`` (the
         window's max timestamp: ``window_end - 1``). Pending windows hold the output watermark.
         """
+        return self.add(JoinStage(name, left, right, on, WindowJoinSpec(window, allowed_lateness)))  # type: ignore[arg-type]
+
+    def add(self, stage: WindowedStage | JoinStage | ProcessStage) -> str:
+        """Add a stage of any kind, made already (a job definition's, ``floodmark.core.pipeline``'s); the methods
+        above make theirs and add them here. Returns its name.
+
+        :raises ValueError: a name taken, unknown inputs (add sources and stages before the stages that read them),
+            or sources and stages together.
+        """
+        name = stage.name
         self._check_new(name)
-        stage = JoinStage(name, left, right, on, WindowJoinSpec(window, allowed_lateness))  # type: ignore[arg-type]
-        self._check_upstream(name, stage.upstream)
+        unknown = [up for up in stage.upstream if up not in self.sources and up not in self.stages]
+        if unknown:
+            raise ValueError(f"stage {name!r} reads {unknown}: add sources and stages before the stages reading them")
+        kinds = {up in self.sources for up in stage.upstream}
+        if len(kinds) > 1:
+            raise ValueError(f"stage {name!r} reads sources and stages; a stage reads either sources or stages")
         self.stages[name] = stage
         return name
 
-    def _check_upstream(self, name: str, upstream: Sequence[str]) -> bool:
-        """Whether stage ``name`` reads sources (else stages). :raises ValueError: unknown inputs, or both kinds."""
-        unknown = [up for up in upstream if up not in self.sources and up not in self.stages]
-        if unknown:
-            raise ValueError(f"stage {name!r} reads {unknown}: add sources and stages before the stages reading them")
-        kinds = {up in self.sources for up in upstream}
-        if len(kinds) > 1:
-            raise ValueError(f"stage {name!r} reads sources and stages; a stage reads either sources or stages")
-        return True in kinds
+    def _check_new(self, name: str) -> None:
+        if name in self.sources or name in self.stages:
+            raise ValueError(f"the name {name!r} is taken: sources and stages need distinct names")
 
     def join(
         self,
@@ -339,15 +340,8 @@ class Pipeline:
         :raises ValueError: an unknown input, one source and one stage (their rows are bucketed by different
             hashes), the same input twice, or bounds that do not make an interval.
         """
-        self._check_new(name)
-        stage = JoinStage(name, left, right, on, IntervalJoinSpec(between, how, output_time, allowed_lateness))  # type: ignore[arg-type]
-        self._check_upstream(name, stage.upstream)
-        self.stages[name] = stage
-        return name
-
-    def _check_new(self, name: str) -> None:
-        if name in self.sources or name in self.stages:
-            raise ValueError(f"the name {name!r} is taken: sources and stages need distinct names")
+        spec = IntervalJoinSpec(between, how, output_time, allowed_lateness)  # type: ignore[arg-type]
+        return self.add(JoinStage(name, left, right, on, spec))  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------- plans
     def plans(self, spark: SparkSession) -> dict[str, p.RuntimePlan]:
@@ -848,26 +842,7 @@ class Pipeline:
             event_time = _column(source.event_time)
             pipeline.source(name, frames[name], event_time, time, source.max_future_skew, source.time_zone)
         for stage in job.stages.values():
-            if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
-                spec = stage.spec
-                pipeline.window_join(stage.name, stage.left, stage.right, stage.on, spec.window, spec.allowed_lateness)
-            elif isinstance(stage, JoinStage):
-                spec = stage.spec
-                between = (spec.lower, spec.upper)
-                pipeline.join(
-                    stage.name,
-                    stage.left,
-                    stage.right,
-                    stage.on,
-                    between,
-                    spec.how,
-                    spec.output_time,
-                    spec.allowed_lateness,
-                )
-            elif isinstance(stage, ProcessStage):
-                pipeline.process(stage.name, stage.upstream, stage.function, stage.output, stage.key_by)
-            else:
-                pipeline.stage(stage.name, stage.upstream, stage.spec, stage.key_by, stage.columns)
+            pipeline.add(stage)
         return pipeline
 
     def run_to_completion(
