@@ -1,4 +1,4 @@
-"""Windowed stages chained into a pipeline, with stage watermarks (seed 003).
+"""Stages chained into a pipeline, with stage watermarks (the game-session pipeline of *Streaming Systems*, ch. 3).
 
 Stage ``i``'s panes become stage ``i+1``'s records (key and value mapped by the
 stage's ``output_key`` / ``output_value``, timestamp = the pane's output
@@ -6,7 +6,7 @@ timestamp), and stage ``i+1``'s input watermark is stage ``i``'s output
 watermark: ``MIN(input watermark, hold)``, where the hold comes from the pane
 timestamps the stage still owes (see :class:`~floodmark.core.timestamps.TimestampCombiner`).
 With ``EARLIEST`` output timestamps an upstream session stage holds the
-downstream watermark back until its sessions close - seed 003's example.
+downstream watermark back until its sessions close: the game-session pipeline's example.
 
 Two drivers:
 
@@ -262,7 +262,7 @@ class _OneInput:
 
 @dataclass(frozen=True)
 class WindowedStage(_OneInput):
-    """One windowed aggregation in a graph of stages (seed 003), over named columns.
+    """One windowed aggregation in a graph of stages, over named columns.
 
     :arg name: unique among the pipeline's sources and stages (outputs are filed under it).
     :arg upstream: the sources, or the stages, whose rows it reads (several: their rows are unioned, Beam's

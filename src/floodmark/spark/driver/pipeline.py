@@ -1,4 +1,4 @@
-"""A query's graph on Spark: sources and windowed stages in one streaming query (seed 003).
+"""A query's graph on Spark: sources and stages in one streaming query (the game-session pipeline's shape).
 
 ::
 

@@ -126,7 +126,7 @@ object PythonJson {
   /** The format characters (`Cf`) Unicode assigned after version 13, the JVM 17's tables: U+0890 and U+0891
     * (Unicode 14: Python 3.11), U+13439 to U+1343F (15.0: Python 3.12 and 3.13). Every other character that Python
     * 3.11-3.13 assigns and the JVM does not is printable in both (checked over every code point against each
-    * declared Python, session 45; `tests/spark/test_jvm_host_texts.py` holds them in its examples). */
+    * declared Python; `tests/spark/test_jvm_host_texts.py` holds them in its examples). */
   private val NewerFormats: Set[Int] = Set(0x890, 0x891) ++ (0x13439 to 0x1343f)
 
   private def printable(c: Int): Boolean = !NewerFormats.contains(c) && (Character.getType(c) match {
