@@ -25,8 +25,8 @@ from floodmark.protocol.control import ControlEntry
 from floodmark.protocol.wire import DEAD_LETTERS_SPLIT, IN, KIND, OUTPUT, STAGE, TICK
 from floodmark.spark import blocks
 from floodmark.spark import plan as p
-from floodmark.spark.driver import query
-from floodmark.spark.driver.query import check_state_format
+from floodmark.spark.driver import checkpoint_records
+from floodmark.spark.driver.checkpoint_records import check_state_format
 from floodmark.spark.map_side.combiner import MapSideCombiner
 from floodmark.spark.outputs.unpack import UnpackOutput
 from floodmark.spark.rows import conform
@@ -382,7 +382,7 @@ def test_a_checkpoint_records_its_state_formats_and_one_written_by_a_newer_forma
     assert check_state_format(files, older, existing=True) == 1, "and it stays so"
 
     monkeypatch.setattr(state_codec, "FORMAT", 3)
-    monkeypatch.setattr(query, "__version__", "9.9.0")
+    monkeypatch.setattr(checkpoint_records, "__version__", "9.9.0")
     assert check_state_format(files, checkpoint, existing=True) == 3  # an upgrade: recorded beside format 2
     assert sorted(p.name for p in (tmp_path / "ckpt" / "floodmark").iterdir()) == [
         "state-format-2.json",

@@ -86,7 +86,8 @@ class QueryFailingAtFirstLook:
 def test_a_query_failing_between_two_looks_of_the_handle_is_started_again_not_raised():
     """The handle reads a query's error once per decision: a failure after that read is left to the watcher,
     which starts the query again, instead of being raised by a second read (the flake of a broker outage test)."""
-    from floodmark.spark.driver.query import FloodmarkQuery, Launched
+    from floodmark.spark.driver.launch import Launched
+    from floodmark.spark.driver.query import FloodmarkQuery
 
     controller = SimpleNamespace(batches_reported=0)
     first, second = QueryFailingAtFirstLook(KAFKA_TIMEOUT), QueryFailingAtFirstLook(None)
@@ -146,7 +147,8 @@ def eventually(condition, timeout_s: float = 10.0) -> None:
 
 
 def handle_of(query: FakeQuery, relaunch=None, policy: Restarts | None = None):
-    from floodmark.spark.driver.query import FloodmarkQuery, Launched
+    from floodmark.spark.driver.launch import Launched
+    from floodmark.spark.driver.query import FloodmarkQuery
 
     launched = Launched(query, SimpleNamespace(batches_reported=0), None, {})
     return FloodmarkQuery(
@@ -155,7 +157,7 @@ def handle_of(query: FakeQuery, relaunch=None, policy: Restarts | None = None):
 
 
 def test_a_query_the_handle_starts_again_is_active_and_says_so_until_the_handle_gives_up():
-    from floodmark.spark.driver.query import Launched
+    from floodmark.spark.driver.launch import Launched
 
     first, second = FakeQuery(), FakeQuery()
     starting, go = threading.Event(), threading.Event()

@@ -498,7 +498,7 @@ class StateLayout:
     """How a stage's state is laid out in the checkpoint: fixed when the checkpoint is created.
 
     :ivar buckets: number of state buckets. :ivar state_format: the checkpoint's state format
-        (:func:`floodmark.spark.driver.query.check_state_format`): how the stage's buckets are stored
+        (:func:`floodmark.spark.driver.checkpoint_records.check_state_format`): how the stage's buckets are stored
         (:mod:`floodmark.spark.stateful.bucket_state`).
     """
 

@@ -71,20 +71,17 @@ from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.connect import client_path, is_connect
 from floodmark.spark.driver import arrow_batches, python_workers
-from floodmark.spark.driver.query import (
-    EndOfInputRequest,
-    FloodmarkQuery,
-    Launched,
+from floodmark.spark.driver.checkpoint_records import (
     check_locations,
     check_state_format,
     control_log,
-    engine_hooks,
     fixed_bucket_layout,
     metrics_file,
     shuffle_partitions,
     stage_hosts,
-    start_query,
 )
+from floodmark.spark.driver.launch import EndOfInputRequest, Launched, engine_hooks, start_query
+from floodmark.spark.driver.query import FloodmarkQuery
 from floodmark.spark.driver.report_follower import ReportFollower
 from floodmark.spark.driver.restarts import Restarts, start_again_when_busy
 from floodmark.spark.driver.session import check_session

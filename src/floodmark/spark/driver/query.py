@@ -1,225 +1,40 @@
-"""A running floodmark query, and starting one: the Spark query with its controller and each stage's outputs."""
+"""A running floodmark query: the handle of the Spark query with its controller and each stage's outputs, and its
+watcher, which starts a failed query again when :mod:`floodmark.spark.driver.restarts` says so."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import re
 import signal
 import threading
 import time
 import types
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, overload
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from floodmark import __version__
 from floodmark.core.pipeline import WindowedStage, stage_named
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
-from floodmark.driver import checkpoint_files, checkpoint_layout
-from floodmark.driver.checkpoint_layout import floodmark_path
-from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import Controller, EngineHooks
+from floodmark.driver.controller import Controller
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.driver.reports import BatchReport
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
-from floodmark.spark import hadoop_files
-from floodmark.spark.connect import connect_path_problem, is_connect
+from floodmark.spark.driver.launch import EndOfInputRequest, Launched
 from floodmark.spark.driver.report_follower import ReportFollower
 from floodmark.spark.driver.restarts import Restart, Restarts, RestartUnderWay
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import NOT_COMMITTED
 from floodmark.spark.outputs.sinks import Outputs
-from floodmark.spark.sources.ticks import TickSchedule, schedule_path
-from floodmark.spark.stateful import bucket_layout, state_codec
 
 FAILED_BATCH = re.compile(r"BatchFailed: (floodmark batch \d+ failed while .*)")
 """The line of a failed query's error that says which batch failed, while doing what, and why."""
-
-
-def check_locations(checkpoint: str, outputs: Sequence[Outputs], spark: SparkSession) -> None:
-    """Refuse, before anything is written, a checkpoint or file output that cannot be a directory, or under
-    Spark Connect is not an absolute plain path (:func:`~floodmark.spark.connect.connect_path_problem`)
-    (ValueError)."""
-    checkpoint_files.require_directory(checkpoint, "the checkpoint")
-    connect = is_connect(spark)
-    problem = connect_path_problem(checkpoint) if connect else None
-    if problem is not None:
-        raise ValueError(f"the checkpoint {checkpoint} cannot be used: {problem}")
-    for each in outputs:
-        each.check_before_start(connect)
-
-
-def control_log(checkpoint: str, spark: SparkSession) -> tuple[ControlLog, Path | None]:
-    """The query's control log under ``checkpoint`` and, for a local checkpoint, its ``metrics.jsonl``."""
-    files = hadoop_files.files_for(checkpoint, spark)
-    return ControlLog(floodmark_path(checkpoint, checkpoint_layout.CONTROL), files), metrics_file(checkpoint)
-
-
-def metrics_file(checkpoint: str) -> Path | None:
-    """The file the query at ``checkpoint`` appends its batch reports to, None for a checkpoint that is a URI (a
-    local file to append to; object stores cannot append: listeners and reports have it all)."""
-    return (
-        None if checkpoint_files.has_scheme(checkpoint) else Path(floodmark_path(checkpoint, checkpoint_layout.METRICS))
-    )
-
-
-def shuffle_partitions(spark: SparkSession) -> int:
-    """``spark.sql.shuffle.partitions`` of the session (what a new checkpoint's stateful operators get)."""
-    return int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
-
-
-def fixed_bucket_layout(
-    checkpoint: str, spark: SparkSession, log: ControlLog, requested: int | None, default: int, stages: Sequence[str]
-) -> bucket_layout.BucketLayout:
-    """The bucket layout of the query at ``checkpoint``: new, or as stored (:func:`bucket_layout.fixed`)."""
-    return bucket_layout.fixed(
-        log.files,
-        checkpoint,
-        requested,
-        default,
-        shuffle_partitions(spark),
-        stages,
-        existing=log.latest_seq() is not None,
-    )
-
-
-def check_state_format(files: checkpoint_files.CheckpointFiles, checkpoint: str, existing: bool) -> int:
-    """The state format the query at ``checkpoint`` stores its buckets in, recorded there; refuses a checkpoint
-    that a floodmark of a newer state format has written to. Call before the query starts.
-
-    A checkpoint keeps the format it was created with (it decides Spark's operators,
-    :mod:`floodmark.spark.stateful.bucket_state`): :data:`~floodmark.spark.stateful.state_codec.FORMAT` for a new
-    checkpoint, format 1
-    for one created with format 0 or 1 (``existing`` and no record: written before formats were recorded).
-
-    :raises state_codec.StateFormatError: the checkpoint records a format this floodmark cannot read.
-    """
-    folder = floodmark_path(checkpoint)
-    prefix, suffix = checkpoint_layout.STATE_FORMAT.split("{}")
-    recorded = sorted(
-        int(number)
-        for name in files.list_names(folder)
-        if name.startswith(prefix)
-        and name.endswith(suffix)
-        and (number := name.removeprefix(prefix).removesuffix(suffix)).isdigit()
-    )
-    if recorded:
-        newest = recorded[-1]
-        text = files.read_text(checkpoint_files.join(folder, checkpoint_layout.STATE_FORMAT.format(newest))) or "{}"
-        state_codec.check_readable(newest, f"the checkpoint {checkpoint}", json.loads(text).get("floodmark"))
-    created = recorded[0] if recorded else 1 if existing else state_codec.FORMAT
-    writing = state_codec.FORMAT if created >= state_codec.PARTS_FORMAT else 1
-    record = {"state_format": writing, "floodmark": __version__}
-    files.write_once(checkpoint_files.join(folder, checkpoint_layout.STATE_FORMAT.format(writing)), json.dumps(record))
-    return writing
-
-
-def stage_hosts(
-    files: checkpoint_files.CheckpointFiles,
-    checkpoint: str,
-    existing: bool,
-    choose: Callable[[], dict[str, str]],
-) -> dict[str, str]:
-    """Where each stage of the query at ``checkpoint`` runs: as recorded there, else as ``choose`` decides for a new
-    checkpoint (then recorded); every stage on the Python host in a checkpoint created before hosts were recorded
-    (``existing`` and no record)."""
-    path = floodmark_path(checkpoint, checkpoint_layout.HOSTS)
-    text = files.read_text(path)
-    if text is not None:
-        return dict(json.loads(text)["hosts"])
-    if existing:
-        return {}
-    hosts = choose()
-    files.write_once(path, json.dumps({"hosts": hosts}))
-    return dict(json.loads(files.read_text(path) or "{}").get("hosts", hosts))
-
-
-def engine_hooks(
-    checkpoint: str,
-    controller_files: checkpoint_files.CheckpointFiles,
-    pause: Callable[[dict[str, frozenset[str]]], None] | None,
-) -> tuple[EngineHooks, SparkCheckpoint]:
-    """What Spark offers the controller of the query at ``checkpoint`` (whose control log is on
-    ``controller_files``): the first batch it runs and when it planned each batch (Spark's checkpoint), the tick
-    source's schedule, and ``pause`` (watermark alignment's, or None)."""
-    spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller_files)
-    ticks = TickSchedule(schedule_path(checkpoint))
-    hooks = EngineHooks(
-        first_batch_id=spark_checkpoint.first_batch_id(),
-        planned_at=spark_checkpoint.planned_at,
-        reads_no_new_input=spark_checkpoint.reads_no_new_input,
-        ticks=ticks,
-        pause=pause,
-    )
-    return hooks, spark_checkpoint
-
-
-def start_query(
-    frame: DataFrame,
-    sink: Callable[[DataFrame, int], None],
-    controller: Controller,
-    spark_checkpoint: SparkCheckpoint,
-    trigger_interval: str,
-    query_name: str | None,
-) -> StreamingQuery:
-    """Start ``frame`` into the ``foreachBatch`` ``sink`` with the control entry of its first batch (the
-    controller's engine hooks are Spark's: :func:`engine_hooks`)."""
-    writer = (
-        frame.writeStream.foreachBatch(sink)
-        .option("checkpointLocation", spark_checkpoint.directory)
-        .trigger(processingTime=trigger_interval)
-    )
-    if query_name:
-        writer = writer.queryName(query_name)
-    if controller.engine.ticks is not None:
-        controller.engine.ticks.request(0)  # the first batch runs at once, input or not
-    # Every batch's entry, the first's included, is set by the sink on the query's own session as the batch begins.
-    return writer.start()
-
-
-@dataclass(frozen=True)
-class EndOfInputRequest:
-    """A Spark Connect client's request that the query's controller, in the server, end the input of this run
-    (:meth:`FloodmarkQuery.finish_when_input_exhausted`): a file under the checkpoint, named for one start of the
-    query, so that a later start from the same checkpoint is not bounded by it. Its controller checks for it as
-    each batch begins (:meth:`~floodmark.driver.controller.Controller.end_input_when_requested`)."""
-
-    path: str
-
-    @classmethod
-    def new(cls, checkpoint: str) -> EndOfInputRequest:
-        return cls(floodmark_path(checkpoint, checkpoint_layout.END_OF_INPUT, f"{uuid.uuid4().hex}.json"))
-
-    def made(self) -> bool:
-        return checkpoint_files.LocalFiles().read_text(self.path) is not None
-
-    def make(self) -> None:
-        checkpoint_files.LocalFiles().write_once(self.path, "{}")
-
-    def withdraw(self) -> None:
-        checkpoint_files.LocalFiles().delete(self.path)
-
-
-@dataclass
-class Launched:
-    """One run of a query: the Spark query, the controller of its batches, Spark's checkpoint of it and where each
-    stage runs."""
-
-    query: StreamingQuery
-    controller: Controller
-    spark_checkpoint: SparkCheckpoint
-    hosts: dict[str, str]
 
 
 _LOG = logging.getLogger("floodmark")

@@ -1,7 +1,7 @@
 """Where a bucket's operator lives between batches: Spark's state store, in the checkpoint's state format.
 
 A checkpoint's state format is fixed when the checkpoint is created
-(:func:`floodmark.spark.driver.query.check_state_format`;
+(:func:`floodmark.spark.driver.checkpoint_records.check_state_format`;
 the formats: :mod:`floodmark.spark.stateful.state_codec`), because it decides which Spark operator hosts the first
 level:
 

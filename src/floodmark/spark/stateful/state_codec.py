@@ -28,8 +28,8 @@ snapshot's bytes), applied when a bucket's value is read: a checkpoint written b
 migrated bucket by bucket in the first batch that runs each bucket, and written back in :data:`FORMAT`. A value
 in a format newer than :data:`FORMAT` (written by a newer floodmark) is refused by name
 (:class:`StateFormatError`), and so is a checkpoint that records one
-(:func:`floodmark.spark.driver.query.check_state_format`, before the query starts): reading it as an older format would
-misread the state.
+(:func:`floodmark.spark.driver.checkpoint_records.check_state_format`, before the query starts): reading it as an
+older format would misread the state.
 
 The checkpoint records every format that has written to it: ``<checkpoint>/floodmark/state-format-<n>.json``,
 written once by the first start with format ``n`` (the floodmark version that did it inside).
