@@ -2,7 +2,7 @@ package floodmark.window;
 
 /**
  * Per-key sessions: a record opens {@code [ts, ts + gap)}; a key's windows that overlap merge into their cover
- * (Beam's rule: records strictly less than {@code gap} apart share a session). {@link WindowOperator} merges them
+ * (Beam's rule: records strictly less than {@code gap} apart share a session). {@link SessionMerge} merges them
  * record by record ({@code floodmark/core/window/sessions.py} states the order: a closed window refuses, then the
  * merge, then lateness on the merged window).
  */

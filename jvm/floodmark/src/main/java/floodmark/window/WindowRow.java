@@ -1,8 +1,9 @@
 package floodmark.window;
 
 /**
- * What the operator holds for one open (key, window): the pane bookkeeping of {@code WindowTable}
- * ({@code floodmark/core/window/table.py}, whose module docstring states the pane rules) and the accumulators.
+ * What the operator holds for one open (key, window), a row of its {@link WindowTable}: the pane bookkeeping of the
+ * core's {@code WindowTable} ({@code floodmark/core/window/table.py}, whose module docstring states the pane rules;
+ * {@link PaneRules} applies them) and the accumulators.
  */
 final class WindowRow {
   static final long NO_TIME = Long.MAX_VALUE;
@@ -44,5 +45,11 @@ final class WindowRow {
 
   long maxTimestamp() {
     return Boundaries.maxTimestamp(end);
+  }
+
+  /** Windows by start, then end. */
+  static int byWindow(WindowRow a, WindowRow b) {
+    int byStart = Long.compare(a.start, b.start);
+    return byStart != 0 ? byStart : Long.compare(a.end, b.end);
   }
 }
