@@ -10,6 +10,8 @@ from spark_helpers import read_output, recorded_hosts, write_batches
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
 from floodmark.jvm.settings import ROCKSDB_PROVIDER
 from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
+from floodmark.spark.driver.planning import plan_query
+from floodmark.spark.plan import StateLayout
 
 pytestmark = pytest.mark.spark
 
@@ -172,10 +174,11 @@ def test_each_source_of_a_stage_binds_its_own_split_and_future_skew(events):
     pipeline.source("web", events, event_time="ts", time=SourceTime(strategy, split="p"), max_future_skew=1_000)
     pipeline.source("app", events, event_time="ts", time=SourceTime(strategy, split=F.col("k")))
     pipeline.stage("counts", ["web", "app"], WindowSpec(windows.Tumbling(1_000), {"n": aggregates.count()}), "k")
-    plan = pipeline.plans(events.sparkSession)["counts"]
-    web, app = (
-        pipeline.source_plan("counts", pipeline.sources[name], plan.state, None, label=name) for name in ("web", "app")
-    )
+    query = plan_query(pipeline.sources, pipeline.stages, StateLayout(pipeline.bucket_count(events.sparkSession)), None)
+    plan = query.stages["counts"]
+    assert plan == pipeline.plans(events.sparkSession)["counts"]
+    assert [read.source for read in query.reads["counts"]] == ["web", "app"]
+    web, app = (read.plan for read in query.reads["counts"])
     assert (web.input.split_column, web.input.max_future_skew_ms, web.input.source) == ("p", 1_000, "web")
     assert (app.input.split_column, app.input.max_future_skew_ms, app.input.source) == ("fm_split_value", None, "app")
     assert web.stage == app.stage == plan.stage and web.state == app.state == plan.state

@@ -28,7 +28,7 @@ from floodmark.lazy import lazy_exports
 if TYPE_CHECKING:
     from floodmark.jvm.settings import connect_server_conf
     from floodmark.spark.driver.aggregation import EventTimeAggregation
-    from floodmark.spark.driver.pipeline import Pipeline, SourceTime
+    from floodmark.spark.driver.pipeline import Pipeline
     from floodmark.spark.driver.query import FloodmarkQuery
     from floodmark.spark.driver.restarts import Restarts
     from floodmark.spark.driver.session import (
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         kafka_connector_jars,
         local_session,
     )
+    from floodmark.spark.driver.source_time import SourceTime
     from floodmark.spark.outputs.results import read_dead_letters, read_late, read_panes
     from floodmark.spark.outputs.sinks import DiscardSink, FileSink, FunctionSink, KafkaSink, Outputs, TableSink
     from floodmark.spark.sources.json_lines import read_json_lines
@@ -86,7 +87,7 @@ __getattr__, __dir__ = lazy_exports(
         "EventTimeAggregation": "floodmark.spark.driver.aggregation",
         "FloodmarkQuery": "floodmark.spark.driver.query",
         "Restarts": "floodmark.spark.driver.restarts",
-        "SourceTime": "floodmark.spark.driver.pipeline",
+        "SourceTime": "floodmark.spark.driver.source_time",
         "cluster_session": "floodmark.spark.driver.session",
         "configure_spark_with_floodmark": "floodmark.spark.driver.session",
         "connect_server_conf": "floodmark.jvm.settings",

@@ -21,7 +21,7 @@
     query = agg.start(checkpoint="/tmp/ckpt", output="/tmp/out", trigger_interval="1 second")
 
 Three parts, each with one reason to change: the :class:`~floodmark.core.spec.WindowSpec` (what to compute),
-the :class:`~floodmark.spark.driver.pipeline.SourceTime` (how the input's watermark is made: per-split generators,
+the :class:`~floodmark.spark.driver.source_time.SourceTime` (how the input's watermark is made: per-split generators,
 idleness, percentile), and the binding to a DataFrame (``event_time``, ``key_by``) with runtime options
 (``max_future_skew``, ``buckets``). The definition is checked against the input's schema when the aggregation
 is created.
@@ -46,9 +46,10 @@ from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE
 from floodmark.driver.reports import BatchReport
 from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
-from floodmark.spark.driver.pipeline import Pipeline, SourceTime
+from floodmark.spark.driver.pipeline import Pipeline
 from floodmark.spark.driver.query import FloodmarkQuery
 from floodmark.spark.driver.restarts import Restarts
+from floodmark.spark.driver.source_time import SourceTime
 from floodmark.spark.outputs.sinks import Outputs
 from floodmark.spark.sources.inputs import MapSide
 from floodmark.spark.stateful.jvm_level import Host

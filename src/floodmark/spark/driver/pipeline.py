@@ -19,32 +19,28 @@ runtime is tested against): a stage's input rows are its upstream's panes as row
 as event time, and its input watermark for batch N+1 is the MIN of its upstreams' output watermarks after
 batch N (:class:`~floodmark.core.watermarks.graph.StageGraph`): one trigger of event-time latency per stage.
 
-The one physical plan, whatever the graph (a single aggregation, :class:`~floodmark.spark.EventTimeAggregation`,
-is the graph of one source and one stage): each source's rows go through the map-side combiner
-(:mod:`floodmark.spark.sources.inputs`), are unioned with the tick rows (one per stage and bucket in the batches the
-driver asks for: :mod:`floodmark.spark.sources.ticks`), and are grouped by ``(fm_stage, fm_bucket)`` into one stateful
-operator per level of the graph (:mod:`floodmark.spark.stateful.levels`). The ``foreachBatch`` sink
-(:mod:`floodmark.spark.outputs.batch_sink`) writes each stage's panes, late records and dead letters to its outputs
-and gives the batch's statistics to the :class:`~floodmark.driver.controller.Controller`, which writes the
-next control entry with every stage's watermark.
+Planning is :mod:`floodmark.spark.driver.planning` (every plan of the graph, in one pass, and where each stage
+runs); the one physical plan, whatever the graph (a single aggregation, :class:`~floodmark.spark.EventTimeAggregation`,
+is the graph of one source and one stage), is :mod:`floodmark.spark.driver.physical`; starting the query is
+:mod:`floodmark.spark.driver.launch`. The ``foreachBatch`` sink (:mod:`floodmark.spark.outputs.batch_sink`) writes each
+stage's panes, late records and dead letters to its outputs and gives the batch's statistics to the
+:class:`~floodmark.driver.controller.Controller`, which writes the next control entry with every stage's watermark.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from floodmark.core.join import WindowJoinSpec
-from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime, Side
+from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, JoinTime
 from floodmark.core.pipeline import (
     JoinStage,
     ProcessStage,
@@ -53,9 +49,7 @@ from floodmark.core.pipeline import (
 )
 from floodmark.core.process import KeyedProcessFunction
 from floodmark.core.spec import WindowSpec
-from floodmark.core.time import Duration, non_negative_millis, positive_millis
-from floodmark.core.watermarks import WatermarkStrategy
-from floodmark.core.watermarks.graph import StageGraph
+from floodmark.core.time import Duration, non_negative_millis
 from floodmark.core.windows import Window, WindowAssigner
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import NO_ENGINE, Controller, EngineHooks, SourceSettings, aligned_sources
@@ -66,7 +60,6 @@ from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reports import BatchReport
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
-from floodmark.protocol import wire
 from floodmark.spark import hadoop_files
 from floodmark.spark import plan as p
 from floodmark.spark.connect import client_path, is_connect
@@ -81,62 +74,23 @@ from floodmark.spark.driver.checkpoint_records import (
     stage_hosts,
 )
 from floodmark.spark.driver.launch import EndOfInputRequest, Launched, engine_hooks, start_query
+from floodmark.spark.driver.physical import carrier_rows
+from floodmark.spark.driver.planning import QueryPlan, choose_hosts, plan_query, stage_graph
 from floodmark.spark.driver.query import FloodmarkQuery
 from floodmark.spark.driver.report_follower import ReportFollower
 from floodmark.spark.driver.restarts import Restarts, start_again_when_busy
 from floodmark.spark.driver.session import check_session
+from floodmark.spark.driver.source_time import Source, SourceTime
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
 from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.outputs.unpack import use_jvm_unpack
-from floodmark.spark.rows import pandas_dtype
-from floodmark.spark.sources.inputs import MapSide, combined_input
+from floodmark.spark.sources.inputs import MapSide
 from floodmark.spark.sources.kafka import PausePartitions, alignment_keys
-from floodmark.spark.sources.ticks import schedule_path, tick_rows
-from floodmark.spark.stateful import bucket_layout, jvm_level, state_codec
+from floodmark.spark.stateful import jvm_level, state_codec
 from floodmark.spark.stateful.jvm_level import Host
-from floodmark.spark.stateful.level_processor import BLOB_SCHEMA, LevelStatefulProcessor
-from floodmark.spark.stateful.levels import CARRIER, ForwardedPanes, StageLevel
 
 _LOG = logging.getLogger("floodmark")
-
-_PANDAS_TO_SPARK: dict[str, DataType] = {"i": LongType(), "u": LongType(), "f": DoubleType(), "b": BooleanType()}
-
-
-@dataclass(frozen=True)
-class SourceTime:
-    """How an input's watermark is made: one generator per split, combined by MIN (or a percentile).
-
-    :arg watermarks: the strategy (generator, idleness) each split's generator is built from.
-    :arg split: the split column (Kafka's ``partition``) or expression; ``None``: one split for the whole input.
-    :arg periodic_interval: Flink's auto-watermark interval (ms or timedelta, > 0): how often, in processing
-        time, each split's generator is asked for a watermark.
-    :arg percentile: 100 (default) combines splits by MIN; lower lets the watermark run ahead of the slowest
-        splits (percentile watermarks: earlier panes, more late records).
-    :arg known_splits: splits that hold the watermark back before their first record (Kafka partitions).
-    """
-
-    watermarks: WatermarkStrategy
-    split: str | Column | None = None
-    periodic_interval: Duration = 200
-    percentile: float = 100.0
-    known_splits: Iterable[str] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "periodic_interval", positive_millis(self.periodic_interval, "periodic_interval"))
-        object.__setattr__(self, "known_splits", tuple(str(s) for s in self.known_splits))
-
-
-@dataclass(frozen=True)
-class Source:
-    """A streaming DataFrame read by a query, with its event time and its watermarks."""
-
-    name: str
-    frame: DataFrame
-    event_time: str | Column
-    time: SourceTime
-    max_future_skew: Duration | None = None
-    time_zone: str = "UTC"
 
 
 class Pipeline:
@@ -344,132 +298,12 @@ class Pipeline:
     def plans(self, spark: SparkSession) -> dict[str, p.RuntimePlan]:
         """Each stage's runtime plan, checked against its input schema (a ``ValueError`` says what cannot run), with
         the state layout of a new checkpoint (:meth:`bucket_count` buckets; :meth:`build` binds the checkpoint's)."""
-        if not self.stages:
-            raise ValueError("a query needs at least one stage")
-        graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
-        default = p.StateLayout(self.bucket_count(spark))
-        corrupt = p.corrupt_record_column(spark)
-        plans: dict[str, p.RuntimePlan] = {}
-        for name in graph.order:
-            stage = self.stages[name]
-            if isinstance(stage, JoinStage):
-                plans[name] = self._join_plan(stage, plans, default, corrupt)
-                continue
-            if stage.upstream[0] in self.sources:
-                sources = [self.sources[s] for s in stage.upstream]
-                first = sources[0]
-                for other in sources[1:]:
-                    if other.frame.schema != first.frame.schema or str(other.event_time) != str(first.event_time):
-                        raise ValueError(
-                            f"stage {name!r} reads sources {stage.upstream} of different schemas or event times; "
-                            "select the same columns from each"
-                        )
-                if isinstance(stage, ProcessStage):
-                    semantics = p.ProcessSemantics.of(name, stage.key_by, first.frame.schema, stage.output)
-                    plans[name] = self.source_plan(name, first, default, corrupt, semantics=semantics)
-                else:
-                    plans[name] = self.source_plan(name, first, default, corrupt)
-                continue
-            schemas = {up: _input_schema(plans[up].stage, stage) for up in stage.upstream}
-            schema = schemas[stage.upstream[0]]
-            if any(s != schema for s in schemas.values()):
-                raise ValueError(f"stage {name!r} unions upstreams whose pane rows differ: {schemas}")
-            event_time = self.stages[stage.upstream[0]].output_event_time
-            if isinstance(stage, ProcessStage):
-                semantics = p.ProcessSemantics.of(name, stage.key_by, schema, stage.output)
-                binding = p.InputBinding.of(schema, event_time, None, False, None)
-                plans[name] = p.RuntimePlan(semantics, binding, default)
-                continue
-            plans[name] = p.RuntimePlan.for_input(
-                stage.spec, schema, stage.key_by, event_time, None, False, None, corrupt, name, default
-            )
-        return plans
+        return self._plan(spark).stages
 
-    def _join_plan(
-        self, stage: JoinStage, plans: Mapping[str, p.RuntimePlan], state: p.StateLayout, corrupt: str | None
-    ) -> p.RuntimePlan:
-        """``stage``'s plan: what it emits, and both sides' inputs (a source's rows, or an upstream's rows)."""
-        schemas, bindings = [], []
-        for upstream in stage.upstream:
-            side = stage.side_of(upstream)
-            if upstream in self.sources:
-                source = self.sources[upstream]
-                schemas.append(source.frame.schema)
-                bindings.append(self._binding(source, corrupt, side))
-                continue
-            above = plans[upstream].stage
-            schema = _input_schema(above, stage)
-            schemas.append(schema)
-            event_time = self.stages[upstream].output_event_time
-            bindings.append(p.InputBinding.of(schema, event_time, None, False, None, side=side))
-        semantics = p.JoinSemantics.of(
-            stage.name, stage.spec, stage.on, schemas[0], schemas[1], (bindings[0], bindings[1])
-        )
-        return p.RuntimePlan(semantics, bindings[0], state, right_input=bindings[1])
-
-    @staticmethod
-    def _binding(
-        source: Source,
-        corrupt_column: str | None,
-        side: Side | None = None,
-        label: str | None = None,
-        split_stats: bool = True,
-    ) -> p.InputBinding:
-        """How ``source``'s rows feed a stage (``side``: a join's)."""
-        event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
-        p.check_columns(
-            source.frame.schema.names,
-            event_time=event_time if isinstance(event_time, str) else None,
-            split=split if isinstance(split, str) else None,
-        )
-        return p.InputBinding.of(
-            source.frame.schema,
-            event_time if isinstance(event_time, str) else None,
-            split if isinstance(split, str) else None,
-            isinstance(split, Column),
-            None if skew is None else non_negative_millis(skew, "max_future_skew"),
-            corrupt_column,
-            label,
-            split_stats,
-            side,
-        )
-
-    def source_plan(
-        self,
-        stage: str,
-        source: Source,
-        state: p.StateLayout,
-        corrupt_column: str | None,
-        label: str | None = None,
-        split_stats: bool = True,
-        semantics: p.JoinSemantics | p.ProcessSemantics | None = None,
-    ) -> p.RuntimePlan:
-        """The plan of ``stage`` reading ``source``: what its map side runs on that source's rows.
-
-        :arg label: the source's name in split labels (a graph of several sources). :arg split_stats: whether
-            this map side reports the source's split statistics (a source read by several stages reports once).
-        :arg semantics: a join or process stage's (from its plan; for a join the source is one of its sides).
-        """
-        defined = self.stages[stage]
-        if not isinstance(defined, WindowedStage):
-            assert semantics is not None
-            side = defined.input_side(source.name)
-            return p.RuntimePlan(semantics, self._binding(source, corrupt_column, side, label, split_stats), state)
-        event_time, split, skew = source.event_time, source.time.split, source.max_future_skew
-        return p.RuntimePlan.for_input(
-            defined.spec,
-            source.frame.schema,
-            defined.key_by,
-            event_time=event_time if isinstance(event_time, str) else None,
-            split=split if isinstance(split, str) else None,
-            split_is_expression=isinstance(split, Column),
-            max_future_skew_ms=None if skew is None else non_negative_millis(skew, "max_future_skew"),
-            corrupt_column=corrupt_column,
-            stage=stage,
-            state=state,
-            source=label,
-            split_stats=split_stats,
-        )
+    def _plan(self, spark: SparkSession) -> QueryPlan:
+        """Every plan of this graph (:func:`~floodmark.spark.driver.planning.plan_query`), for a new checkpoint."""
+        layout = p.StateLayout(self.bucket_count(spark))
+        return plan_query(self.sources, self.stages, layout, p.corrupt_record_column(spark))
 
     def bucket_count(self, spark: SparkSession) -> int:
         """The state buckets per stage of a new checkpoint: as asked, else ``spark.sql.shuffle.partitions``."""
@@ -486,8 +320,8 @@ class Pipeline:
         checkpoint of the query, the rows each of its Python steps reads (None: not known; a source's own
         Python code; :mod:`~floodmark.spark.driver.arrow_batches`) and where each stage runs (``{stage: "python" |
         "jvm"}``, as the checkpoint records it)."""
-        unbound = self.plans(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
-        graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
+        unbound = self._plan(spark)  # refuses what the inputs cannot run before anything is written to the checkpoint
+        graph = unbound.graph
         log, metrics = control_log(checkpoint, spark)
         layout = fixed_bucket_layout(checkpoint, spark, log, self.buckets, self.bucket_count(spark), graph.order)
         state_format = check_state_format(log.files, checkpoint, existing=log.latest_seq() is not None)
@@ -497,10 +331,14 @@ class Pipeline:
                 f"join and process stages {rows_stages} need state format {state_codec.PARTS_FORMAT}; this checkpoint "
                 f"was created with format {state_format}: start the pipeline from a new checkpoint"
             )
-        states = {n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order}
-        plans = {n: replace(plan, state=states[n]) for n, plan in unbound.items()}
+        plan = unbound.with_states({n: p.StateLayout(layout.count, layout.of(n), state_format) for n in graph.order})
         existing = log.latest_seq() is not None
-        hosts = stage_hosts(log.files, checkpoint, existing, lambda: self._hosts(spark, plans, graph))
+        hosts = stage_hosts(
+            log.files,
+            checkpoint,
+            existing,
+            lambda: choose_hosts(spark, plan, self.sources, self.stages, self.host, self.host_named),
+        )
         on_jvm = [n or "(one)" for n, host in hosts.items() if host == "jvm"]
         unreached = jvm_level.out_of_reach(spark) if on_jvm else None
         if unreached is not None:  # its hint would be dropped: batches that run no stage, their input lost
@@ -512,117 +350,10 @@ class Pipeline:
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
         controller.publish_paused()
-        order = graph.order
-        bucket_count = layout.count
-        names = F.array(*[F.lit(n) for n in order])
-        # Tick i is bucket i % B of stage i // B.
-        ticks = tick_rows(spark, schedule_path(checkpoint), len(order) * bucket_count).select(
-            F.element_at(names, (F.col("tick") / bucket_count).cast("int") + 1).alias(wire.STAGE),
-            F.lit(wire.TICK).alias(wire.KIND),
-            bucket_layout.label_column([v for n in order for v in layout.of(n)], F.col("tick")).alias(wire.BUCKET),
+        rows, python_inputs = carrier_rows(
+            spark, checkpoint, plan, self.sources, self.stages, layout, state_format, hosts, self.map_side
         )
-        inputs = [ticks]
-        direct: dict[str, dict[str, Any]] = {}  # the stages whose JVM host reads the JVM map side's rows
-        reporting: set[str] = set()  # a source read by several stages reports its statistics once
-        python_inputs: list[StructType | None] = []
-        corrupt = p.corrupt_record_column(spark)
-        for name in order:
-            if graph.levels[name] != 1:
-                continue
-            for source_name in self.stages[name].upstream:
-                source = self.sources[source_name]
-                label = source_name if len(self.sources) > 1 else None  # Controller.split_label
-                semantics = plans[name].stage
-                rows_of = semantics if isinstance(semantics, p.JoinSemantics | p.ProcessSemantics) else None
-                source_plan = self.source_plan(
-                    name, source, states[name], corrupt, label, source_name not in reporting, rows_of
-                )
-                reporting.add(source_name)
-                if arrow_batches.runs_python(source.frame):
-                    python_inputs.append(None)
-                combined = combined_input(
-                    source.frame,
-                    source.event_time,
-                    source.time.split,
-                    source_plan,
-                    self.map_side,
-                    source.time_zone,
-                    # The JVM host reads the JVM map side's rows itself for a stage of one source (the rows name
-                    # no source; the plan's split column and label are that source's); else the combiner's blocks.
-                    direct=hosts.get(name) == "jvm" and len(self.stages[name].upstream) == 1,
-                    python_inputs=python_inputs,
-                )
-                stage_columns = [F.lit(name).alias(wire.STAGE), F.lit(wire.IN).alias(wire.KIND)]
-                if wire.BLOCK in combined.columns:
-                    inputs.append(combined.select(*stage_columns, wire.BUCKET, wire.BLOCK))
-                else:  # the JVM map side's rows, read as they are by the JVM host
-                    direct[name] = jvm_level.direct_input(source_plan, spark)
-                    inputs.append(combined.select(*stage_columns, "*"))
-        rows = inputs[0]
-        for more in inputs[1:]:
-            rows = rows.unionByName(more, allowMissingColumns=True)
-        levels = sorted(set(graph.levels.values()))
-        readers = {n: [(plans[d], self.stages[d]) for d in graph.downstream(n)] for n in order}
-        for level in levels:
-            stages = [n for n in order if graph.levels[n] == level]
-            if all(hosts.get(n) == "jvm" for n in stages):
-                rows = jvm_level.jvm_level(rows, jvm_level.level_plan({n: plans[n] for n in stages}, direct))
-                feeding = {n: plans[n] for n in stages if readers[n]}
-                if feeding:  # their panes become the next levels' IN rows, as the Python host makes them
-                    python_inputs.append(rows.schema)
-                    rows = rows.mapInArrow(ForwardedPanes(feeding, readers, order), CARRIER)
-                continue
-            host = StageLevel(
-                {n: plans[n] for n in stages},
-                readers,
-                order,
-                {n: self.stages[n] for n in stages},
-            )
-            python_inputs.append(rows.schema)
-            grouped = rows.groupBy(wire.STAGE, wire.BUCKET)
-            if level == 1 and state_format < state_codec.PARTS_FORMAT:
-                rows = grouped.applyInPandasWithState(host, CARRIER, BLOB_SCHEMA, "append", "NoTimeout")
-            else:
-                processor = LevelStatefulProcessor(host, parts=state_format >= state_codec.PARTS_FORMAT)
-                rows = grouped.transformWithStateInPandas(processor, CARRIER, "Append", "None")
-        return rows, controller, plans, spark_checkpoint, python_inputs, hosts
-
-    def _hosts(self, spark: SparkSession, plans: dict[str, p.RuntimePlan], graph: StageGraph) -> dict[str, str]:
-        """Where each stage of a new checkpoint runs: on the JVM where asked and every stage of its level can
-        (:func:`~floodmark.spark.stateful.jvm_level.why_not`), else on Python (the log says why)."""
-        if self.host == "python":
-            return {n: "python" for n in graph.order}
-        reasons: dict[str, str | None] = {}
-        for name in graph.order:
-            stage = self.stages[name]
-            read = [up for up in stage.upstream if up in self.sources]
-            if read:  # the sources of one stage share a schema (plans)
-                schema = self.sources[read[0]].frame.schema
-            else:
-                schema = _input_schema(plans[stage.upstream[0]].stage, stage)
-            reasons[name] = jvm_level.why_not(plans[name], schema)
-        unreached = None
-        if any(reason is None for reason in reasons.values()):
-            unreached = jvm_level.out_of_reach(spark)
-            if unreached is not None:
-                # A setting of the session, not a property of a spec: a warning whether or not a host was named.
-                hostable = [n or "(one)" for n, reason in reasons.items() if reason is None]
-                _LOG.warning(
-                    "floodmark: stages %s run on the Python host (slower), not the JVM host: %s",
-                    ", ".join(hostable),
-                    unreached,
-                )
-                reasons = {n: reason or unreached for n, reason in reasons.items()}
-        for name in graph.order:
-            level = graph.levels[name]
-            blocked = [n for n in graph.order if graph.levels[n] == level and reasons[n] is not None]
-            if reasons[name] is None and blocked:
-                reasons[name] = f"it shares a level of the graph with {blocked}, which run on the Python host"
-        say = _LOG.warning if self.host_named else _LOG.info
-        for name, reason in reasons.items():
-            if reason is not None and reason != unreached:
-                say("floodmark: stage %s runs on the Python host, not the JVM: %s", name or "(one)", reason)
-        return {n: "python" if reasons[n] else "jvm" for n in graph.order}
+        return rows, controller, plan.stages, spark_checkpoint, python_inputs, hosts
 
     def _pause(self) -> Callable[[dict[str, frozenset[str]]], None] | None:
         """How watermark alignment pauses the Kafka partitions of the sources that ask for it (None: no source
@@ -728,7 +459,7 @@ class Pipeline:
         outputs = {name: each.client_paths(spark) for name, each in outputs.items()}
         check_locations(checkpoint, list(outputs.values()), spark)
         connect = is_connect(spark)
-        graph = StageGraph(list(self.sources), {s.name: s.upstream for s in self.stages.values()})
+        graph = stage_graph(self.sources, self.stages)
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
         definition, checkpoint_files = self.definition(outputs), hadoop_files.files_for(checkpoint, spark)
         definition.check_against(checkpoint_files, checkpoint)
@@ -865,17 +596,3 @@ def _column(described: Mapping[str, str]) -> Any:
     """A column name, or a Column from an expression's SQL text
     (:func:`~floodmark.driver.definition.column_or_expression`)."""
     return described["column"] if "column" in described else F.expr(described["expression"])
-
-
-def _input_schema(
-    upstream: p.StageSemantics | p.JoinSemantics | p.ProcessSemantics, stage: WindowedStage | JoinStage | ProcessStage
-) -> StructType:
-    """The schema of ``stage``'s input rows read from ``upstream``'s panes (or joined rows): their columns + the
-    columns the stage derives from them (:meth:`~floodmark.core.pipeline.StageKind.input_rows`)."""
-    pane_fields = {f.name: f for f in upstream.output_schema().fields}
-    fields = [StructField(c, pane_fields[c].dataType) for c in upstream.pane_columns()]
-    sample = pd.DataFrame({f.name: pd.Series([1], dtype=pandas_dtype(f.dataType)) for f in fields})
-    derived = stage.input_rows(sample)
-    added = [c for c in derived.columns if c not in sample.columns]
-    fields += [StructField(c, _PANDAS_TO_SPARK.get(derived[c].dtype.kind, StringType())) for c in added]
-    return StructType(fields)
