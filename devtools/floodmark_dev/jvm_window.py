@@ -23,12 +23,13 @@ import pandas as pd
 
 from floodmark.core.built_in_spec import built_in_form
 from floodmark.core.combine import Partials
-from floodmark.core.emitted import Emitted
+from floodmark.core.emitted import SINGLE_RESULT, Emitted, pane_frame
 from floodmark.core.keyed_operator import OperatorGauges
 from floodmark.core.records import BadRecord, LateReason, LateRecord, RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.windows import Window
 from floodmark.jvm import java_executable, packaged_jars
+from floodmark.protocol import output
 
 
 def classpath() -> str | None:
@@ -212,7 +213,7 @@ def _pane_frame(panes: list[dict[str, Any]], single: bool) -> pd.DataFrame:
         "key": np.array([p["key"] for p in panes], dtype=object),
         "window_start": np.array([p["start"] for p in panes], dtype=np.int64),
         "window_end": np.array([p["end"] for p in panes], dtype=np.int64),
-        "timestamp": np.array([p["timestamp"] for p in panes], dtype=np.int64),
+        output.PANE_TIMESTAMP: np.array([p["timestamp"] for p in panes], dtype=np.int64),
         "timing": np.array([p["timing"] for p in panes], dtype=object),
         "pane_index": np.array([p["pane_index"] for p in panes], dtype=np.int64),
         "nonspeculative_index": np.array([p["nonspeculative_index"] for p in panes], dtype=np.int64),
@@ -220,8 +221,8 @@ def _pane_frame(panes: list[dict[str, Any]], single: bool) -> pd.DataFrame:
     }
     for name in panes[0]["value"]:
         values = np.array([_result(p["value"][name]) for p in panes])
-        columns["value" if single else f"value.{name}"] = values
-    return pd.DataFrame(columns)
+        columns[SINGLE_RESULT if single else name] = values
+    return pane_frame(columns, single)
 
 
 def _result(value: Any) -> Any:

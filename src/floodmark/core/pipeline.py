@@ -514,10 +514,8 @@ def pane_rows(emitted: Emitted, key_columns: Sequence[str], result_names: Sequen
     """Every pane of ``emitted`` as a row: key columns, :data:`PANE_ROW_COLUMNS`, aggregate columns."""
     parts = []
     for frame in emitted.pane_frames:
-        if len(frame):
-            renamed = {"timestamp": output.PANE_TIMESTAMP}  # the columnar panes' name for it
-            renamed.update({f"value.{name}": name for name in result_names})
-            parts.append(frame.rename(columns=renamed)[["key", *PANE_ROW_COLUMNS, *result_names]])
+        if len(frame):  # the pane frame's columns are the rows' (emitted.pane_frame)
+            parts.append(frame[["key", *PANE_ROW_COLUMNS, *result_names]])
     if not parts:
         return pd.DataFrame({c: [] for c in [*key_columns, *PANE_ROW_COLUMNS, *result_names]})
     rows = pd.concat(parts, ignore_index=True)

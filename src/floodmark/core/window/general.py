@@ -22,7 +22,7 @@ import pandas as pd
 from floodmark.core.aggregates import Aggregate, Several, add_columns
 from floodmark.core.assign import Assigned
 from floodmark.core.combine import Partials
-from floodmark.core.emitted import Emitted
+from floodmark.core.emitted import SINGLE_RESULT, Emitted
 from floodmark.core.records import LateReason, RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.triggers import TriggerContext
@@ -225,13 +225,15 @@ class GeneralPolicy:
         firing, values = self.table.emit(rows, self.time.watermark, is_last)
         aggregate = self.spec.aggregate
         names = list(aggregate.parts) if isinstance(aggregate, Several) else [None]
-        results = {name or "value": object_array(v if name is None else v[name] for v in values) for name in names}
+        results = {
+            name or SINGLE_RESULT: object_array(v if name is None else v[name] for v in values) for name in names
+        }
         self._fired.append(self.table.pane_columns(firing, results, single=names == [None]))
 
     def _flush(self, out: Emitted) -> None:
         """The panes fired since the last flush, as one frame, in firing order."""
         if self._fired:
-            out.pane_frames.append(frame_of(self._fired))
+            out.pane_frames.append(frame_of(self._fired, not isinstance(self.spec.aggregate, Several)))
             self._fired = []
 
     def _close(self, row: int) -> None:

@@ -22,17 +22,18 @@ is decided once, vectorised, whichever operator runs the spec (Beam's
   finished and which still has unemitted records fires a last pane first
   (:meth:`needs_final_pane`), then its row is released.
 
-Columns (numpy arrays, one entry per row; released rows are reused):
+Columns (numpy arrays, one entry per row; released rows are reused), with the :class:`PaneBook` field each one
+is (the names are the snapshot's, so checkpoints keep them):
 
 * ``start``, ``end``: the window ``[start, end)`` in ms; ``live``: the row is in use;
-* ``new_count``: records since the last pane; ``pending``: processing time (ms) of
-  the oldest of them (:data:`NO_TIME`: none);
-* ``hold``: their combined output time (the combiner's ``empty_hold``: none);
-  ``held``: a record arrived before the watermark reached the max timestamp and no
+* ``new_count`` (``records_since_last_pane``): records since the last pane; ``pending`` (``pending_since``):
+  processing time (ms) of the oldest of them (:data:`NO_TIME`: none);
+* ``hold`` (``output_hold``): their combined output time (the combiner's ``empty_hold``: none);
+  ``held`` (``holds_output_watermark``): a record arrived before the watermark reached the max timestamp and no
   ON_TIME/LATE pane fired since, so the window holds the stage's output watermark;
-* ``pane_index``, ``nonspec``: the next pane's index and non-speculative index;
-  ``had_nonearly``: an ON_TIME or LATE pane was emitted;
-* ``closed``: the trigger finished; records for the window go to the late output
+* ``pane_index`` (``panes_emitted``), ``nonspec`` (``nonspeculative_emitted``): the next pane's index and
+  non-speculative index; ``had_nonearly`` (``nonearly_fired``): an ON_TIME or LATE pane was emitted;
+* ``closed`` (``finished``): the trigger finished; records for the window go to the late output
   (WINDOW_CLOSED) until it is garbage collected.
 
 Operators add columns of their own (accumulators, trigger state) with
@@ -50,10 +51,12 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from floodmark.core.emitted import SINGLE_RESULT, pane_frame
 from floodmark.core.panes import AccumulationMode, Timing
 from floodmark.core.time import MIN_TIMESTAMP, format_instant
 from floodmark.core.timestamps import TimestampCombiner
 from floodmark.core.windows import Window, horizon, max_timestamp, window_expired, window_reached
+from floodmark.protocol import output
 
 NO_TIME = np.iinfo(np.int64).max
 """'No value' in int64 processing-time columns."""
@@ -550,7 +553,7 @@ class WindowTable:
     def pane_frame(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> pd.DataFrame:
         """The emitted panes of ``firing`` as a frame (``Emitted.pane_frames``): ``results`` per firing, one
         1-d array per aggregate name (``single``: one aggregate, the column ``value``)."""
-        return frame_of([self.pane_columns(firing, results, single)])
+        return frame_of([self.pane_columns(firing, results, single)], single)
 
     def pane_columns(self, firing: Firing, results: dict[str, np.ndarray], single: bool) -> dict[str, np.ndarray]:
         """:meth:`pane_frame`'s columns, taken now (a caller that fires window by window collects them and makes
@@ -563,14 +566,14 @@ class WindowTable:
             "key": keys,
             "window_start": self.cols["start"][rows],
             "window_end": self.cols["end"][rows],
-            "timestamp": firing.timestamp[keep],
+            output.PANE_TIMESTAMP: firing.timestamp[keep],
             "timing": TIMING_NAMES[firing.timing[keep]],
             "pane_index": firing.pane_index[keep],
             "nonspeculative_index": firing.nonspeculative_index[keep],
             "is_last": firing.is_last[keep],
         }
         for name, values in results.items():
-            columns["value" if single else f"value.{name}"] = np.asarray(values)[keep]
+            columns[SINGLE_RESULT if single else name] = np.asarray(values)[keep]
         return columns
 
     def output_hold(self) -> int | None:
@@ -654,12 +657,11 @@ class WindowTable:
                 self.key_windows.setdefault(key, {})[self.window(row)] = row
 
 
-def frame_of(parts: Sequence[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """One pane frame from :meth:`WindowTable.pane_columns` taken in order (at least one, same columns)."""
+def frame_of(parts: Sequence[dict[str, np.ndarray]], single: bool) -> pd.DataFrame:
+    """One pane frame (:func:`~floodmark.core.emitted.pane_frame`) from :meth:`WindowTable.pane_columns` taken in
+    order (at least one, same columns; ``single``: one aggregate, in the column ``value``)."""
     columns = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-    # Every array is a fresh copy (boolean or fancy indexing, or concatenation): copy=False keeps them as they are
-    # instead of consolidating them into 2-d blocks, which cost ~0.45 s per million panes.
-    return pd.DataFrame(columns, copy=False)
+    return pane_frame(columns, single)
 
 
 def _before_in_run(flags: np.ndarray, first: np.ndarray, run: np.ndarray) -> np.ndarray:

@@ -159,17 +159,14 @@ class WindowBucket:
             parts = list(zip(*frame["key"].tolist(), strict=True))
             for name, values in zip(self.plan.stage.key_columns, parts, strict=True):
                 columns[name] = [plain(v, name in integral) for v in values]
-        # The core's pane frame columns, by their names there.
-        columns[output.WINDOW_START] = frame["window_start"].to_numpy()
-        columns[output.WINDOW_END] = frame["window_end"].to_numpy()
-        columns[output.PANE_TIMESTAMP] = frame["timestamp"].to_numpy()
-        columns[output.TIMING] = frame["timing"].to_numpy(dtype=object)
-        columns[output.PANE_INDEX] = frame["pane_index"].to_numpy()
-        columns[output.NONSPECULATIVE_INDEX] = frame["nonspeculative_index"].to_numpy()
-        columns[output.IS_LAST] = frame["is_last"].to_numpy(dtype=bool)
+        # The core's pane frame has the output's columns, by the same names (emitted.pane_frame).
+        for name, _ in output.PANE_COLUMNS:
+            columns[name] = frame[name].to_numpy()
+        columns[output.TIMING] = frame[output.TIMING].to_numpy(dtype=object)
+        columns[output.IS_LAST] = frame[output.IS_LAST].to_numpy(dtype=bool)
         result_types = dict(self.plan.stage.result_types)
         for name in self.plan.stage.result_names:
-            values = frame[f"value.{name}"].to_numpy()
+            values = frame[name].to_numpy()
             if values.dtype == object:
                 values = object_array(result_value(v, result_types[name]) for v in values.tolist())
             columns[name] = values
