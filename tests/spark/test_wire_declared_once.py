@@ -14,7 +14,7 @@ SCALA = Path(__file__).resolve().parents[2] / "jvm" / "floodmark" / "src" / "mai
 WIRE = SCALA / "host" / "Wire.scala"
 NOT_HOST = {"Wire.scala", "PythonJsonMain.scala"}
 HOST = [*(p for p in sorted((SCALA / "host").glob("*.scala")) if p.name not in NOT_HOST)]
-HOST.append(SCALA / "batch" / "ControlEntry.scala")
+HOST += [SCALA / "batch" / "ControlEntry.scala", SCALA / "unpack" / "UnpackBlock.scala"]
 """The JVM host's sources that read or write carrier rows (``PythonJsonMain`` is a test driver; ``Wire.scala`` is the
 one place the names are looked up)."""
 

@@ -10,7 +10,7 @@ null beyond Spark's timestamp range (the global window's bounds).
 Two implementations of this one step, chosen once per query (:func:`use_jvm_unpack`) and said in the log:
 
 * **JVM** (:data:`~floodmark.spark.sql_functions.JVM_FUNCTIONS`, in floodmark's jar): the SQL generator
-  ``fm_unpack(block, kind, schema, times)``
+  ``fm_unpack(block, kind_column, kind, schema, times)`` (the kind column's name sent, as every protocol name)
   reads the blocks with Spark's own ``ArrowColumnVector`` and copies each kept row once. It runs inside the
   batch's JVM tasks: no Python worker, no Arrow -> row conversion of a Python result.
 * **Python** (:class:`UnpackOutput`, a ``mapInArrow`` function), for a session that cannot load the jar (your
@@ -74,7 +74,8 @@ class OutputReader:
             mine = (F.col(wire.STAGE) == F.lit(self.stage)) & (F.col(wire.KIND) == F.lit(wire.OUTPUT))
             times = ",".join(f"{name}={source}" for name, source in WINDOW_TIMES.items() if name in self.schema.names)
             block = F.when(mine, F.col(wire.BLOCK))
-            self._column = F.call_function(FUNCTION, block, F.lit(self.kind), F.lit(self.schema.json()), F.lit(times))
+            arguments = [F.lit(wire.KIND), F.lit(self.kind), F.lit(self.schema.json()), F.lit(times)]
+            self._column = F.call_function(FUNCTION, block, *arguments)
         return frame.select(self._column)
 
 

@@ -15,8 +15,9 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ArrowColumnVector, ColumnVector, ColumnarBatch}
 import org.apache.spark.unsafe.types.UTF8String
 
-/** `fm_unpack(block, kind, schema, times)`: the rows of one OUTPUT block of floodmark's carrier (an Arrow IPC
-  * stream in a stage's emitted schema) whose `fm_kind` is `kind`, in the columns of `schema`.
+/** `fm_unpack(block, kind_column, kind, schema, times)`: the rows of one OUTPUT block of floodmark's carrier (an Arrow
+  * IPC stream in a stage's emitted schema) whose column `kind_column` (the protocol's `wire.KIND`, sent by the caller:
+  * this code restates no name of the protocol) is `kind`, in the columns of `schema`.
   *
   * Each column of `schema` is the block's column of the same name (same Spark type), except the columns that
   * `times` names: `times` maps such a timestamp column to the block's column of milliseconds since the epoch it
@@ -26,7 +27,8 @@ import org.apache.spark.unsafe.types.UTF8String
   * What the Python sink's `mapInArrow` (floodmark.spark.outputs.unpack.UnpackOutput) does, without a Python worker: the
   * block's vectors are read as Spark's `ArrowColumnVector`s and each kept row is copied once into an `UnsafeRow`.
   */
-case class UnpackBlock(child: Expression, kind: String, schema: StructType, times: Map[String, String])
+case class UnpackBlock(
+    child: Expression, kindColumn: String, kind: String, schema: StructType, times: Map[String, String])
     extends UnaryExpression
     with Generator
     with CodegenFallback {
@@ -53,14 +55,14 @@ case class UnpackBlock(child: Expression, kind: String, schema: StructType, time
     try {
       val root = reader.getVectorSchemaRoot
       val names = root.getSchema.getFields.asScala.map(_.getName).toSeq
-      val kindColumn = names.indexOf(UnpackBlock.KindColumn)
-      require(kindColumn >= 0, s"an OUTPUT block has no ${UnpackBlock.KindColumn} column: ${names.mkString(", ")}")
+      val kindAt = names.indexOf(kindColumn)
+      require(kindAt >= 0, s"an OUTPUT block has no $kindColumn column: ${names.mkString(", ")}")
       val project = projections.getOrElseUpdate(names, projection(names))
       val wanted = UTF8String.fromString(kind)
       while (reader.loadNextBatch()) {
         val vectors: Array[ColumnVector] = root.getFieldVectors.asScala.map(new ArrowColumnVector(_)).toArray
         val batch = new ColumnarBatch(vectors, root.getRowCount)
-        val kinds = vectors(kindColumn)
+        val kinds = vectors(kindAt)
         var i = 0
         while (i < batch.numRows) {
           if (!kinds.isNullAt(i) && kinds.getUTF8String(i) == wanted) out += project(batch.getRow(i)).copy()
@@ -96,7 +98,6 @@ case class UnpackBlock(child: Expression, kind: String, schema: StructType, time
 
 object UnpackBlock {
   val Name = "fm_unpack"
-  val KindColumn = "fm_kind"
 
   /** The milliseconds a Spark timestamp (microseconds since the epoch in a long) can hold. */
   val MinMillis: Long = Long.MinValue / 1000 + 1
@@ -104,19 +105,22 @@ object UnpackBlock {
 
   private[unpack] lazy val allocator: BufferAllocator = new RootAllocator(Long.MaxValue)
 
-  /** Builds the expression from `fm_unpack`'s arguments: a binary column, then three foldable strings: the kind,
-    * the output schema as Spark's JSON form of a `StructType`, the timestamp columns as `name=source,...`. */
+  /** Builds the expression from `fm_unpack`'s arguments: a binary column, then four foldable strings: the kind
+    * column's name, the kind, the output schema as Spark's JSON form of a `StructType`, the timestamp columns as
+    * `name=source,...`. */
   def build(arguments: Seq[Expression]): Expression = arguments match {
-    case Seq(block, kind, schema, times) =>
+    case Seq(block, kindColumn, kind, schema, times) =>
       UnpackBlock(
         block,
+        text(kindColumn),
         text(kind),
         DataType.fromJson(text(schema)).asInstanceOf[StructType],
         text(times).split(",").iterator.filter(_.nonEmpty).map { pair =>
           val Array(name, source) = pair.split("=", 2)
           name -> source
         }.toMap)
-    case _ => throw new IllegalArgumentException(s"$Name takes 4 arguments (block, kind, schema, times)")
+    case _ =>
+      throw new IllegalArgumentException(s"$Name takes 5 arguments (block, kind_column, kind, schema, times)")
   }
 
   private def text(argument: Expression): String = {
