@@ -7,13 +7,13 @@ from floodmark import WatermarkStrategy
 from floodmark.core.clock import ManualClock
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.driver.control_log import ControlLog
-from floodmark.driver.controller import AGGREGATION_STAGE, Controller, EngineHooks, SourceSettings
+from floodmark.driver.controller import AGGREGATION_STAGE, NO_ENGINE, Controller, EngineHooks, SourceSettings
 from floodmark.protocol.wire import DEAD_LETTERS_SPLIT
 
 
-def controller(tmp_path):
+def controller(tmp_path, engine=NO_ENGINE):
     source = SourceSettings(WatermarkStrategy.for_bounded_out_of_orderness(0))
-    ctl = Controller.of_aggregation(ControlLog(tmp_path), source, clock=ManualClock(0))
+    ctl = Controller.of_aggregation(ControlLog(tmp_path), source, clock=ManualClock(0), engine=engine)
     ctl.ensure_initial_entry()
     return ctl
 
@@ -54,9 +54,8 @@ def test_a_direct_request_is_not_taken_back_by_a_source_that_is_not_done(tmp_pat
 def test_a_bounded_batch_planned_to_read_nothing_is_the_flush_itself(tmp_path):
     """The batch Spark planned without new input runs at MAX (no batch that reads nothing before the flush); the
     decision is logged, so a replay after a restart flushes in the same batch."""
-    ctl = controller(tmp_path)
     planned_empty = {2}
-    ctl.engine = EngineHooks(reads_no_new_input=planned_empty.__contains__)
+    ctl = controller(tmp_path, EngineHooks(reads_no_new_input=planned_empty.__contains__))
     ctl.end_input_when(lambda: True)
     for batch in (0, 1):
         assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP
@@ -76,8 +75,7 @@ def test_a_bounded_batch_planned_to_read_nothing_is_the_flush_itself(tmp_path):
 
 
 def test_the_flush_is_not_folded_into_a_restarts_first_batch_nor_into_an_unbounded_run(tmp_path):
-    ctl = controller(tmp_path)
-    ctl.engine = EngineHooks(reads_no_new_input=lambda batch: True)
+    ctl = controller(tmp_path, EngineHooks(reads_no_new_input=lambda batch: True))
     for batch in (0, 1):
         assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP, "no bounded run asked for"
         ctl.on_batch(batch, stats(3), {}, {})
@@ -93,9 +91,8 @@ def test_the_flush_is_not_folded_into_a_restarts_first_batch_nor_into_an_unbound
 def test_a_request_to_end_the_input_is_taken_from_the_next_batch_that_begins(tmp_path):
     """How a Spark Connect client ends a run's input (the controller runs in the server): the request is checked
     as each batch begins; until it is made the run is not bounded (every trigger does not run a batch)."""
-    ctl = controller(tmp_path)
     made = []
-    ctl.engine = EngineHooks(reads_no_new_input=lambda batch: batch >= 2)
+    ctl = controller(tmp_path, EngineHooks(reads_no_new_input=lambda batch: batch >= 2))
     ctl.end_input_when_requested(lambda: bool(made), lambda: True)
     for batch in (0, 1, 2):
         assert ctl.begin_batch(batch).watermark < MAX_TIMESTAMP, "no request yet"
@@ -104,4 +101,4 @@ def test_a_request_to_end_the_input_is_taken_from_the_next_batch_that_begins(tmp
     made.append(True)
     assert ctl.begin_batch(3).watermark == MAX_TIMESTAMP, "the request's first batch planned nothing: the flush"
     carried = Controller(ctl.log, ctl.sources, ctl.upstreams, clock=ManualClock(0), earlier=ctl)
-    assert carried._end_on_request is ctl._end_on_request, "a restart by the handle keeps the request"
+    assert carried.end_of_input.on_request is ctl.end_of_input.on_request, "a restart by the handle keeps the request"

@@ -22,6 +22,7 @@ from floodmark.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.graph import StageGraph
 from floodmark.driver.control_log import ControlLog
+from floodmark.driver.end_of_input import EndOfInput
 from floodmark.driver.next_batch import NextBatch, next_batch
 from floodmark.driver.reconciliation import RunTotals
 from floodmark.driver.reports import BatchReport, StageReport, dead_letter_warning
@@ -194,30 +195,28 @@ class Controller:
         self.keeps_totals = True
         """Whether :meth:`record` writes the totals into the control log (not a Spark Connect client's copy, which
         follows the server's: the server's writes them)."""
-        self._end_when_exhausted = earlier._end_when_exhausted if earlier is not None else None
-        self._end_on_request = earlier._end_on_request if earlier is not None else None
-        self._end_of_input_requested = False
+        self.end_of_input = EndOfInput(engine, earlier.end_of_input if earlier is not None else None)
+        """When the input ends (:mod:`floodmark.driver.end_of_input`)."""
         self.next_batch: NextBatch | None = None
         """The latest decision of when the next batch runs without input."""
         self._running_entry: ControlEntry | None = None
-        self._first_begun: int | None = None
 
     def end_input(self) -> None:
         """End the input at the next batch (its watermark MAX: every window fires), whatever the sources still
         have; never taken back."""
-        self._end_of_input_requested = True
+        self.end_of_input.now()
 
     def end_input_when(self, exhausted: Callable[[], bool]) -> None:
         """End the input (watermark MAX, every window fires) at the first batch the engine planned to read
         nothing (:meth:`begin_batch`), or after the first batch that read nothing, if ``exhausted()`` also says
         so then (a bounded run); called on the driver from the batch's sink."""
-        self._end_when_exhausted = exhausted
+        self.end_of_input.when(exhausted)
 
     def end_input_when_requested(self, requested: Callable[[], bool], exhausted: Callable[[], bool]) -> None:
         """:meth:`end_input_when` ``exhausted``, from the first batch that begins once ``requested()`` is true: how
         a Spark Connect client asks this controller, which runs in the server, to end a run's input (a request file
         in the checkpoint, :meth:`~floodmark.spark.driver.query.FloodmarkQuery.finish_when_input_exhausted`)."""
-        self._end_on_request = (requested, exhausted)
+        self.end_of_input.when_requested(requested, exhausted)
 
     @classmethod
     def of_aggregation(cls, log: ControlLog, source: SourceSettings, **options: Any) -> Controller:
@@ -397,38 +396,20 @@ class Controller:
         the batch after it. The decision is recorded in the log before any task reads the entry, so a replay
         flushes in the same batch.
         """
+        self.end_of_input.begin(batch_id)
         # Only this run's begin_batch records a later batch as the end, so only a replay of the run's first batch
         # can find a record without writing it: no file read per batch for it otherwise.
-        if self._first_begun is None:
-            self._first_begun = batch_id
-        if self._end_when_exhausted is None and self._end_on_request is not None and self._end_on_request[0]():
-            self._end_when_exhausted = self._end_on_request[1]
-        entry = self.logged(batch_id, recorded_end=batch_id <= self._first_batch_id)
+        entry = self.logged(batch_id, recorded_end=batch_id <= self.end_of_input.first_batch_id)
         if entry is None:
             entry = self.entry_for_batch(batch_id)  # raises: the entry is missing
-        if self._input_exhausted_before(entry, batch_id):
+        if self.end_of_input.begins_at_end(batch_id, entry.end_of_input):
             self.log.mark_end_of_input(batch_id)
-            self._end_of_input_requested = True
             entry = self.entry_for_batch(batch_id)
         planned = self.engine.planned_at(batch_id)
         if planned is not None and planned > entry.processing_time:
             entry = replace(entry, processing_time=planned)
         self._running_entry = entry
         return entry
-
-    @property
-    def _first_batch_id(self) -> int:
-        """The first batch of this run: the first this controller began, else what the engine said."""
-        return self.engine.first_batch_id if self._first_begun is None else self._first_begun
-
-    def _input_exhausted_before(self, entry: ControlEntry, batch_id: int) -> bool:
-        return (
-            self._end_when_exhausted is not None
-            and not entry.end_of_input
-            and batch_id > self._first_batch_id  # see ends_input: a restart's first batch says nothing
-            and self.engine.reads_no_new_input(batch_id)
-            and bool(self._end_when_exhausted())
-        )
 
     def running(self, batch_id: int) -> ControlEntry:
         """The entry batch ``batch_id`` runs with (:meth:`begin_batch`'s, or the logged one)."""
@@ -438,15 +419,8 @@ class Controller:
     def ends_input(self, entry: ControlEntry, batch_id: int, records: int, bad: int) -> bool:
         """Whether the next batch gets the end of input (watermark MAX), after batch ``batch_id`` read
         ``records`` good records and ``bad`` dead letters."""
-        # The first batch of a (re)started query may replay offsets planned before a restart, when newer input
-        # did not exist yet: reading nothing there says nothing about the input now.
-        read_nothing = records == 0 and not bad and batch_id > self._first_batch_id
-        exhausted = self._end_when_exhausted is not None and read_nothing
-        if exhausted and not self._end_of_input_requested:
-            # Decided here, before entry N+1 is written, so the flush is the very next batch. A one-way latch,
-            # as end_input's.
-            self._end_of_input_requested = bool(self._end_when_exhausted())
-        return entry.end_of_input or self._end_of_input_requested
+        ended = self.end_of_input.after_batch(batch_id, records, bad)
+        return entry.end_of_input or ended
 
     def on_batch(
         self,
@@ -587,7 +561,7 @@ class Controller:
     ) -> None:
         """Ask for the next batch when something can fire without input (:mod:`floodmark.driver.next_batch`);
         ``sources``: each stage's sources; ``flushed``: the batch just run had watermark MAX at every stage."""
-        bounded = self._end_when_exhausted is not None or self._end_of_input_requested or written.end_of_input
+        bounded = self.end_of_input.bounded or written.end_of_input
         self.next_batch = next_batch(
             now, written.stage_watermarks, written.processing_time, gauges, sources, bounded, flushed=flushed
         )
