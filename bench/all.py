@@ -1,4 +1,4 @@
-"""Every workload against native Spark, in one run, one table (issue 12's benchmark).
+"""Every workload against native Spark, in one run, one table.
 
     .venv/bin/python bench/all.py                  # the full run (~40 min on 2 cores)
     .venv/bin/python bench/all.py --quick          # smaller inputs, one run each (~10 min)
@@ -24,7 +24,7 @@ The ``tumbling-100-jvm`` row is the 100-key row with floodmark's JVM map side (`
 host (``host="jvm"``; ``tumbling-100-jvm-host`` with the JVM map side as well, ``tumbling-100-arrow-jvm-host`` with
 the Arrow map side: floodmark's defaults).
 ``Nexmark`` rows are ``bench/nexmark.py``'s event-time queries on Nexmark-shaped bids (``--rows`` bids; that script
-adds events/s per core and Flink's published figures). ``two stages`` is seed 003's pipeline
+adds events/s per core and Flink's published figures). ``two stages`` is the game-session pipeline
 (``bench/stages_throughput.py``: per-user sessions, then a global mean per 2 minutes) against native chained
 aggregations. ``early firings`` is ``AfterWatermark(early=AfterProcessingTime(1 s))``; native has no early firings, so
 its runs in that row are its tumbling count, alternating with floodmark's as in every row. ``idle`` runs each engine's
