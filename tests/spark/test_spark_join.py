@@ -25,6 +25,7 @@ from floodmark.apps.cli import app as app_cli
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
+from floodmark.explain.rows import TimeStatus
 from floodmark.simulator import searches
 
 pytestmark = pytest.mark.spark
@@ -230,10 +231,18 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     idle = [r for r in query.reports if r.splits[quiet][1] and r.watermark < MAX_TIMESTAMP]
     assert idle, "the quiet clicks split went idle before the end of the input"
     assert max(r.stages["clicked"].open_windows for r in query.reports) > 0, "buffered rows show as open windows"
-    with pytest.raises(ValueError, match="is a join and has no windows"):
+    with pytest.raises(ValueError, match="'clicked' has no windows to explain"):
         query.explain("u1", Window(0, 1_000), "clicked")
-    with pytest.raises(ValueError, match="is a process stage and has no windows"):
+    with pytest.raises(ValueError, match="'abandoned' has no windows to explain"):
         query.explain("u1", Window(0, 1_000), "abandoned")
+    # What waits at an event time: after the end of input every row left the join and every timer fired.
+    row = query.explain_time(1_000, "clicked", "left")
+    assert row.status is TimeStatus.DONE and "left the buffer" in row.reason, row.text()
+    assert query.explain_time(1_000, "abandoned").status is TimeStatus.DONE
+    with pytest.raises(ValueError, match="say which side"):
+        query.explain_time(1_000, "clicked")
+    # A window join's pairs wait in windows: explained as windows.
+    assert query.explain("u1", Window(0, 30_000), "same_window").max_timestamp == 29_999
     abandoned = query.stage_reconciliation("abandoned")
     queries = len(searches.generate(CONFIG)["queries"])
     assert (abandoned.input_rows, abandoned.records, abandoned.in_windows) == (queries, queries - 1, queries - 1)
@@ -244,7 +253,10 @@ def test_reports_reconcile_the_join_and_show_the_quiet_split_idle(runs):
     )
     assert explained.exit_code == 0, explained.output
     refused = CliRunner().invoke(app_cli, ["explain", str(root / "ckpt"), "--stage", "clicked", "--window-start", "0"])
-    assert refused.exit_code == 2 and "is a join and has no windows" in refused.output
+    assert refused.exit_code == 2 and "is a join and has no windows" in refused.output and "--time" in refused.output
+    row = ["explain", str(root / "ckpt"), "--stage", "clicked", "--time", "1000", "--side", "right"]
+    explained = CliRunner().invoke(app_cli, row)
+    assert explained.exit_code == 0 and "a right row (from 'clicks')" in explained.output, explained.output
 
 
 def stage_rows(spark, root: Path) -> dict[str, list]:

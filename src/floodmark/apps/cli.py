@@ -319,7 +319,9 @@ def explain(
         Path,
         typer.Argument(help="A query's checkpoint, the output directory of floodmark demo or replay, or a games run."),
     ],
-    window_start: Annotated[str, typer.Option(help="Window start: ISO date-time (UTC) or ms, e.g. 2026-01-01T00:05.")],
+    window_start: Annotated[
+        str | None, typer.Option(help="Window start: ISO date-time (UTC) or ms, e.g. 2026-01-01T00:05.")
+    ] = None,
     key: Annotated[
         str | None, typer.Option(help="The key, comma-separated in key_by order, e.g. a,CLICK (none: unkeyed).")
     ] = None,
@@ -328,11 +330,26 @@ def explain(
     window_end: Annotated[
         str | None, typer.Option(help="Window end, for cumulate windows (they share starts), e.g. 2026-01-01T10:00.")
     ] = None,
+    time: Annotated[
+        str | None,
+        typer.Option(help="For a join or a process stage: the event time of a row or timer, e.g. 2026-01-01T00:05."),
+    ] = None,
+    side: Annotated[str | None, typer.Option(help="For a join: the row's side, left or right.")] = None,
 ) -> None:
     """Say why a key's window has not fired: which split or upstream stage holds the watermark back, idleness,
-    when it fires."""
-    from floodmark.apps.inspection import explain_run
+    when it fires. For a join or a process stage (--time): a row's partners and cleanup, or a timer."""
+    from floodmark.apps.inspection import explain_run, explain_time_run
 
+    if (window_start is None) == (time is None):
+        raise _fail("give --window-start (a window stage) or --time (a join or a process stage)", 2)
+    if time is not None:
+        try:
+            answer = explain_time_run(run, _parsed(parse_instant, time, "--time"), side, batch, stage)
+        except (FileNotFoundError, LookupError, ValueError) as error:
+            raise _fail(str(error), 2) from None
+        console.print(answer.text(), highlight=False, markup=False, soft_wrap=True)
+        return
+    assert window_start is not None
     start = _parsed(parse_instant, window_start, "--window-start")
     end = None if window_end is None else _parsed(parse_instant, window_end, "--window-end")
     parts = () if key is None else tuple(part.strip() for part in key.split(","))

@@ -31,6 +31,7 @@ from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, definition_path
+from floodmark.explain.rows import TimeExplanation, explain_time
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 
@@ -102,11 +103,26 @@ class RunDefinition:
     def stage(self, name: str | None) -> WindowedStage:
         """Window stage ``name`` (default: the only one). :raises ValueError: unknown, needed and not given, or a
         join (no windows to explain)."""
-        stage = self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
+        stage = self.any_stage(name)
         if not isinstance(stage, WindowedStage):
             kind = "a join" if isinstance(stage, JoinStage) else "a process stage"
-            raise ValueError(f"stage {stage.name!r} is {kind} and has no windows to explain: name a window stage")
+            raise ValueError(
+                f"stage {stage.name!r} is {kind} and has no windows to explain: give --time (and a join's --side) "
+                "to explain what waits at an event time there"
+            )
         return stage
+
+    def any_stage(self, name: str | None) -> WindowedStage | JoinStage | ProcessStage:
+        """Stage ``name`` of any kind (default: the only one). :raises ValueError: unknown, or needed and not given."""
+        return self.stages[stage_named(list(self.stages), name, "the run", "with --stage")]
+
+    def controller(self) -> Controller:
+        """A controller over the run's control log (reads only)."""
+        return Controller(
+            ControlLog(floodmark_path(self.checkpoint, checkpoint_layout.CONTROL)),
+            self.sources,
+            {name: list(s.upstream) for name, s in self.stages.items()},
+        )
 
 
 def _local(path: str | None) -> Path | None:
@@ -181,11 +197,7 @@ def explain_run(
             f"comma-separated in that order{example}"
         )
     window = window_at(chosen.spec, window_start, window_end)
-    controller = Controller(
-        ControlLog(floodmark_path(definition.checkpoint, checkpoint_layout.CONTROL)),
-        definition.sources,
-        {name: list(s.upstream) for name, s in definition.stages.items()},
-    )
+    controller = definition.controller()
     batch = _batch_to_explain(run, controller.log.seqs(), batch)
     key_value = None if not keys else keys[0] if len(keys) == 1 else keys
     explanation = explain_stage(controller, chosen, key_value, window, batch)
@@ -200,6 +212,35 @@ def explain_run(
             row.update({f"value:{name}": row[name] for name in chosen.result_names})
             emitted.append(row)
     return RunExplanation(explanation, batch, emitted)
+
+
+def explain_time_run(
+    run: str | Path, event_time: int, side: str | None = None, batch: int | None = None, stage: str | None = None
+) -> TimeRunExplanation:
+    """Explain what waits at ``event_time`` in ``stage`` (an interval join: a ``side`` row; a process stage: an
+    event-time timer) as the run stood at the end of ``batch`` (default: the last):
+    :func:`floodmark.explain.rows.explain_time`.
+
+    :raises FileNotFoundError: ``run`` is not a run's output directory. :raises LookupError: the run has no batch
+        ``batch``. :raises ValueError: ``stage`` is not the run's, has windows, or ``side`` does not fit it.
+    """
+    run = Path(run)
+    definition = RunDefinition.of(run)
+    chosen = definition.any_stage(stage)
+    controller = definition.controller()
+    batch = _batch_to_explain(run, controller.log.seqs(), batch)
+    return TimeRunExplanation(explain_time(controller, chosen, event_time, side, batch), batch)
+
+
+@dataclass(frozen=True)
+class TimeRunExplanation:
+    """:func:`~floodmark.explain.rows.explain_time`'s answer for a run, as of the end of ``batch``."""
+
+    explanation: TimeExplanation
+    batch: int
+
+    def text(self) -> str:
+        return f"as of the end of batch {self.batch}:\n{self.explanation.text()}"
 
 
 def _batch_to_explain(run: Path, seqs: list[int], batch: int | None) -> int:

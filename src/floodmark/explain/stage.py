@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from floodmark.core.join import WindowJoinSpec
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
@@ -45,16 +46,21 @@ def explain_stage(
     """Why ``key``'s ``window`` of ``stage`` has (not) fired as of the end of ``batch`` (default: the last).
 
     A stage reading one source is explained from that source's splits (:func:`explain_window`); any other
-    stage from its upstreams' watermarks (:func:`explain_stage_window`), naming the one that holds it back.
+    stage from its upstreams' watermarks (:func:`explain_stage_window`), naming the one that holds it back. A window
+    join's windows are explained as windows of its default trigger: the window's pairs are emitted with its pane.
 
     :raises LookupError: the log has no entries for ``batch`` (never ran, or pruned). :raises ValueError: ``stage``
-        is a join or a process stage (no windows: its reports and reconciliation say what it buffered and emitted).
+        is an interval join or a process stage (no windows: :func:`floodmark.explain.rows.explain_time` explains
+        what waits at an event time there).
     """
-    if not isinstance(stage, WindowedStage):
-        kind = "a join" if isinstance(stage, JoinStage) else "a process stage"
+    if isinstance(stage, WindowedStage):
+        spec = stage.spec
+    elif isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
+        spec = stage.spec.window_spec()  # its pairs wait in windows, which fire as any window does
+    else:
         raise ValueError(
-            f"stage {stage.name!r} is {kind} and has no windows to explain: its reports (open windows: rows buffered"
-            " or keys kept) and query.stage_reconciliation say what it emitted"
+            f"stage {stage.name!r} has no windows to explain: explain what waits at an event time instead "
+            "(floodmark.explain.rows: a join row's partners and cleanup, a process stage's timer)"
         )
     batch = last_batch(controller) if batch is None else batch
     ran = controller.logged(batch)
@@ -65,20 +71,38 @@ def explain_stage(
     upstream = stage.upstream
     if len(upstream) == 1 and upstream[0] in sources:
         return explain_window(
-            stage.spec,
+            spec,
             key,
             window,
             sources[upstream[0]],
             processing_time=after.processing_time,
             applied_watermark=applied,
         )
+    reports = upstream_reports(controller, stage, window.max_timestamp, batch)
+    return explain_stage_window(
+        spec,
+        key,
+        window,
+        graph.watermarks[stage.name].input_watermark,
+        reports,
+        after.processing_time,
+        applied_watermark=applied,
+    )
+
+
+def upstream_reports(
+    controller: Controller, stage: WindowedStage | JoinStage | ProcessStage, target: int, batch: int
+) -> list[UpstreamReport]:
+    """Each upstream of ``stage`` after ``batch`` (control entry ``batch + 1``), seen from the event time ``target``
+    (its gap is measured to it): a source's combined watermark and idleness, an upstream stage's output watermark,
+    input watermark and lowest hold."""
+    sources, graph, after = controller.graph_at(batch + 1)
     holds = BucketGauges(after.buckets)
-    max_ts = window.max_timestamp
     reports = []
-    for name in upstream:
+    for name in stage.upstream:
         if name in sources:
             watermark, idle = sources[name].watermark, sources[name].idle
-            reports.append(UpstreamReport(name, False, watermark, idle, _gap(max_ts, watermark)))
+            reports.append(UpstreamReport(name, False, watermark, idle, _gap(target, watermark)))
         else:
             marks = graph.watermarks[name]
             watermark = marks.output_watermark
@@ -88,20 +112,12 @@ def explain_stage(
                     True,
                     watermark,
                     graph.idle[name],
-                    _gap(max_ts, watermark),
+                    _gap(target, watermark),
                     input_watermark=marks.input_watermark,
                     hold=holds.lowest(name, wire.HOLD),
                 )
             )
-    return explain_stage_window(
-        stage.spec,
-        key,
-        window,
-        graph.watermarks[stage.name].input_watermark,
-        reports,
-        after.processing_time,
-        applied_watermark=applied,
-    )
+    return reports
 
 
 def _gap(max_timestamp: int, watermark: int) -> int:

@@ -1009,7 +1009,7 @@ def explain_stage_window(
     )
 
 
-def _upstream_what(upstream: UpstreamReport, max_timestamp: int) -> str:
+def upstream_what(upstream: UpstreamReport, max_timestamp: int) -> str:
     """What ``upstream``'s watermark is made of, in words, looking one batch ahead."""
     if not upstream.is_stage:
         return "the source's combined watermark"
@@ -1046,7 +1046,7 @@ def _upstream_line(upstream: UpstreamReport, max_timestamp: int, input_watermark
         state = "past the max timestamp"
     else:
         state = f"active, {format_duration(upstream.gap_ms)} behind"
-    return f"{head}: {state} (held by {_upstream_what(upstream, max_timestamp)})"
+    return f"{head}: {state} (held by {upstream_what(upstream, max_timestamp)})"
 
 
 def _upstream_reason(
@@ -1067,7 +1067,7 @@ def _upstream_reason(
     kind = "stage" if lowest.is_stage else "source"
     text = (
         f"upstream {kind} {lowest.name!r} holds the input watermark at {format_instant(lowest.watermark)}, "
-        f"{format_duration(lowest.gap_ms)} below the window's max timestamp: held by {_upstream_what(lowest, max_ts)}"
+        f"{format_duration(lowest.gap_ms)} below the window's max timestamp: held by {upstream_what(lowest, max_ts)}"
     )
     if len(holding) > 1:
         text += f" (also below: {', '.join(repr(u.name) for u in holding[1:])})"

@@ -58,6 +58,7 @@ from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.pane_description import PaneDescription
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reports import BatchReport
+from floodmark.explain.rows import TimeExplanation, explain_time
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.spark import hadoop_files
@@ -410,6 +411,22 @@ class Pipeline:
         spark = next(iter(self.sources.values())).frame.sparkSession
         log, _ = control_log(client_path(spark, checkpoint), spark)
         return explain_stage(self._controller(log), self.stages[stage], key, window, batch)
+
+    def explain_time(
+        self,
+        checkpoint: str,
+        event_time: int,
+        stage: str | None = None,
+        side: str | None = None,
+        batch: int | None = None,
+    ) -> TimeExplanation:
+        """What waits at ``event_time`` (ms) in ``stage`` (an interval join: a ``side`` row; a process stage: an
+        event-time timer) of the query at ``checkpoint``, running or stopped, as of the end of ``batch`` (default:
+        the last): :func:`floodmark.explain.rows.explain_time`; this definition must be the query's."""
+        stage = stage_named(list(self.stages), stage, "the pipeline")
+        spark = next(iter(self.sources.values())).frame.sparkSession
+        log, _ = control_log(client_path(spark, checkpoint), spark)
+        return explain_time(self._controller(log), self.stages[stage], event_time, side, batch)
 
     def start(
         self,

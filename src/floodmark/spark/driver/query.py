@@ -24,6 +24,7 @@ from floodmark.driver.controller import Controller
 from floodmark.driver.prometheus import PrometheusMetrics
 from floodmark.driver.reconciliation import Reconciliation, StageReconciliation
 from floodmark.driver.reports import BatchReport
+from floodmark.explain.rows import TimeExplanation, explain_time
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
 from floodmark.spark.driver.launch import EndOfInputRequest, Launched
@@ -503,6 +504,19 @@ class FloodmarkQuery:
             self.query.explain(extended or key is True)
             return None
         return explain_stage(self.controller, self.stages[self._stage(stage)], key, window, batch)
+
+    def explain_time(
+        self, event_time: int, stage: str | None = None, side: str | None = None, batch: int | None = None
+    ) -> TimeExplanation:
+        """What waits at ``event_time`` (ms) in ``stage``, an interval join or a process stage, as of the end of
+        ``batch`` (default: the latest finished): a ``side`` row's partners, cleanup and lateness (``"left"`` or
+        ``"right"``), or an event-time timer (a process stage), and the upstream that holds the input watermark
+        (:func:`floodmark.explain.rows.explain_time`). A window join's windows: :meth:`explain`.
+
+        :raises ValueError: ``stage`` is not one of the query's, has windows, or ``side`` does not fit it.
+            :raises LookupError: no batch has finished, or ``batch``'s control entries were pruned.
+        """
+        return explain_time(self.controller, self.stages[self._stage(stage)], event_time, side, batch)
 
     def _stage(self, stage: str | None) -> str:
         return stage_named(list(self.stages), stage, "the query")
