@@ -19,7 +19,8 @@ from pyspark.sql import SparkSession
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.driver.reports import BatchReport
 from floodmark.spark import (
-    EventTimeAggregation, FileSink, KafkaSink, Outputs, Pipeline, SourceTime, TableSink, read_kafka, topic_partitions,
+    EventTimeAggregation, FileSink, FloodmarkQuery, KafkaSink, Outputs, Pipeline, SourceTime, TableSink, read_kafka,
+    topic_partitions,
 )
 
 from pyspark.sql import DataFrame
@@ -33,6 +34,7 @@ strategy: WatermarkStrategy
 agg: EventTimeAggregation
 job: EventTimeAggregation
 pipeline: Pipeline
+query: FloodmarkQuery
 def view(report: BatchReport) -> None: ...
 def metrics(report: BatchReport) -> None: ...
 """
