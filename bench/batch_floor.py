@@ -11,7 +11,7 @@ the first batch's planning time and the median time of the later batches:
   function / processor (read the state, count the rows, emit one row).
 
 floodmark's batch with no input (``bench/throughput.py`` prints it) is the
-applyInPandasWithState row (transformWithStateInPandas until session 4) plus the
+applyInPandasWithState row (before floodmark moved to transformWithStateInPandas) plus the
 control entry, the map side and the sink:
 the difference is what floodmark adds; the rest is Spark's price for a Python
 stateful operator on RocksDB.

@@ -1,4 +1,4 @@
-"""A few-key batch stage by stage, from Spark's event log: native Spark against floodmark (issue 41, step 3).
+"""A few-key batch stage by stage, from Spark's event log: native Spark against floodmark.
 
     FLOODMARK_QUIET=1 .venv/bin/python bench/batch_stages.py --keys 100 --repeat 2
 
@@ -7,9 +7,9 @@ rows in ``--files`` files, one per batch, ``--keys`` keys): native Spark's 1-min
 floodmark's (``bench/all.py``'s pipeline, panes to Parquet) on the JVM map side and host, or ``--host python``. One
 warm-up run each, then ``--repeat`` runs alternating, every run with Spark's event log on.
 
-``--workload stages``: seed 003's two stages instead (``bench/stages_throughput.py``: sessions per player, then a
-global mean per 2 minutes; ``--keys`` players per source, ``--minutes`` of event time), native's chained aggregations
-into ``noop`` against floodmark's ``Pipeline`` with the means' panes to Parquet.
+``--workload stages``: the game-session pipeline's two stages instead (``bench/stages_throughput.py``: sessions per
+player, then a global mean per 2 minutes; ``--keys`` players per source, ``--minutes`` of event time), native's
+chained aggregations into ``noop`` against floodmark's ``Pipeline`` with the means' panes to Parquet.
 
 For the batches with input after the first, per engine, medians over batches and runs (ms): each Spark job of the
 batch (its wall time), each stage of those jobs (wall, tasks' run time, CPU, GC; stages named by their last RDD

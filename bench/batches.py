@@ -1,4 +1,4 @@
-"""Where a bounded run's time goes, batch by batch: native Spark against floodmark (issue 41, step 3).
+"""Where a bounded run's time goes, batch by batch: native Spark against floodmark.
 
     FLOODMARK_QUIET=1 .venv/bin/python bench/batches.py --keys 100 --repeat 3
 
@@ -7,7 +7,7 @@ Both engines read the same Parquet input (``--files`` files of 2M rows in all, o
 ``bench/all.py``'s (``withWatermark(5 s)``, a 1-minute tumbling count, ``availableNow``), to ``noop`` and to Parquet;
 floodmark is ``bench/all.py``'s ``EventTimeAggregation`` (``run_to_completion``, panes to Parquet) with each map
 side, on each host; with the defaults (the Arrow map side, the JVM host) once more with the panes not written
-(against native's ``noop``); and with the JVM map side twice more: the end of input as before session 29 (a batch
+(against native's ``noop``); and with the JVM map side twice more: the end of input as it was decided before (a batch
 that reads nothing, then the flush) and, with ``--other-buckets N``, N state buckets. One warm-up run per engine,
 then the engines alternate ``--repeat`` times; every cell is a median over the runs.
 
@@ -104,7 +104,7 @@ def floodmark(
     host: str = "python",
     panes: bool = True,
 ) -> Sample:
-    """``fold=False``: the end of input as before session 29, decided after a batch that read nothing, the flush
+    """``fold=False``: the end of input as it was decided before, decided after a batch that read nothing, the flush
     in the batch after it (``Controller.begin_batch`` told that no batch is the end of input as it begins).
     ``panes=False``: the panes are not written (``Outputs.files(root, panes=False)``), so that the row is
     floodmark's engine against native's ``noop``."""

@@ -1,11 +1,11 @@
-"""Which Python stateful operators can be chained in one streaming query (the question behind issue 13).
+"""Which Python stateful operators can be chained in one streaming query (the question behind the one-query graph).
 
     .venv/bin/python bench/chained_stateful_probe.py
 
 Stage 1 sums ``v`` per key, stage 2 counts stage 1's output rows per group; three one-file micro-batches.
 Prints, per combination, whether the query starts and what stage 2 saw after each batch (stage 2 seeing
 stage 1's output of the same batch means one query can run two floodmark stages with one batch between
-them). Measured on Spark 4.3.0 (session 8):
+them). Measured on Spark 4.3.0 (2026-11-23):
 
 | stage 1 | stage 2 | result |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""floodmark and native Spark over Spark Connect beside a classic session, in one run (issue 43).
+"""floodmark and native Spark over Spark Connect beside a classic session, in one run.
 
 The workloads of ``bench/all.py``'s few-key and many-key rows (a 1-minute tumbling count per key, one Parquet file
 per batch, run to the end of the input), four engines alternating run by run:

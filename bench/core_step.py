@@ -56,7 +56,7 @@ def seconds(spec: WindowSpec, keys: int, runs: int = 3) -> float:
 
 def flush_seconds(windows_open: int = 1_000_000, runs: int = 3) -> float:
     """Fire ``windows_open`` one-hour windows at the end of input (watermark MAX), from a restored snapshot as
-    the Spark processor does: the per-pane cost of a flush (issue 12 asks for well under 2 us per pane)."""
+    the Spark processor does: the per-pane cost of a flush (the target: well under 2 us per pane)."""
     spec = WindowSpec(windows.Tumbling(3_600_000), {"n": aggregates.count()})
     keys = np.empty(windows_open, dtype=object)
     keys[:] = [f"user-{i}" for i in range(windows_open)]

@@ -8,7 +8,7 @@
 One-hour tumbling windows over 10 minutes of event time, so no window fires before the end of input: the
 last batch fires every window (865k panes for 1M keys) and writes them to Parquet. Prints each batch's
 seconds (from its control entry's processing time to the next one) and Spark's ``durationMs``.
-``bench/all.py``'s ``tumbling-1m`` row measures the same flush in a warm session (3.2-3.7 s in session 11;
+``bench/all.py``'s ``tumbling-1m`` row measures the same flush in a warm session (3.2-3.7 s when first measured;
 this cold one took 5.3-6.8 s).
 """
 

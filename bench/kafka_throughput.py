@@ -7,7 +7,7 @@ jitter) as JSON values in a 4-partition topic of a real broker on loopback (spli
 read the topic with Spark's Kafka source, ``maxOffsetsPerTrigger`` = rows / ``--batches``, and write their
 windows' counts to a topic: native ``withWatermark + groupBy(window, key).count()`` with ``availableNow``;
 floodmark's ``EventTimeAggregation`` (per-partition watermarks, bound 5 s) with ``run_to_completion`` and
-``Outputs.kafka`` (seed 001's text lines), at-least-once and exactly-once (``transactional_id_prefix``: a
+``Outputs.kafka`` (the clickstream job's text lines), at-least-once and exactly-once (``transactional_id_prefix``: a
 Kafka transaction per batch, written through the driver; its panes read ``read_committed``). "pane latency"
 counts batches from the one after which floodmark's watermark passed a window's end to the one whose write
 put its pane in the output topic (1 = the next trigger; the final flush is not a sample). Each engine runs

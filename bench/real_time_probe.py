@@ -1,4 +1,4 @@
-"""Whether floodmark's JVM host runs in Spark 4.3's Real-time Mode (issue 41, step 5), and what stops it.
+"""Whether floodmark's JVM host runs in Spark 4.3's Real-time Mode, and what stops it.
 
     .venv/bin/python bench/real_time_probe.py
 
@@ -6,7 +6,7 @@ Starts a Kafka broker of its own on loopback, fills a topic, builds the query of
 on the JVM map side and the JVM host (``EventTimeAggregation(..., map_side="jvm", host="jvm")``: Kafka and
 floodmark's tick source, unioned, into Spark's own ``transformWithState``) and starts its carrier rows with
 ``trigger(realTime="5 seconds")`` in update mode, in the ways Real-time Mode could take it. Prints, per attempt,
-whether the query ran a batch and, if not, the first line of Spark's error. Measured on Spark 4.3.0 (session 33):
+whether the query ran a batch and, if not, the first line of Spark's error. Measured on Spark 4.3.0 (2026-11-28):
 
 - floodmark's query as it runs (its foreachBatch sink): refused at start, OPERATOR_OR_SINK_NOT_IN_ALLOWLIST
   (ForeachBatchSink);

@@ -1,4 +1,4 @@
-"""A long run: one floodmark query for ``--minutes`` of micro-batches, its driver's memory sampled (issue 44).
+"""A long run: one floodmark query for ``--minutes`` of micro-batches, its driver's memory sampled.
 
     .venv/bin/python bench/soak.py                        # 30 minutes, floodmark's session settings
     .venv/bin/python bench/soak.py --minutes 10 --spark-retention   # Spark's own status retention, to compare

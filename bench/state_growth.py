@@ -1,4 +1,4 @@
-"""State that grows: one 60-minute window per key over a key space much larger than the rows (issue 30's row).
+"""State that grows: one 60-minute window per key over a key space much larger than the rows (all.py's growth row).
 
     .venv/bin/python bench/state_growth.py                       # 3M and 6M rows, 8 batches each, one run each
     .venv/bin/python bench/state_growth.py --rows 1000000 --repeat 2
