@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from floodmark.core.join.spec import IntervalJoinSpec, JoinKind, Side
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
-from floodmark.core.time import MIN_TIMESTAMP, format_duration, format_instant
+from floodmark.core.time import format_duration, format_instant
 from floodmark.driver.controller import Controller
-from floodmark.explain.stage import last_batch, upstream_reports
-from floodmark.explain.window import UpstreamReport, upstream_what
+from floodmark.explain.stage import applied_watermark, upstream_reports
+from floodmark.explain.window import UpstreamReport, holding_sentence, upstream_head, upstream_what
 from floodmark.protocol import wire
 from floodmark.protocol.control import BucketGauges
 
@@ -109,14 +109,12 @@ def explain_time(
         row_side, decided_at = None, event_time
     else:
         raise ValueError(f"stage {stage.name!r} has windows: explain a key's window (explain_stage)")
-    batch = last_batch(controller) if batch is None else batch
-    ran = controller.logged(batch)
-    if ran is None:
-        raise LookupError(f"no control entry {batch} in {controller.log.directory}")
-    applied = ran.watermark_for(stage.name)
-    _, graph, after = controller.graph_at(batch + 1)
+    batch, applied = applied_watermark(controller, stage.name, batch)
+    sources, graph, after = controller.graph_at(batch + 1)
     input_watermark = graph.watermarks[stage.name].input_watermark
-    reports = tuple(sorted(upstream_reports(controller, stage, decided_at, batch), key=lambda u: (u.watermark, u.name)))
+    reports = tuple(
+        sorted(upstream_reports(stage, sources, graph, after, decided_at), key=lambda u: (u.watermark, u.name))
+    )
     if applied >= decided_at:
         status = TimeStatus.DONE
     elif input_watermark >= decided_at:
@@ -214,15 +212,8 @@ def _timer(
 def _holding(holding: list[UpstreamReport], target: int) -> str:
     if not holding:
         return "Every upstream is idle or past it."
-    lowest = holding[0]
-    kind = "stage" if lowest.is_stage else "source"
-    text = (
-        f"Upstream {kind} {lowest.name!r} holds the input watermark at {format_instant(lowest.watermark)}, "
-        f"{format_duration(lowest.gap_ms)} below: held by {upstream_what(lowest, target)}"
-    )
-    if len(holding) > 1:
-        text += f" (also below: {', '.join(repr(u.name) for u in holding[1:])})"
-    return text + "."
+    text = holding_sentence(holding, target)
+    return text[0].upper() + text[1:]
 
 
 def _needs(holding: list[UpstreamReport], target: int) -> str:
@@ -235,11 +226,7 @@ def _needs(holding: list[UpstreamReport], target: int) -> str:
 
 
 def _upstream_line(upstream: UpstreamReport, target: int) -> str:
-    kind = "stage" if upstream.is_stage else "source"
-    if upstream.watermark <= MIN_TIMESTAMP:
-        head = f"{kind} {upstream.name!r}: no watermark yet"
-    else:
-        head = f"{kind} {upstream.name!r}: watermark {format_instant(upstream.watermark)}"
+    head = upstream_head(upstream)
     if upstream.idle:
         return f"{head}: IDLE (excluded from the input watermark)"
     if upstream.watermark < target:

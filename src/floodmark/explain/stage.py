@@ -13,16 +13,19 @@ and a window only that state covers is ``DUE`` in batch N+1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from floodmark.core.join import WindowJoinSpec
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
 from floodmark.core.time import MAX_TIMESTAMP
+from floodmark.core.watermarks.coordinator import SourceWatermarks
+from floodmark.core.watermarks.graph import StageGraph
 from floodmark.core.windows import Window
 from floodmark.driver.controller import Controller
 from floodmark.explain.window import Explanation, UpstreamReport, explain_stage_window, explain_window
 from floodmark.protocol import wire
-from floodmark.protocol.control import BucketGauges
+from floodmark.protocol.control import BucketGauges, ControlEntry
 
 
 def last_batch(controller: Controller) -> int:
@@ -62,11 +65,7 @@ def explain_stage(
             f"stage {stage.name!r} has no windows to explain: explain what waits at an event time instead "
             "(floodmark.explain.rows: a join row's partners and cleanup, a process stage's timer)"
         )
-    batch = last_batch(controller) if batch is None else batch
-    ran = controller.logged(batch)
-    if ran is None:
-        raise LookupError(f"no control entry {batch} in {controller.log.directory}")
-    applied = ran.watermark_for(stage.name)
+    batch, applied = applied_watermark(controller, stage.name, batch)
     sources, graph, after = controller.graph_at(batch + 1)
     upstream = stage.upstream
     if len(upstream) == 1 and upstream[0] in sources:
@@ -78,7 +77,7 @@ def explain_stage(
             processing_time=after.processing_time,
             applied_watermark=applied,
         )
-    reports = upstream_reports(controller, stage, window.max_timestamp, batch)
+    reports = upstream_reports(stage, sources, graph, after, window.max_timestamp)
     return explain_stage_window(
         spec,
         key,
@@ -90,13 +89,27 @@ def explain_stage(
     )
 
 
+def applied_watermark(controller: Controller, stage: str, batch: int | None) -> tuple[int, int]:
+    """``batch`` (default: the last finished) and the input watermark ``stage`` ran with in it.
+
+    :raises LookupError: the log has no entry for ``batch`` (never ran, or pruned)."""
+    batch = last_batch(controller) if batch is None else batch
+    ran = controller.logged(batch)
+    if ran is None:
+        raise LookupError(f"no control entry {batch} in {controller.log.directory}")
+    return batch, ran.watermark_for(stage)
+
+
 def upstream_reports(
-    controller: Controller, stage: WindowedStage | JoinStage | ProcessStage, target: int, batch: int
+    stage: WindowedStage | JoinStage | ProcessStage,
+    sources: Mapping[str, SourceWatermarks],
+    graph: StageGraph,
+    after: ControlEntry,
+    target: int,
 ) -> list[UpstreamReport]:
-    """Each upstream of ``stage`` after ``batch`` (control entry ``batch + 1``), seen from the event time ``target``
-    (its gap is measured to it): a source's combined watermark and idleness, an upstream stage's output watermark,
-    input watermark and lowest hold."""
-    sources, graph, after = controller.graph_at(batch + 1)
+    """Each upstream of ``stage`` in the state ``after`` a batch (:meth:`Controller.graph_at` of the next entry),
+    seen from the event time ``target`` (its gap is measured to it): a source's combined watermark and idleness, an
+    upstream stage's output watermark, input watermark and lowest hold."""
     holds = BucketGauges(after.buckets)
     reports = []
     for name in stage.upstream:

@@ -34,7 +34,7 @@ watermark has passed but the operator's has not is reported as ``DUE``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
@@ -1032,12 +1032,16 @@ def upstream_what(upstream: UpstreamReport, max_timestamp: int) -> str:
     return f"its input watermark, {format_instant(upstream.input_watermark)}"
 
 
-def _upstream_line(upstream: UpstreamReport, max_timestamp: int, input_watermark: int) -> str:
+def upstream_head(upstream: UpstreamReport) -> str:
+    """``stage 'name': watermark ...`` (or ``no watermark yet``): how an upstream's line starts."""
     kind = "stage" if upstream.is_stage else "source"
     if upstream.watermark <= MIN_TIMESTAMP:
-        head = f"{kind} {upstream.name!r}: no watermark yet"
-    else:
-        head = f"{kind} {upstream.name!r}: watermark {format_instant(upstream.watermark)}"
+        return f"{kind} {upstream.name!r}: no watermark yet"
+    return f"{kind} {upstream.name!r}: watermark {format_instant(upstream.watermark)}"
+
+
+def _upstream_line(upstream: UpstreamReport, max_timestamp: int, input_watermark: int) -> str:
+    head = upstream_head(upstream)
     if upstream.idle:
         state = "IDLE (excluded from the input watermark)"
     elif upstream.watermark < max_timestamp and input_watermark < max_timestamp:
@@ -1063,11 +1067,17 @@ def _upstream_reason(
         )
     if not holding:
         return f"the input watermark {format_instant(input_watermark)} is below the window's max timestamp."
+    return holding_sentence(holding, max_ts, " the window's max timestamp")
+
+
+def holding_sentence(holding: Sequence[UpstreamReport], target: int, below: str = "") -> str:
+    """Which upstream holds a stage's input watermark below ``target`` (``holding``: the non-idle upstreams below
+    it, lowest first, at least one) and why, in one sentence; ``below`` names the target after "below"."""
     lowest = holding[0]
     kind = "stage" if lowest.is_stage else "source"
     text = (
         f"upstream {kind} {lowest.name!r} holds the input watermark at {format_instant(lowest.watermark)}, "
-        f"{format_duration(lowest.gap_ms)} below the window's max timestamp: held by {upstream_what(lowest, max_ts)}"
+        f"{format_duration(lowest.gap_ms)} below{below}: held by {upstream_what(lowest, target)}"
     )
     if len(holding) > 1:
         text += f" (also below: {', '.join(repr(u.name) for u in holding[1:])})"
