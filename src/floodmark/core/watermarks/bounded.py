@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, non_negative_millis
-from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.generator import WatermarkGenerator, highest_seen
 from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
 
@@ -37,9 +37,20 @@ class BoundedOutOfOrderness(WatermarkGenerator):
         return f"bounded out-of-orderness, bound {format_duration(self.bound)}"
 
     def view(self) -> GeneratorView:
-        # The initial value is a sentinel just above MIN (so that the first watermark is MIN): no record yet.
-        highest = None if self.max_timestamp == MIN_TIMESTAMP + self.bound + 1 else self.max_timestamp
+        highest = self._highest()
         return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound + 1)
+
+    def _highest(self) -> int | None:
+        # The initial value is a sentinel just above MIN (so that the first watermark is MIN): no record yet.
+        return None if self.max_timestamp == MIN_TIMESTAMP + self.bound + 1 else self.max_timestamp
+
+    def snapshot(self) -> dict[str, Any]:
+        """What it has seen, not its bound (:func:`~floodmark.core.watermarks.generator.highest_seen`)."""
+        return {"max_timestamp": self._highest()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        highest = highest_seen(state, sentinel_above_bound=1)
+        self.max_timestamp = MIN_TIMESTAMP + self.bound + 1 if highest is None else highest
 
 
 class AscendingTimestamps(BoundedOutOfOrderness):
@@ -93,6 +104,18 @@ class LegacyBoundedOutOfOrderness(WatermarkGenerator):
         return f"legacy bounded out-of-orderness (max - bound), bound {format_duration(self.bound)}"
 
     def view(self) -> GeneratorView:
-        highest = None if self.current_max_timestamp == MIN_TIMESTAMP + self.bound else self.current_max_timestamp
+        highest = self._highest()
         # watermark = max - bound (no - 1)
         return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound)
+
+    def _highest(self) -> int | None:
+        return None if self.current_max_timestamp == MIN_TIMESTAMP + self.bound else self.current_max_timestamp
+
+    def snapshot(self) -> dict[str, Any]:
+        """What it has seen and emitted, not its bound (:func:`~floodmark.core.watermarks.generator.highest_seen`)."""
+        return {"max_timestamp": self._highest(), "last_emitted_watermark": self.last_emitted_watermark}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        highest = highest_seen(state, sentinel_above_bound=0, field="current_max_timestamp")
+        self.current_max_timestamp = MIN_TIMESTAMP + self.bound if highest is None else highest
+        self.last_emitted_watermark = state.get("last_emitted_watermark", MIN_TIMESTAMP)

@@ -32,6 +32,7 @@ from floodmark.core.clock import ManualClock
 from floodmark.core.time import Duration, positive_millis
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
+from floodmark.core.watermarks.idleness import without_idleness
 from floodmark.core.watermarks.multiplexer import WatermarkMultiplexer
 from floodmark.core.watermarks.strategy import WatermarkStrategy
 
@@ -148,10 +149,14 @@ class SourceWatermarks:
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`snapshot` (the strategy must be the same)."""
+        """Resume from :meth:`snapshot`, taken under this strategy or another: the strategy's settings (bound,
+        idleness, periodic interval, percentile) are this coordinator's; each split keeps what its generator has seen
+        and its watermark (:mod:`~floodmark.core.watermarks.generator`, "Settings changed on a running job")."""
         self.clock = ManualClock(state["clock"])
         self.generators = {}
         for split, saved in state["generators"].items():
+            if self.strategy.idle_timeout_ms is None:  # idleness removed since the snapshot: the generator's part
+                saved = without_idleness(saved)
             self._generator(split).restore(saved)
         self.multiplexer.restore(state["multiplexer"])
         self.last_periodic = state["last_periodic"]

@@ -25,6 +25,14 @@ State: ``snapshot()`` returns a plain, JSON-serialisable ``dict`` and
 private attributes, which is right for generators whose attributes are ints,
 floats, strings, lists and dicts; override both for anything else.
 
+Settings changed on a running job: the built-in generators snapshot what they have *seen*, never their settings
+(bound, wait, interval), so a job restarted with another bound keeps each split's highest timestamp and applies the
+new bound to it at once. Their snapshots share ``max_timestamp`` (the highest timestamp seen; None before any
+record): a split whose strategy changed kind (bounded to idle-advancing, say) continues from it as if that record
+had just arrived. The split's watermark never goes back (``WatermarkOutput``): after a wider bound it stays where it
+was until the records pass it. Your own generator restores its own snapshot (the default keeps its attributes,
+settings included: override ``snapshot``/``restore`` to let a restart change them).
+
 Introspection (for ``floodmark explain``; both optional): :meth:`~WatermarkGenerator.describe`
 says what the generator is in words, :meth:`~WatermarkGenerator.view` what it knows
 (:class:`~floodmark.core.watermarks.generator_view.GeneratorView`: bound, highest
@@ -38,6 +46,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator_view import GeneratorView
 from floodmark.core.watermarks.output import WatermarkOutput
@@ -82,3 +91,16 @@ class WatermarkGenerator:
     def restore(self, state: dict[str, Any]) -> None:
         """Replace the generator's state with ``state`` from :meth:`snapshot`."""
         vars(self).update(copy.deepcopy(state))
+
+
+def highest_seen(state: dict[str, Any], sentinel_above_bound: int, field: str = "max_timestamp") -> int | None:
+    """The highest timestamp a built-in generator's snapshot ``state`` records (None: no record yet).
+
+    A snapshot written before generators kept their settings out holds every attribute, the bound included, and
+    stands for "no record" by a sentinel: ``MIN_TIMESTAMP + bound + sentinel_above_bound`` in ``field``.
+    """
+    if "bound" not in state:
+        value = state.get("max_timestamp")
+        return None if value is None else int(value)
+    value = int(state[field])
+    return None if value == MIN_TIMESTAMP + int(state["bound"]) + sentinel_above_bound else value

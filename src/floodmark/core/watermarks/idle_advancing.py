@@ -67,6 +67,35 @@ class BoundedOutOfOrdernessWatermarkBasedOnEventTime(WatermarkGenerator):
         )
 
     def view(self) -> GeneratorView:
-        start = MIN_TIMESTAMP + self.bound + 1  # the initial sentinel: no record yet
-        highest = None if self.last_event_timestamp == start else self.last_event_timestamp
+        highest = self._seen(self.last_event_timestamp)
         return GeneratorView(self.describe(), self.bound, highest, highest is not None, watermark_lag=self.bound + 1)
+
+    def _seen(self, value: int) -> int | None:
+        return None if value == MIN_TIMESTAMP + self.bound + 1 else value  # the initial sentinel: no record yet
+
+    def snapshot(self) -> dict[str, Any]:
+        """What it has seen and how far it advanced, not its settings
+        (:func:`~floodmark.core.watermarks.generator.highest_seen`): ``max_timestamp`` is the highest record's
+        timestamp, ``advanced_to`` the timestamp its watermark follows (moved on by silence), ``logical_time`` its
+        clock of periodic calls."""
+        return {
+            "max_timestamp": self._seen(self.last_event_timestamp),
+            "advanced_to": self._seen(self.max_timestamp),
+            "logical_time": self._seen(self.logical_time),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        start = MIN_TIMESTAMP + self.bound + 1
+        if "last_event_timestamp" in state:  # every attribute, as written before settings were kept out
+            old_start = MIN_TIMESTAMP + int(state["bound"]) + 1
+            state = {
+                "max_timestamp": None if state["last_event_timestamp"] == old_start else state["last_event_timestamp"],
+                "advanced_to": None if state["max_timestamp"] == old_start else state["max_timestamp"],
+                "logical_time": None if state["logical_time"] == old_start else state["logical_time"],
+            }
+        highest = state.get("max_timestamp")
+        # Another generator's snapshot has only the highest timestamp: as if that record had just arrived.
+        advanced, logical = state.get("advanced_to", highest), state.get("logical_time", highest)
+        self.last_event_timestamp = start if highest is None else highest
+        self.max_timestamp = start if advanced is None else advanced
+        self.logical_time = start if logical is None else logical

@@ -120,6 +120,21 @@ class WatermarksWithIdleness(WatermarkGenerator):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
+        """Resume from :meth:`snapshot`, or from the wrapped generator's own snapshot (idleness added to a running
+        job: the timer starts now, as for a split that has just had records)."""
+        if not is_wrapped(state):
+            self.generator.restore(state)
+            return
         self.generator.restore(state["generator"])
         self.timer.restore(state["timer"])
         self.active_in_batch = state.get("active_in_batch", False)
+
+
+def is_wrapped(state: dict[str, Any]) -> bool:
+    """``state`` is a :class:`WatermarksWithIdleness` snapshot (the generator's own is under ``"generator"``)."""
+    return {"generator", "timer"} <= set(state)
+
+
+def without_idleness(state: dict[str, Any]) -> dict[str, Any]:
+    """The wrapped generator's state in ``state`` (idleness removed from a running job), else ``state``."""
+    return state["generator"] if is_wrapped(state) else state

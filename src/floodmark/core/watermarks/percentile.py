@@ -116,4 +116,5 @@ class PercentileOfRecentTimestamps(WatermarkGenerator):
 
     def restore(self, state: dict[str, Any]) -> None:
         self.max_timestamp = state["max_timestamp"]
-        self.delays = deque(state["delays"], maxlen=self.sample_size)
+        # Another generator's snapshot has no delays: the percentile starts over from its highest timestamp.
+        self.delays = deque(state.get("delays", ()), maxlen=self.sample_size)
