@@ -170,9 +170,14 @@ class JvmWindowOperator:
         self._move({"op": "pt", "to": processing_time})
         return self._emitted()
 
-    def roundtrip(self) -> None:
-        """Snapshot the operator and restore it from the bytes, in the JVM."""
-        self._move({"op": "roundtrip"})
+    def roundtrip(self, spec: WindowSpec | None = None) -> None:
+        """Snapshot the operator and restore it from the bytes, in the JVM; under ``spec`` where given (a restart
+        with changed settings: ``floodmark.driver.definition_changes``)."""
+        if spec is None:
+            self._move({"op": "roundtrip"})
+            return
+        self.spec = spec
+        self._move({"op": "roundtrip", "spec": built_in_form(spec)})
 
     def roundtrip_apart(self) -> None:
         """Snapshot the operator in parts, keep its segments in a store in the JVM as a runtime keeps them (new ones

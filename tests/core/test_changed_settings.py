@@ -1,4 +1,4 @@
-"""Settings changed on a running job: what keeps the state and how (watermarks here; stages in test_job_definition).
+"""Settings changed on a running job: which changes keep the state, and how the watermarks follow.
 
 A source's coordinator restored from a snapshot taken under another strategy applies the new settings to what each
 split has seen; the split's watermark never goes back. The reference is a coordinator that had the new strategy from
@@ -8,13 +8,21 @@ bound applied to the same highest timestamps, never below what the split had alr
 
 from __future__ import annotations
 
+import json
+import logging
+
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
+from floodmark import AccumulationMode, WindowSpec, aggregates, triggers, windows
+from floodmark.core.pipeline import WindowedStage
 from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 from floodmark.core.watermarks.bounded import BoundedOutOfOrderness
+from floodmark.driver.controller import SourceSettings
+from floodmark.driver.definition import JobDefinition, SourceDefinition
+from floodmark.driver.definition_changes import check, compare
 
 BOUNDED = {
     "bounded 0": WatermarkStrategy.for_bounded_out_of_orderness(0),
@@ -112,3 +120,126 @@ def test_snapshots_written_with_the_bound_inside_are_still_read(bound):
     assert fresh.view().highest_timestamp is None
     fresh.restore({"bound": bound, "max_timestamp": 7_000})
     assert fresh.snapshot() == {"max_timestamp": 7_000} and fresh.bound == 2_000
+
+
+# ------------------------------------------------------------------ which changes keep the state
+def job(
+    bound=0,
+    idleness=None,
+    size=60_000,
+    key=("k",),
+    lateness=0,
+    trigger=None,
+    aggregate=None,
+    accumulation=AccumulationMode.DISCARDING,
+    more=False,
+    panes="/out/w",
+    time_zone="UTC",
+):
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound)
+    if idleness is not None:
+        strategy = strategy.with_idleness(idleness)
+    source = {"src": SourceDefinition(SourceSettings(strategy), {"column": "ts"}, time_zone=time_zone)}
+    spec = WindowSpec(
+        windows.Tumbling(size),
+        aggregate or {"n": aggregates.count()},
+        trigger=trigger or triggers.Default(),
+        allowed_lateness=lateness,
+        accumulation=accumulation,
+    )
+    stages = {"w": WindowedStage("w", ("src",), spec, key)}
+    if more:
+        stages["x"] = WindowedStage("x", ("w",), WindowSpec(windows.Tumbling(size), {"n": aggregates.count()}))
+    return JobDefinition(source, stages, {"w": {"panes": panes}}).to_dict()
+
+
+def verdicts(earlier, now, hosts=None):
+    return {(c.owner, c.setting): c.kept for c in compare(earlier, now, hosts)}
+
+
+def test_watermark_settings_lateness_triggers_and_outputs_keep_the_state():
+    early = triggers.AfterWatermark(early=triggers.AfterCount(10))
+    late = triggers.AfterWatermark(early=triggers.AfterCount(3), late=triggers.AfterCount(1))
+    changed = job(bound=5_000, idleness=30_000, lateness=60_000, trigger=late, panes="/elsewhere/w")
+    assert verdicts(job(trigger=early), changed) == {
+        ("source 'src'", "watermarks"): True,
+        ("stage 'w'", "allowed_lateness"): True,
+        ("stage 'w'", "trigger"): True,
+        ("stage 'w'", "outputs"): True,
+    }
+    assert compare(job(), job()) == []
+
+
+def test_what_the_state_cannot_follow_is_refused_by_name():
+    changed = job(
+        size=120_000,
+        key=("k", "j"),
+        aggregate={"n": aggregates.sum("v")},
+        accumulation=AccumulationMode.ACCUMULATING,
+        time_zone="Europe/Berlin",
+    )
+    assert verdicts(job(), changed) == {
+        ("source 'src'", "time_zone"): False,
+        ("stage 'w'", "window"): False,
+        ("stage 'w'", "key_by"): False,
+        ("stage 'w'", "aggregate"): False,
+        ("stage 'w'", "accumulation"): False,
+    }
+    assert verdicts(job(more=True), job()) == {("stage 'x'", "stage removed"): False}
+    assert verdicts(job(), job(more=True)) == {("stage 'x'", "stage added"): False}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "hosts", "why"),
+    [
+        # Early firings on a count aggregate: partial aggregates no longer wait apart for the watermark.
+        (triggers.Default(), triggers.AfterWatermark(early=triggers.AfterCount(2)), None, "wait apart"),
+        # A trigger without the columnar form keeps state of its own.
+        (
+            triggers.Default(),
+            triggers.OrFinally(triggers.Repeatedly(triggers.AfterCount(2)), triggers.AfterWatermark()),
+            None,
+            "columnar form",
+        ),
+    ],
+)
+def test_a_trigger_change_the_window_bookkeeping_cannot_carry_is_refused(before, after, hosts, why):
+    found = compare(job(trigger=before), job(trigger=after), hosts)
+    assert [(c.setting, c.kept) for c in found] == [("trigger", False)]
+    assert why in found[0].line()
+
+
+def test_refused_changes_stop_the_start_and_kept_ones_are_logged(tmp_path, caplog):
+    from floodmark.driver.checkpoint_files import LocalFiles
+
+    files, checkpoint = LocalFiles(), str(tmp_path)
+    JobDefinition.from_dict(job()).write(files, checkpoint)
+    with caplog.at_level(logging.INFO, logger="floodmark.driver.definition_changes"):
+        kept = check(files, checkpoint, JobDefinition.from_dict(job(bound=5_000, lateness=1_000)))
+    assert [c.setting for c in kept] == ["watermarks", "allowed_lateness"]
+    assert "stage 'w': allowed_lateness 0 -> 1000: kept" in caplog.text
+    with pytest.raises(ValueError, match=r"stage 'w': window .*size': 60000.* -> .*120000.*: refused") as error:
+        check(files, checkpoint, JobDefinition.from_dict(job(size=120_000, lateness=5)))
+    assert "allowed_lateness" not in str(error.value)  # only what is refused
+    assert "start the changed query from a new checkpoint" in str(error.value)
+
+
+def test_explain_changes_from_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from floodmark.apps.cli import app
+    from floodmark.driver.checkpoint_files import LocalFiles
+
+    checkpoint = tmp_path / "checkpoint"
+    JobDefinition.from_dict(job()).write(LocalFiles(), str(checkpoint))
+    edited = json.loads((checkpoint / "floodmark" / "definition.json").read_text())
+    edited["stages"]["w"]["spec"]["allowed_lateness"] = "1 minute"
+    (tmp_path / "job.json").write_text(json.dumps(edited))
+    said = CliRunner().invoke(app, ["explain", str(checkpoint), "--changes", str(tmp_path / "job.json")])
+    assert said.exit_code == 0, said.output
+    assert "stage 'w': allowed_lateness 0 -> '1 minute': kept" in said.output
+    edited["stages"]["w"]["key_by"] = ["k", "j"]
+    (tmp_path / "job.json").write_text(json.dumps(edited))
+    said = CliRunner().invoke(app, ["explain", str(checkpoint), "--changes", str(tmp_path / "job.json")])
+    assert said.exit_code == 1
+    assert "stage 'w': key_by ['k'] -> ['k', 'j']: refused" in said.output

@@ -234,32 +234,3 @@ def test_a_process_stage_round_trips_by_its_class_and_a_lambda_class_is_refused(
     assert isinstance(standing, ProcessStage) and standing.upstream == ("queries",)
     with pytest.raises(NotDescribable, match="no import path"):
         standing.function.process({}, None)
-
-
-def test_a_checkpoint_refuses_a_changed_definition_by_name(tmp_path):
-    """A changed window size, key, aggregate or lateness would fire the old windows into the same output: the
-    start is refused, naming each change; the same definition, or one with a stage added, starts."""
-    from floodmark.driver.checkpoint_files import LocalFiles
-
-    source = {
-        "src": SourceDefinition(SourceSettings(WatermarkStrategy.for_bounded_out_of_orderness(0)), {"column": "ts"})
-    }
-
-    def job(size=60_000, key=("k",), lateness=0, more=False):
-        spec = WindowSpec(windows.Tumbling(size), {"n": aggregates.count()}, allowed_lateness=lateness)
-        stages = {"w": WindowedStage("w", ("src",), spec, key)}
-        if more:
-            stages["x"] = WindowedStage("x", ("w",), WindowSpec(windows.Tumbling(size), {"n": aggregates.count()}))
-        return JobDefinition(source, stages)
-
-    files, checkpoint = LocalFiles(), str(tmp_path)
-    job().write(files, checkpoint)
-    job().check_against(files, checkpoint)
-    job(more=True).check_against(files, checkpoint)
-    with pytest.raises(
-        ValueError, match=r"stage 'w': window \{'kind': 'tumbling', 'size': 60000.* -> .*120000"
-    ) as error:
-        job(size=120_000, key=("k", "j"), lateness=5).check_against(files, checkpoint)
-    assert "stage 'w': key_by ['k'] -> ['k', 'j']" in str(error.value)
-    assert "stage 'w': allowed_lateness 0 -> 5" in str(error.value)
-    assert "start the changed query from a new checkpoint" in str(error.value).lower()

@@ -17,7 +17,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_properties import COLUMNAR_TRIGGERS, COLUMNAR_WINDOWS, NUMERIC_AGGREGATE, SESSION_TRIGGERS, batch_of
 
@@ -29,7 +29,7 @@ from floodmark.core.emitted import Emitted
 from floodmark.core.records import RecordBatch
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, MAX_TIMESTAMP
-from floodmark.core.window import WindowOperator
+from floodmark.core.window import WindowOperator, restore_operator
 
 spec_strategy = st.builds(
     WindowSpec,
@@ -151,6 +151,10 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
         elif kind == "pt":
             now += arg
             both = [op.advance_processing_time(now) for op in (python, java)]
+        elif kind == "restart":  # with changed settings (``arg``): both restored under the new spec
+            python = restore_operator(arg, python.snapshot())
+            java.roundtrip(arg)
+            both = [Emitted(), Emitted()]
         else:
             watermark = MAX_TIMESTAMP if kind == "end" else watermark + arg
             both = [op.advance_watermark(watermark) for op in (python, java)]
@@ -166,6 +170,29 @@ def assert_same_on_both_hosts(jvm, spec, moves, ahead=None, deferred=None):
 @given(spec_strategy, st.lists(move, min_size=1, max_size=25))
 def test_the_jvm_operator_equals_the_python_core(jvm, spec, moves):
     assert_same_on_both_hosts(jvm, spec, moves)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec_strategy,
+    st.sampled_from(COLUMNAR_TRIGGERS),
+    st.sampled_from([0, 5, 20]),
+    st.lists(move, min_size=1, max_size=12),
+    st.lists(move, min_size=1, max_size=12),
+)
+def test_a_restart_with_another_trigger_or_lateness_is_the_same_on_the_jvm(jvm, spec, trigger, lateness, before, after):
+    """The settings a restart keeps the state through (``floodmark.driver.definition_changes``): the trigger (a
+    count lowered under a window's pending records included) and the allowed lateness, raised or lowered."""
+    changed = WindowSpec(
+        spec.window,
+        spec.aggregate,
+        trigger=trigger,
+        allowed_lateness=lateness,
+        accumulation=spec.accumulation,
+        timestamp_combiner=spec.timestamp_combiner,
+    )
+    assume(built_in_form(changed) is not None)
+    assert_same_on_both_hosts(jvm, spec, [*before, ("restart", changed), *after])
 
 
 @settings(max_examples=300, deadline=None)

@@ -335,13 +335,30 @@ def explain(
         typer.Option(help="For a join or a process stage: the event time of a row or timer, e.g. 2026-01-01T00:05."),
     ] = None,
     side: Annotated[str | None, typer.Option(help="For a join: the row's side, left or right.")] = None,
+    changes: Annotated[
+        Path | None,
+        typer.Option(
+            help="A changed job definition (a copy of <checkpoint>/floodmark/definition.json, JSON or TOML): say "
+            "which changes a restart on the checkpoint keeps and which it refuses. Exit code 1: one is refused."
+        ),
+    ] = None,
 ) -> None:
     """Say why a key's window has not fired: which split or upstream stage holds the watermark back, idleness,
-    when it fires. For a join or a process stage (--time): a row's partners and cleanup, or a timer."""
-    from floodmark.apps.inspection import explain_run, explain_time_run
+    when it fires. For a join or a process stage (--time): a row's partners and cleanup, or a timer. With
+    --changes: which settings of a changed job keep the checkpoint's state."""
+    from floodmark.apps.inspection import explain_changes, explain_run, explain_time_run
 
+    if changes is not None:
+        try:
+            said = explain_changes(run, changes)
+        except (FileNotFoundError, ValueError) as error:
+            raise _fail(str(error), 2) from None
+        console.print(said.text(), highlight=False, markup=False, soft_wrap=True)
+        if said.refused:
+            raise typer.Exit(1)
+        return
     if (window_start is None) == (time is None):
-        raise _fail("give --window-start (a window stage) or --time (a join or a process stage)", 2)
+        raise _fail("give --window-start (a window stage), --time (a join or a process stage) or --changes", 2)
     if time is not None:
         try:
             answer = explain_time_run(run, _parsed(parse_instant, time, "--time"), side, batch, stage)

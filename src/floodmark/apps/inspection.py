@@ -11,6 +11,8 @@ rebuilt from its checkpoint (a lambda) is explained from Python: ``Pipeline.expl
 
 from __future__ import annotations
 
+import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, definition_path
+from floodmark.driver.definition_changes import NEW_CHECKPOINT, Change, compare, recorded_hosts
 from floodmark.explain.rows import TimeExplanation, explain_time
 from floodmark.explain.stage import explain_stage
 from floodmark.explain.window import Explanation
@@ -263,3 +266,48 @@ def _batch_to_explain(run: Path, seqs: list[int], batch: int | None) -> int:
             f"{first}..{last}; give one of those"
         )
     return batch
+
+
+@dataclass(frozen=True)
+class ChangesExplanation:
+    """What starting a changed job on a checkpoint would do: each change, kept or refused."""
+
+    checkpoint: Path
+    changes: list[Change]
+
+    @property
+    def refused(self) -> list[Change]:
+        return [change for change in self.changes if not change.kept]
+
+    def text(self) -> str:
+        if not self.changes:
+            return f"no change: the job defined so starts on {self.checkpoint} as it is"
+        lines = [change.line() for change in self.changes]
+        if self.refused:
+            lines.append(f"refused: {len(self.refused)} of {len(self.changes)} changes. To go on: {NEW_CHECKPOINT}")
+        else:
+            lines.append(f"every change keeps the state: the job starts on {self.checkpoint} with them")
+        return "\n".join(lines)
+
+
+def explain_changes(checkpoint: str | Path, definition_file: str | Path) -> ChangesExplanation:
+    """What starting the job ``definition_file`` describes on ``checkpoint`` would change
+    (:mod:`floodmark.driver.definition_changes`), without starting it. ``definition_file`` is a job definition in
+    the form a checkpoint keeps it (``<checkpoint>/floodmark/definition.json``, in JSON or TOML): copy it, edit it,
+    ask.
+
+    :raises FileNotFoundError: ``checkpoint`` holds no job definition. :raises ValueError: the file is not a job
+        definition.
+    """
+    checkpoint, path = Path(checkpoint), Path(definition_file)
+    text = LocalFiles().read_text(definition_path(str(checkpoint)))
+    if text is None:
+        raise FileNotFoundError(f"{checkpoint} holds no job definition ({definition_path(str(checkpoint))})")
+    try:
+        now = tomllib.loads(path.read_text()) if path.suffix == ".toml" else json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a job definition in JSON or TOML: {error}") from None
+    if not isinstance(now, dict) or "sources" not in now or "stages" not in now:
+        raise ValueError(f"{path} is not a job definition: it has no sources and stages (see {checkpoint}'s)")
+    earlier = json.loads(text)
+    return ChangesExplanation(checkpoint, compare(earlier, now, recorded_hosts(LocalFiles(), str(checkpoint))))

@@ -430,21 +430,6 @@ class JobDefinition:
         stages = {name: stage_from(name, s, functions_optional) for name, s in data["stages"].items()}
         return cls(sources, stages, {k: dict(v) for k, v in data.get("outputs", {}).items()})
 
-    def check_against(self, files: CheckpointFiles, checkpoint: str) -> None:
-        """Refuse to start on a checkpoint whose query had another definition (:func:`changes`).
-
-        :raises ValueError: naming each change, and what to do."""
-        text = files.read_text(definition_path(checkpoint))
-        if text is None:
-            return
-        found = changes(json.loads(text), self.to_dict())
-        if found:
-            raise ValueError(
-                f"the checkpoint {checkpoint} holds the state of a query defined otherwise ({'; '.join(found)}): that "
-                "state was made by the earlier definition and cannot follow the change. Start the changed query from a "
-                "new checkpoint (and a new output), or start this checkpoint with its definition as it was"
-            )
-
     def write(self, files: CheckpointFiles, checkpoint: str) -> None:
         """Into ``<checkpoint>/floodmark/definition.json`` (replacing the one of an earlier start)."""
         path = definition_path(checkpoint)
@@ -461,31 +446,6 @@ class JobDefinition:
         if text is None:
             raise FileNotFoundError(f"{checkpoint} holds no job definition ({definition_path(checkpoint)})")
         return cls.from_dict(json.loads(text), functions_optional)
-
-
-def changes(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """What ``now`` (a :meth:`JobDefinition.to_dict`) changes of ``earlier`` (the one a checkpoint holds) that the
-    checkpoint's state cannot follow: a stage's definition (windows, keys, aggregates, trigger, lateness,
-    accumulation, a join's bounds, a process stage's function or output) and a source's event time, split or time
-    zone. Stages added or removed are left to the state layout's own check. One text per change, e.g. ``stage
-    'fares': window {'kind': 'tumbling', 'size': 60000} -> {'kind': 'tumbling', 'size': 120000}``."""
-    found = []
-    for kind, fields in (("source", ("event_time", "split", "time_zone")), ("stage", None)):
-        before, after = earlier.get(f"{kind}s", {}), now.get(f"{kind}s", {})
-        for name in [n for n in after if n in before]:
-            old, new = before[name], after[name]
-            for field_name in sorted(set(old) | set(new)) if fields is None else fields:
-                found += _differences(f"{kind} {name!r}", field_name, old.get(field_name), new.get(field_name))
-    return found
-
-
-def _differences(owner: str, name: str, old: Any, new: Any) -> list[str]:
-    unnamed = [isinstance(each, Mapping) and each.get("kind") == "unnamed" for each in (old, new)]
-    if old == new or all(unnamed):  # your own code: its text tells nothing (a repr may hold an address)
-        return []
-    if isinstance(old, Mapping) and isinstance(new, Mapping) and name == "spec":
-        return [d for key in sorted(set(old) | set(new)) for d in _differences(owner, key, old.get(key), new.get(key))]
-    return [f"{owner}: {name} {old!r} -> {new!r}"]
 
 
 def definition_path(checkpoint: str) -> str:

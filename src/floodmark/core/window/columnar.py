@@ -258,7 +258,10 @@ class ColumnarPolicy:
         rows, _ = table.rows_for(group_keys_, starts[heads], ends[heads])
         n = self.trigger.early_count
         first_of_group = np.flatnonzero(np.r_[True, np.diff(group) != 0])
-        position = c["new_count"][rows][group] + np.arange(len(sel)) - first_of_group[group]
+        # A window holding n or more records since its last pane (its trigger's count lowered on a restart) fires at
+        # its next record, as a count checked when a record arrives does: it counts as holding n - 1.
+        before = np.minimum(c["new_count"][rows], n - 1)
+        position = before[group] + np.arange(len(sel)) - first_of_group[group]
         segment = position // n
         new_segment = np.r_[True, (np.diff(group) != 0) | (np.diff(segment) != 0)]
         bounds = np.flatnonzero(new_segment)

@@ -51,9 +51,11 @@ from floodmark.core.process import KeyedProcessFunction
 from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration, non_negative_millis
 from floodmark.core.windows import Window, WindowAssigner
+from floodmark.driver import definition_changes
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import NO_ENGINE, Controller, EngineHooks, SourceSettings, aligned_sources
 from floodmark.driver.definition import JobDefinition, SourceDefinition, column_or_expression
+from floodmark.driver.definition_changes import Change
 from floodmark.driver.null_splits import NullSplitWarning
 from floodmark.driver.pane_description import PaneDescription
 from floodmark.driver.prometheus import PrometheusMetrics
@@ -428,6 +430,28 @@ class Pipeline:
         log, _ = control_log(client_path(spark, checkpoint), spark)
         return explain_time(self._controller(log), self.stages[stage], event_time, side, batch)
 
+    def changes(self, checkpoint: str, output: str | Mapping[str, str | Outputs]) -> list[Change]:
+        """What starting this pipeline on ``checkpoint`` with ``output`` (as :meth:`start` takes them) would change
+        of the job the checkpoint holds, each change kept or refused (:mod:`floodmark.driver.definition_changes`),
+        without starting it. Empty: a new checkpoint, or the same job. ``floodmark explain <checkpoint> --changes
+        <definition file>`` says the same from the command line."""
+        spark = next(iter(self.sources.values())).frame.sparkSession
+        checkpoint = client_path(spark, checkpoint)
+        definition = self.definition(self._outputs(output))
+        return definition_changes.changes_from(hadoop_files.files_for(checkpoint, spark), checkpoint, definition)
+
+    def _outputs(self, output: str | Mapping[str, str | Outputs]) -> dict[str, Outputs]:
+        """Each stage's outputs, as :meth:`start` takes ``output``, with paths as the client gives them."""
+        spark = next(iter(self.sources.values())).frame.sparkSession
+        if isinstance(output, str):
+            outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in self.stages}
+        else:
+            missing = sorted(set(self.stages) - set(output))
+            if missing:
+                raise ValueError(f"no output given for stages {missing}")
+            outputs = {name: Outputs.of(output[name]) for name in self.stages}
+        return {name: each.client_paths(spark) for name, each in outputs.items()}
+
     def start(
         self,
         checkpoint: str,
@@ -465,21 +489,14 @@ class Pipeline:
         """:meth:`start`; ``bounded``: the input ends at the first batch that plans none (:meth:`run_to_completion`),
         told to the controller before the query starts (over Spark Connect the controller runs in the server)."""
         spark = next(iter(self.sources.values())).frame.sparkSession
-        if isinstance(output, str):
-            outputs = {name: Outputs.of(f"{output.rstrip('/')}/{name}") for name in self.stages}
-        else:
-            missing = sorted(set(self.stages) - set(output))
-            if missing:
-                raise ValueError(f"no output given for stages {missing}")
-            outputs = {name: Outputs.of(output[name]) for name in self.stages}
         checkpoint = client_path(spark, checkpoint)  # over Spark Connect a relative path is the client's
-        outputs = {name: each.client_paths(spark) for name, each in outputs.items()}
+        outputs = self._outputs(output)
         check_locations(checkpoint, list(outputs.values()), spark)
         connect = is_connect(spark)
         graph = stage_graph(self.sources, self.stages)
         outputs = {name: outputs[name] for name in graph.order}  # upstream first
         definition, checkpoint_files = self.definition(outputs), hadoop_files.files_for(checkpoint, spark)
-        definition.check_against(checkpoint_files, checkpoint)
+        definition_changes.check(checkpoint_files, checkpoint, definition)
         definition.write(checkpoint_files, checkpoint)
         for name, each in outputs.items():  # what read_panes needs to give each window's result
             if isinstance(each.panes, FileSink):

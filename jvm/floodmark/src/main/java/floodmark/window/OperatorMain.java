@@ -25,7 +25,8 @@ import java.util.Map;
  * absent, or {@code {"defer_above", "fanout"}}: {@link SegmentLimits}), {@code {"op": "add", "id",
  * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "partials", "id", "partials": [{"key",
  * "start", "end", "count", "hold", "acc": [...]}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
- * {"op": "roundtrip", "id"}} (snapshot and restore), {@code {"op": "roundtrip_apart", "id"}} (the snapshot in
+ * {"op": "roundtrip", "id", "spec"}} (snapshot and restore; under {@code "spec"} where given, as a restart with
+ * changed settings restores it), {@code {"op": "roundtrip_apart", "id"}} (the snapshot in
  * parts, its segments kept in a store of the operator's as a runtime keeps them, and the head restored reading
  * them from there), {@code {"op": "windows", "id", "key"}} (the key's open
  * windows, as {@code "windows": [[start, end], ...]}), {@code {"op": "drop", "id"}}. Every answer carries what the
@@ -103,6 +104,9 @@ public final class OperatorMain {
           case "wm" -> operator.advanceWatermark(command.path("to").asLong());
           case "pt" -> operator.advanceProcessingTime(command.path("to").asLong());
           case "roundtrip" -> {
+            if (command.has("spec")) { // a restart with changed settings: restored under the new spec
+              specs.put(id, WindowSpec.fromJson(command.path("spec")));
+            }
             operator = WindowOperator.restore(specs.get(id), operator.snapshot(), operator.segmentLimits(), null);
             operators.put(id, operator);
             yield new Emitted();
