@@ -179,10 +179,15 @@ class JvmWindowOperator:
         self.spec = spec
         self._move({"op": "roundtrip", "spec": built_in_form(spec)})
 
-    def roundtrip_apart(self) -> None:
+    def roundtrip_apart(self, spec: WindowSpec | None = None) -> None:
         """Snapshot the operator in parts, keep its segments in a store in the JVM as a runtime keeps them (new ones
-        stored, merged ones deleted), and restore the head reading segments from that store."""
-        self._move({"op": "roundtrip_apart"})
+        stored, merged ones deleted: a deletion of a segment never stored fails), and restore the head reading
+        segments from that store; under ``spec`` where given, as :meth:`roundtrip`."""
+        if spec is None:
+            self._move({"op": "roundtrip_apart"})
+            return
+        self.spec = spec
+        self._move({"op": "roundtrip_apart", "spec": built_in_form(spec)})
 
     def segment_infos(self) -> list[tuple[int, int, int, int]]:
         """Each segment's level, rows, earliest window end and oldest arrival, oldest first (as the core's

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark import WatermarkStrategy, WindowSpec, aggregates, windows
+from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.apps.outputs import read_output
 from floodmark.core import segments as core_segments
 from floodmark.spark import EventTimeAggregation, SourceTime
@@ -31,13 +31,16 @@ def part(first_key: int, ts: int) -> list[dict]:
     return [{"ts": ts, "k": f"key-{i}", "v": float(i % 7)} for i in range(first_key, first_key + KEYS)]
 
 
-def aggregation(spark, input_dir: Path, host: str) -> EventTimeAggregation:
+def aggregation(spark, input_dir: Path, host: str, early: bool = False) -> EventTimeAggregation:
+    """:arg early: early panes every 5 records of a window (the partials then no longer wait apart)."""
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(input_dir))
+    trigger = triggers.AfterWatermark(early=triggers.AfterCount(5)) if early else triggers.Default()
+    aggregate = {"n": aggregates.count(), "total": aggregates.sum("v")}
     return EventTimeAggregation(
         frame,
         event_time="ts",
         key_by=["k"],
-        spec=WindowSpec(windows.Tumbling(MINUTE), {"n": aggregates.count(), "total": aggregates.sum("v")}),
+        spec=WindowSpec(windows.Tumbling(MINUTE), aggregate, trigger=trigger),
         time=SourceTime(WatermarkStrategy.for_bounded_out_of_orderness(MINUTE)),
         buckets=1,
         host=host,
@@ -71,8 +74,12 @@ def stored_values(spark, checkpoint: Path, host: str):
     return segments.unionByName(heads).collect()
 
 
-@pytest.mark.parametrize("host", ["python", "jvm"])
-def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(spark, tmp_path, monkeypatch, host):
+@pytest.mark.parametrize(("host", "early"), [("python", False), ("jvm", False), ("python", True), ("jvm", True)])
+def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(
+    spark, tmp_path, monkeypatch, host, early
+):
+    """``early``: the restart adds early firings, so the stored segments are merged into their windows at once and
+    deleted (``floodmark.driver.definition_changes``)."""
     assert KEYS > core_segments.DEFER_ABOVE, "the first batch's partials already make a segment"
     monkeypatch.setattr(spark_plan, "STATE_VALUE_BYTES", CAP)
     input_dir, checkpoint, out = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "out"
@@ -94,7 +101,7 @@ def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(s
 
     # The restart reads the segments back and fires every window with the records of both runs.
     write_part(input_dir, "part-3.json", [{"ts": 10 * MINUTE, "k": "late-key", "v": 0.0}])
-    handle = aggregation(spark, input_dir, host).run_to_completion(str(checkpoint), str(out))
+    handle = aggregation(spark, input_dir, host, early).run_to_completion(str(checkpoint), str(out))
     assert handle.reports[0].batch_id > 0, "resumed after the batches of the checkpoint"
     panes = read_output(out, "panes")
     got = {r.k: (r.n, r.total) for r in panes.itertuples() if r.k != "late-key"}
@@ -103,3 +110,4 @@ def test_a_bucket_state_far_larger_than_one_value_restarts_from_its_checkpoint(s
         n, total = expected.get(row["k"], (0, 0.0))
         expected[row["k"]] = (n + 1, total + row["v"])
     assert got == expected
+    assert not [r for r in stored_values(spark, checkpoint, host) if r.part == "segment"], "no segment left stored"

@@ -11,10 +11,11 @@ Kept (the state follows; the new setting applies from the restart's first batch 
   (a wider bound holds it where it was until records pass it: :mod:`floodmark.core.watermarks.generator`);
 * a stage's **allowed lateness**, raised or lowered (window stages and joins): windows and rows still held follow the
   new horizon; what the old one already dropped stays dropped, and a record for it goes to the late output;
-* a window stage's **trigger** (early and late firings) where both triggers have the columnar form and neither or
-  both keep partial aggregates apart (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`), and, on the JVM host,
-  the new spec has a built-in form: the window's bookkeeping (records since its last pane, the oldest pending
-  record's time, whether the watermark fired it) is the trigger's whole state, and the new trigger reads it;
+* a window stage's **trigger** (early and late firings) where both triggers have the columnar form and, on the JVM
+  host, the new spec has a built-in form: the window's bookkeeping (records since its last pane, the oldest pending
+  record's time, whether the watermark fired it) is the trigger's whole state, and the new trigger reads it. Partial
+  aggregates that waited apart for the watermark (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`) are
+  merged into their windows at the restore when early firings are added;
 * a stage's **outputs**: panes, late records and dead letters go to the new places from the restart on.
 
 Refused, by name, with what to do (the state was made by the old definition and cannot follow): a source's event
@@ -185,8 +186,6 @@ def _trigger_refused(old: Mapping[str, Any], new: Mapping[str, Any], host: str) 
         return f"the trigger cannot be rebuilt here: {error}"
     if not (before.is_columnar and after.is_columnar):
         return "a trigger without the columnar form keeps state of its own, which another trigger cannot read"
-    if before.defers_partials != after.defers_partials:
-        return "early firings added or removed where partial aggregates wait apart for the watermark"
     if host == "jvm" and built_in_form(after) is None:
         return "the stage runs on the JVM host, which has no built-in form of the new trigger"
     return None

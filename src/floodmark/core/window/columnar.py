@@ -112,6 +112,10 @@ class ColumnarPolicy:
         self.accumulators = ColumnarAccumulators(self.layout, self.table)
         self.table.accumulators = self.accumulators
         self.segments = PartialSegments(spec, load_segment) if deferred and spec.defers_partials else None
+        self.load_segment = load_segment
+        self.retired: set[int] = set()
+        """Stored segments merged into the table on a restore under a spec that no longer defers partials (to delete
+        at the next snapshot apart)."""
 
     # ------------------------------------------------------------------ time
     def on_processing_time(self, out: Emitted) -> None:
@@ -587,6 +591,16 @@ class ColumnarPolicy:
         if self.segments is not None:
             self._merge_segments(None)  # off the hot path (explain): the window may be in any segment
 
+    def _merge_retired(self, saved: dict[str, Any]) -> None:
+        """A snapshot with deferred partials restored under a spec that no longer defers them (early firings added
+        on a restart, ``floodmark.driver.definition_changes``): every segment is merged into the table now, as the
+        watermark would have merged it, and the stored ones are deleted at the next snapshot apart."""
+        self.segments = PartialSegments(self.spec, self.load_segment)
+        self.segments.restore(saved)
+        self._merge_segments(None)
+        _, self.retired = self.segments.take_added()
+        self.segments = None
+
     def trigger_view(self, row: int) -> tuple[Any, tuple[str, ...]]:
         """The trigger state rebuilt from the columns (:func:`~floodmark.core.compiled_trigger.trigger_state`)."""
         book = self.table.book(row)
@@ -603,14 +617,15 @@ class ColumnarPolicy:
     # ----------------------------------------------------------- snapshot
     def snapshot(self, apart: bool = False) -> tuple[dict[str, Any], dict[int, bytes], set[int]]:
         if self.segments is None:
-            return {}, {}, set()
+            retired, self.retired = (self.retired, set()) if apart else (set(), self.retired)
+            return {}, {}, retired
         if not apart:
             return {"segments": self.segments.snapshot_all()}, {}, set()
         added, dropped = self.segments.take_added()
         return {"segments": self.segments.snapshot()}, added, dropped
 
     def restore(self, data: dict[str, Any]) -> None:
-        if "segments" in data:
-            if self.segments is None:
-                raise ValueError("a snapshot with deferred partials needs a spec that defers them")
+        if "segments" in data and self.segments is None:
+            self._merge_retired(data["segments"])
+        elif "segments" in data:
             self.segments.restore(data["segments"])

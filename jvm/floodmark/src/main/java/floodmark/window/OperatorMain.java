@@ -26,7 +26,7 @@ import java.util.Map;
  * "records": [{"key", "ts", "values": [...], "payload"}]}}, {@code {"op": "partials", "id", "partials": [{"key",
  * "start", "end", "count", "hold", "acc": [...]}]}}, {@code {"op": "wm" | "pt", "id", "to"}}, {@code
  * {"op": "roundtrip", "id", "spec"}} (snapshot and restore; under {@code "spec"} where given, as a restart with
- * changed settings restores it), {@code {"op": "roundtrip_apart", "id"}} (the snapshot in
+ * changed settings restores it), {@code {"op": "roundtrip_apart", "id", "spec"}} (the snapshot in
  * parts, its segments kept in a store of the operator's as a runtime keeps them, and the head restored reading
  * them from there), {@code {"op": "windows", "id", "key"}} (the key's open
  * windows, as {@code "windows": [[start, end], ...]}), {@code {"op": "drop", "id"}}. Every answer carries what the
@@ -112,6 +112,9 @@ public final class OperatorMain {
             yield new Emitted();
           }
           case "roundtrip_apart" -> {
+            if (command.has("spec")) {
+              specs.put(id, WindowSpec.fromJson(command.path("spec")));
+            }
             Map<Long, byte[]> store = stores.get(id);
             SnapshotParts parts = operator.snapshotParts();
             store.putAll(parts.added());

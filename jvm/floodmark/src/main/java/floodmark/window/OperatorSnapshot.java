@@ -36,7 +36,9 @@ final class OperatorSnapshot {
   static SnapshotParts parts(WindowOperator operator) {
     PartialSegments segments = operator.segments;
     if (segments == null) {
-      return new SnapshotParts(write(operator, Map.of()), Map.of(), Set.of());
+      Set<Long> retired = operator.retired;
+      operator.retired = Set.of();
+      return new SnapshotParts(write(operator, Map.of()), Map.of(), retired);
     }
     return new SnapshotParts(write(operator, Map.of()), segments.takeAdded(), segments.takeDropped());
   }
@@ -131,9 +133,6 @@ final class OperatorSnapshot {
         throw new IllegalArgumentException("a snapshot with deferred partials is restored with its segment limits");
       }
       WindowOperator operator = new WindowOperator(spec, watermark, processingTime, limits, load);
-      if (deferred && operator.segments == null) {
-        throw new IllegalArgumentException("a snapshot with deferred partials needs a spec that defers them");
-      }
       for (WindowRow row : rows) {
         operator.table.restore(row);
       }
@@ -152,7 +151,13 @@ final class OperatorSnapshot {
           in.readFully(body);
           bodies.put(id, body);
         }
-        operator.segments.restore(infos, nextId, bodies);
+        if (operator.segments != null) {
+          operator.segments.restore(infos, nextId, bodies);
+        } else { // a spec that no longer defers partials (early firings added on a restart)
+          PartialSegments saved = new PartialSegments(spec, limits, load);
+          saved.restore(infos, nextId, bodies);
+          operator.mergeRetired(saved);
+        }
       }
       return operator;
     } catch (IOException e) {

@@ -3,6 +3,7 @@ package floodmark.window;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongFunction;
 
 /**
@@ -40,6 +41,12 @@ public final class WindowOperator {
   final WindowTable table;
   /** Deferred partials; null when the operator does not defer. */
   final PartialSegments segments;
+
+  /**
+   * Stored segments merged into the table on a restore under a spec that no longer defers partials (to delete at
+   * the next {@link #snapshotParts}).
+   */
+  Set<Long> retired = Set.of();
 
   private final PaneRules rules;
   private final SessionMerge sessions;
@@ -250,11 +257,16 @@ public final class WindowOperator {
    * in merge order. A flush of millions of windows makes no table row for them.
    */
   private List<Pane> mergeSegments(Long to) {
-    List<Segment> due = segments.take(to);
+    return mergeSegments(segments, to);
+  }
+
+  /** {@link #mergeSegments(Long)} from {@code from}'s segments. */
+  private List<Pane> mergeSegments(PartialSegments from, Long to) {
+    List<Segment> due = from.take(to);
     if (due.isEmpty()) {
       return List.of();
     }
-    Segment merged = segments.merge(due);
+    Segment merged = from.merge(due);
     List<Pane> passed = new ArrayList<>();
     double[] acc = spec.aggregate().empty();
     for (int i = 0; i < merged.size; i++) {
@@ -374,6 +386,16 @@ public final class WindowOperator {
    * #restore(WindowSpec, byte[], SegmentLimits, LongFunction)} restores the head, reading segments through its
    * loader.
    */
+  /**
+   * The segments {@code saved} of a snapshot restored under a spec that no longer defers partials (early firings
+   * added on a restart): every one merged into the table now, as the watermark would have merged it, and the stored
+   * ones deleted at the next {@link #snapshotParts} (the columnar policy's {@code _merge_retired}).
+   */
+  void mergeRetired(PartialSegments saved) {
+    mergeSegments(saved, null);
+    retired = saved.takeDropped();
+  }
+
   public SnapshotParts snapshotParts() {
     return OperatorSnapshot.parts(this);
   }
