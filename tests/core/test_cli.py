@@ -30,6 +30,9 @@ def test_every_command_has_help(command):
         (["explain", "/nonexistent/run", "--key", "a", "--window-start", "2026-01-01T00:00"], "pipeline.json"),
         (["explain", ".", "--key", "a", "--window-start", "yesterday"], "ISO date-time"),
         (["advise", "/nonexistent/records.jsonl"], "does not exist"),
+        (["advise", ".", "--join", "."], "--join needs --on"),
+        (["advise", ".", "--join", ".", "--on", "k", "--per", "both"], "--per is left or right"),
+        (["explain", ".", "--changes", "/nonexistent/job.json"], "holds no job definition"),
     ],
 )
 def test_bad_options_exit_non_zero_with_a_clear_message(args, message):

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from floodmark.apps import searches as app
 from floodmark.apps.cli import app as app_cli
+from floodmark.apps.join_advisor import pairs_within
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
@@ -293,3 +294,24 @@ def test_floodmark_demo_searches(tmp_path):
     assert "abandoned searches (equal to the straight computation)" in summary
     again = CliRunner().invoke(app_cli, ["demo", "searches", "--output", str(tmp_path)])
     assert again.exit_code == 2 and "is not an earlier searches demo" in again.output
+
+
+def test_advise_join_counts_the_pairs_the_join_made_on_spark(spark, search_input, runs):
+    """``floodmark advise --join`` over the demo's files; the advisor's pair count at the join's own bounds is the
+    number of pairs the inner join made on Spark (its late clicks aside)."""
+    records, directory = search_input
+    inputs = directory / "in"
+    said = CliRunner().invoke(
+        app_cli, ["advise", str(inputs / "queries"), "--join", str(inputs / "clicks"), "--on", "user"]
+    )
+    assert said.exit_code == 0, said.output
+    assert "left rows" in said.output and "coverage" in said.output
+    _, root = runs[("inner", "RIGHT")]
+    late = read_output(spark, root / "clicked" / "late")
+    late_urls = {json.loads(r)["url"] for r in late["record"]}
+    joined = read_output(spark, root / "clicked" / "panes")
+    queries = records["queries"].dropna(subset=["ts"])
+    clicks = records["clicks"][~records["clicks"]["url"].isin(late_urls)]
+    left, right = (list(queries["user"]), queries["ts"].to_numpy()), (list(clicks["user"]), clicks["ts"].to_numpy())
+    pairs = pairs_within(*left, *right, 0, app.CLICK_WITHIN_MS)
+    assert pairs.sum() == len(joined) > 0

@@ -387,13 +387,28 @@ def advise(
     target: Annotated[float, typer.Option(min=0.0, max=1.0, help="Target fraction of late records.")] = 0.01,
     window: Annotated[str | None, typer.Option(help="Window size, e.g. 1m (for the state estimate).")] = None,
     time_zone: Annotated[str, typer.Option(help="Zone of event-time text without an offset.")] = "UTC",
+    join: Annotated[
+        Path | None,
+        typer.Option(help="The right input of an interval join (INPUT_PATH is the left): propose its bounds instead."),
+    ] = None,
+    on: Annotated[str | None, typer.Option(help="With --join: the key column both inputs are joined on.")] = None,
+    per: Annotated[
+        str,
+        typer.Option(
+            help="With --join: the side whose rows each belong to one row of the other (a search's clicks: right)."
+        ),
+    ] = "right",
 ) -> None:
-    """Recommend an out-of-orderness bound and allowed lateness from observed records, with the trade-off.
+    """Recommend an out-of-orderness bound and allowed lateness from observed records, with the trade-off; with
+    --join, an interval join's bounds (the share of left rows whose nearest partner each keeps).
 
     Lines and rows that are not records with an event time are skipped and counted (as dead letters).
     """
     from floodmark.apps.advisor import format_tradeoff, observe, read_records, recommend, tradeoff
 
+    if join is not None:
+        _advise_join(input_path, join, on, per, event_time, time_zone)
+        return
     window_ms = _duration(window, "--window")
     try:
         records = read_records(input_path, event_time, split, time_zone)
@@ -410,6 +425,35 @@ def advise(
         f"(results {best.latency_ms:,} ms later than with a perfect watermark)"
     )
     _say(format_tradeoff(tradeoff(profile, window_size_ms=window_ms)))
+
+
+def _advise_join(left_path: Path, right_path: Path, on: str | None, per: str, event_time: str, time_zone: str) -> None:
+    """``advise --join``: both inputs read as the advisor reads records, the key column as their split."""
+    from floodmark.apps.advisor import read_records
+    from floodmark.apps.join_advisor import advise_join
+
+    if on is None:
+        raise _fail("--join needs --on: the key column both inputs are joined on", 2)
+    if per not in ("left", "right"):
+        raise _fail(f"--per is left or right, not {per!r}", 2)
+    try:
+        sides = [read_records(path, event_time, on, time_zone) for path in (left_path, right_path)]
+        for records in sides:
+            skipped = records.skipped_text()
+            if skipped is not None:
+                errors.print(f"[yellow]warning:[/] {escape(skipped)}", soft_wrap=True, highlight=False)
+        left, right = sides
+        assert left.splits is not None and right.splits is not None  # read with a key column
+        advice = advise_join(
+            list(left.splits),
+            left.event_times,
+            list(right.splits),
+            right.event_times,
+            per,  # type: ignore[arg-type]
+        )
+    except (FileNotFoundError, ValueError) as error:
+        raise _fail(str(error), 2) from None
+    _say(advice.text())
 
 
 def main() -> None:
