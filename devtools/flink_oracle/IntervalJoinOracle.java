@@ -11,6 +11,7 @@ import org.apache.flink.api.common.eventtime.WatermarkGeneratorSupplier;
 import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FilterFunction;
+import org.apache.flink.api.common.functions.JoinFunction;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
@@ -25,14 +26,19 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.co.ProcessJoinFunction;
+import org.apache.flink.streaming.api.windowing.assigners.EventTimeSessionWindows;
+import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.assigners.WindowAssigner;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
  * Java half of the Flink oracle: the DataStream interval join (KeyedStream.intervalJoin ->
- * IntervalJoinOperator), which PyFlink's Python DataStream API does not expose, and a KeyedProcessFunction with
- * event-time timers on punctuated watermarks (PyFlink's Python API has no custom watermark generator).
+ * IntervalJoinOperator), which PyFlink's Python DataStream API does not expose, the window join
+ * (DataStream.join(...).window(...): a CoGroup over a window), and a KeyedProcessFunction with event-time timers on
+ * punctuated watermarks (PyFlink's Python API has no custom watermark generator).
  * Event = Tuple5(side "L"/"R", key, ts ms, id, watermark_after ms or Long.MIN_VALUE for none).
  */
 public class IntervalJoinOracle {
@@ -184,6 +190,61 @@ public class IntervalJoinOracle {
 
         List<String> out = new ArrayList<>();
         try (CloseableIterator<String> it = all.executeAndCollect("floodmark-interval-join-oracle")) {
+            while (it.hasNext()) {
+                out.add(it.next());
+            }
+        }
+        return out;
+    }
+
+    public static class EmitWindowPair implements JoinFunction<Tuple5<String, String, Long, String, Long>,
+            Tuple5<String, String, Long, String, Long>, String> {
+        @Override
+        public String join(Tuple5<String, String, Long, String, Long> l, Tuple5<String, String, Long, String, Long> r) {
+            return "P\t" + l.f3 + "\t" + r.f3;
+        }
+    }
+
+    /**
+     * The window join: {@code kind} "tumbling" (size), "sliding" (size, slide) or "sessions" (size = the gap), with
+     * {@code latenessMs} of allowed lateness.
+     *
+     * @return "P\tleft\tright" lines in emission order (a late firing emits its window's pairs again)
+     */
+    public static List<String> runWindowJoin(StreamExecutionEnvironment env, String lines, String kind, long sizeMs,
+                                             long slideMs, long latenessMs, long pauseMs) throws Exception {
+        TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
+        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
+        env.setParallelism(1);
+        env.setBufferTimeout(0);
+        env.getConfig().setAutoWatermarkInterval(0L);
+        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
+                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
+        DataStream<Tuple5<String, String, Long, String, Long>> src = env.fromData(evs, ti)
+                .name("events")
+                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
+                .map(new Pace(pauseMs), ti).name("pace");
+        DataStream<Tuple5<String, String, Long, String, Long>> left = src.filter(new SideFilter("L")).name("L");
+        DataStream<Tuple5<String, String, Long, String, Long>> right = src.filter(new SideFilter("R")).name("R");
+        WindowAssigner<Object, ?> assigner;
+        if (kind.equals("tumbling")) {
+            assigner = TumblingEventTimeWindows.of(Duration.ofMillis(sizeMs));
+        } else if (kind.equals("sliding")) {
+            assigner = SlidingEventTimeWindows.of(Duration.ofMillis(sizeMs), Duration.ofMillis(slideMs));
+        } else if (kind.equals("sessions")) {
+            assigner = EventTimeSessionWindows.withGap(Duration.ofMillis(sizeMs));
+        } else {
+            throw new IllegalArgumentException("unknown window kind " + kind);
+        }
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        DataStream<String> joined = left.join(right)
+                .where(new KeyOf())
+                .equalTo(new KeyOf())
+                .window((WindowAssigner) assigner)
+                .allowedLateness(Duration.ofMillis(latenessMs))
+                .apply(new EmitWindowPair(), Types.STRING);
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = joined.executeAndCollect("floodmark-window-join-oracle")) {
             while (it.hasNext()) {
                 out.add(it.next());
             }

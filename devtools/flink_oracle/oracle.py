@@ -5,6 +5,7 @@
 Usage (inside the venv that has apache-flink installed):
     python oracle.py cumulate INPUT.json [--auto-watermark-interval-ms N]   (default 0 = eager)
     python oracle.py interval-join INPUT.json [--pause-ms N]   (default 300; sleep before each event)
+    python oracle.py window-join INPUT.json [--pause-ms N]
     python oracle.py timers INPUT.json
 
 cumulate:       {"step_ms", "max_size_ms", "rows": [{"k","ts","v"}]}
@@ -21,6 +22,10 @@ interval-join:  {"lower_ms","upper_ms","events": [{"side":"L"|"R","k","ts","id",
                 API (KeyedStream.intervalJoin -> IntervalJoinOperator) through PyFlink's py4j
                 gateway, from the Java helper IntervalJoinOracle.java beside this file (compiled once with javac,
                 cached in $FLINK_ORACLE_BUILD, default build/ next to this file).
+window-join:    {"kind": "tumbling"|"sliding"|"sessions", "size_ms" (the gap for sessions), "slide_ms",
+                "lateness_ms", "events": [as interval-join's]} -> {"pairs": [[l, r]...]} in emission order
+                (a late firing emits its window's pairs again); DataStream.join(...).window(...), through the
+                same Java helper.
 timers:         {"gap_ms", "events": [{"k","ts","id","watermark_after"}]}
                 -> [[k, count, first, last, watermark at emission]] in emission order
                 A Java KeyedProcessFunction (floodmark.apps.searches.AbandonedSearches' rule) with event-time
@@ -172,6 +177,26 @@ def run_interval_join(inp, pause_ms):
     return {"pairs": pairs, "late_left": late_l, "late_right": late_r}
 
 
+def run_window_join(inp, pause_ms):
+    jar = _helper_jar()
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.java_gateway import get_gateway
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.add_jars("file://" + jar)
+    jvm = get_gateway().jvm
+    res = jvm.oracle.IntervalJoinOracle.runWindowJoin(
+        env._j_stream_execution_environment,
+        _event_lines(inp["events"], lambda e: e["side"]),
+        str(inp["kind"]),
+        int(inp["size_ms"]),
+        int(inp.get("slide_ms", 0)),
+        int(inp.get("lateness_ms", 0)),
+        int(pause_ms),
+    )
+    return {"pairs": [str(s).split("\t")[1:3] for s in list(res)]}
+
+
 def _event_lines(events, side_of):
     lines = []
     for e in events:
@@ -203,7 +228,7 @@ def run_timers(inp):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("cumulate", "interval-join", "timers"):
+    if len(argv) < 3 or argv[1] not in ("cumulate", "interval-join", "window-join", "timers"):
         print(__doc__, file=sys.stderr)
         return 2
     cmd, path = argv[1], argv[2]
@@ -224,6 +249,8 @@ def main(argv):
             result = run_cumulate(inp, auto_wm_ms)
         elif cmd == "timers":
             result = run_timers(inp)
+        elif cmd == "window-join":
+            result = run_window_join(inp, pause_ms)
         else:
             result = run_interval_join(inp, pause_ms)
     finally:

@@ -1,5 +1,6 @@
 """floodmark against real Apache Flink (PyFlink 2.3.0 from PyPI) on the same input: cumulate windows (Flink SQL's
-``CUMULATE``) and the interval join (Flink's ``IntervalJoinOperator``). Test-only and slow (a Flink job per case):
+``CUMULATE``), the interval join (Flink's ``IntervalJoinOperator``), the window join (``DataStream.join().window()``)
+and event-time timers. Test-only and slow (a Flink job per case):
 ``bash scripts/flink-oracle.sh && FLOODMARK_FLINK_ORACLE=1 .venv/bin/python -m pytest tests/core/test_flink_oracle.py``.
 
 The oracle (``devtools/flink_oracle/oracle.py``) runs Flink with one source in arrival order and a watermark after
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from floodmark import aggregates, windows
-from floodmark.core.join import IntervalJoinOperator, IntervalJoinSpec, Side
+from floodmark.core.join import IntervalJoinOperator, IntervalJoinSpec, Side, WindowJoinOperator, WindowJoinSpec
 from floodmark.core.keyed_operator import KeyedRows
+from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.testing import WindowHarness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +171,67 @@ def test_event_time_timers_fire_as_flinks_on_the_same_watermarks(tmp_path):
     flinks = {tuple(row[:4]): row[4] for row in expected}
     assert len(flinks) == len(expected) > 20 and len(set(flinks.values())) > 10
     assert got == flinks, sorted((row, got[row], flinks[row]) for row in got if got[row] != flinks[row])
+
+
+def floodmark_window_join(window, lateness: int, events: list[dict]) -> dict:
+    operator = WindowJoinOperator(WindowJoinSpec(window, lateness))
+    pairs, late = [], []
+    for event in events:
+        side = Side.LEFT if event["side"] == "L" else Side.RIGHT
+        out = operator.add(KeyedRows([event["k"]], [event["ts"]], [event["id"]], side))
+        if event["watermark_after"] is not None:
+            out.extend(operator.advance_watermark(event["watermark_after"]))
+        pairs += [[p.left, p.right] for p in out.joined]
+        late += [row.value for row in out.late]
+    end = operator.advance_watermark(MAX_TIMESTAMP)
+    pairs += [[p.left, p.right] for p in end.joined]
+    return {"pairs": sorted(pairs), "late": sorted(set(late))}
+
+
+def window_join_events(seed: int, behind: int) -> list[dict]:
+    """Rows of two keys on both sides, some up to ``behind`` ms behind the watermark; event times even, watermarks
+    odd (no row on the watermark: there Flink and floodmark agree on lateness anyway, a window's, not a row's)."""
+    rng = random.Random(seed)
+    events, latest, watermark = [], 0, -1
+    for i in range(60):
+        latest += 2 * rng.randint(0, 3)
+        ts = max(0, latest - 2 * rng.randint(0, behind // 2)) if rng.random() < 0.2 else latest
+        moved = None
+        if rng.random() < 0.4 and latest - 3 > watermark:
+            watermark = latest - 3
+            moved = watermark
+        side, key = rng.choice("LR"), rng.choice("ab")
+        events.append({"side": side, "k": key, "ts": ts, "id": f"e{i}", "watermark_after": moved})
+    return events
+
+
+@pytest.mark.parametrize(
+    ("kind", "window", "size", "slide"),
+    [
+        ("tumbling", windows.Tumbling(10), 10, 0),
+        ("sliding", windows.Sliding(10, 5), 10, 5),
+        ("sessions", windows.Sessions(5), 5, 0),
+    ],
+)
+def test_the_window_join_equals_flinks_without_allowed_lateness(tmp_path, kind, window, size, slide):
+    """Tumbling, sliding and session windows: the same pairs as Flink's window join, each as often (once per window
+    holding both rows); the rows of windows the watermark had passed join nothing on either (Flink drops them
+    silently, floodmark reports them late)."""
+    events = window_join_events(7, behind=20)
+    ours = floodmark_window_join(window, 0, events)
+    payload = {"kind": kind, "size_ms": size, "slide_ms": slide, "lateness_ms": 0, "events": events}
+    flinks = sorted(flink("window-join", payload, tmp_path, "--pause-ms", "100")["pairs"])
+    assert ours["pairs"] and ours["late"], "pairs and late rows both occur"
+    assert flinks == ours["pairs"]
+
+
+def test_flinks_window_join_repeats_a_windows_pairs_at_each_late_firing_and_floodmark_emits_each_once(tmp_path):
+    """With allowed lateness, a late row fires its window again: Flink's join (a CoGroup over the window) emits every
+    pair of the window again, floodmark only the pairs that are new. The distinct pairs are the same."""
+    events = window_join_events(11, behind=20)
+    ours = floodmark_window_join(windows.Tumbling(10), 14, events)
+    payload = {"kind": "tumbling", "size_ms": 10, "lateness_ms": 14, "events": events}
+    flinks = flink("window-join", payload, tmp_path, "--pause-ms", "100")["pairs"]
+    assert sorted({tuple(p) for p in flinks}) == sorted({tuple(p) for p in ours["pairs"]})
+    assert len(ours["pairs"]) == len({tuple(p) for p in ours["pairs"]}), "floodmark: each pair once"
+    assert len(flinks) > len(ours["pairs"]), "Flink repeated pairs at the late firings"
