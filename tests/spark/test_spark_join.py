@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from floodmark.apps import searches as app
 from floodmark.apps.cli import app as app_cli
 from floodmark.apps.join_advisor import pairs_within
+from floodmark.apps.outputs import read_folder
 from floodmark.core.pipeline import MicroBatchPipeline
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.windows import Window
@@ -315,3 +316,31 @@ def test_advise_join_counts_the_pairs_the_join_made_on_spark(spark, search_input
     left, right = (list(queries["user"]), queries["ts"].to_numpy()), (list(clicks["user"]), clicks["ts"].to_numpy())
     pairs = pairs_within(*left, *right, 0, app.CLICK_WITHIN_MS)
     assert pairs.sum() == len(joined) > 0
+
+
+def test_explain_says_when_a_window_joins_pairs_come_and_lists_them(search_input, runs):
+    """``floodmark explain <checkpoint> --stage same_window --key USER --window-start T``: a window join's window,
+    explained as a window, with the pairs its panes emitted."""
+    _, root = runs[("inner", "RIGHT")]
+    got = read_folder(root / "same_window" / "panes")
+    first = got.sort_values(["batch_id", "window_start"]).iloc[0]
+    pairs = got[(got["user"] == first["user"]) & (got["window_start"] == first["window_start"])]
+    said = CliRunner().invoke(
+        app_cli,
+        [
+            "explain",
+            str(root / "ckpt"),
+            "--stage",
+            "same_window",
+            "--key",
+            str(first["user"]),
+            "--window-start",
+            str(int(first["window_start"])),
+        ],
+    )
+    assert said.exit_code == 0, said.output
+    assert "panes in the output for this key and window:" in said.output
+    for query, url in zip(pairs["left_query"], pairs["right_url"], strict=True):
+        assert f"left_query={query}" in said.output and f"right_url={url}" in said.output
+    interval = CliRunner().invoke(app_cli, ["explain", str(root / "ckpt"), "--stage", "clicked", "--window-start", "0"])
+    assert interval.exit_code == 2 and "is an interval join and has no windows to explain" in interval.output

@@ -343,9 +343,9 @@ def explain(
         ),
     ] = None,
 ) -> None:
-    """Say why a key's window has not fired: which split or upstream stage holds the watermark back, idleness,
-    when it fires. For a join or a process stage (--time): a row's partners and cleanup, or a timer. With
-    --changes: which settings of a changed job keep the checkpoint's state."""
+    """Say why a key's window has not fired (a window stage, or a window join's pairs): which split or upstream stage
+    holds the watermark back, idleness, when it fires. For an interval join or a process stage (--time): a row's
+    partners and cleanup, or a timer. With --changes: which settings of a changed job keep the checkpoint's state."""
     from floodmark.apps.inspection import explain_changes, explain_run, explain_time_run
 
     if changes is not None:
@@ -358,7 +358,11 @@ def explain(
             raise typer.Exit(1)
         return
     if (window_start is None) == (time is None):
-        raise _fail("give --window-start (a window stage), --time (a join or a process stage) or --changes", 2)
+        raise _fail(
+            "give --window-start (a window stage or a window join), --time (an interval join or a process stage) or "
+            "--changes",
+            2,
+        )
     if time is not None:
         try:
             answer = explain_time_run(run, _parsed(parse_instant, time, "--time"), side, batch, stage)

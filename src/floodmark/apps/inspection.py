@@ -35,7 +35,7 @@ from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, K
 from floodmark.driver.definition import JobDefinition, definition_path
 from floodmark.driver.definition_changes import NEW_CHECKPOINT, Change, compare, recorded_hosts
 from floodmark.explain.rows import TimeExplanation, explain_time
-from floodmark.explain.stage import explain_stage
+from floodmark.explain.stage import explain_stage, windows_of
 from floodmark.explain.window import Explanation
 
 
@@ -103,16 +103,19 @@ class RunDefinition:
             "demo or replay, or one run of floodmark demo games (its END_OF_WINDOW or EARLIEST directory)"
         )
 
-    def stage(self, name: str | None) -> WindowedStage:
-        """Window stage ``name`` (default: the only one). :raises ValueError: unknown, needed and not given, or a
-        join (no windows to explain)."""
+    def stage(self, name: str | None) -> WindowedStage | JoinStage:
+        """Stage ``name`` (default: the only one), one with windows: a window stage or a window join.
+
+        :raises ValueError: unknown, needed and not given, or an interval join or a process stage (no windows to
+            explain)."""
         stage = self.any_stage(name)
-        if not isinstance(stage, WindowedStage):
-            kind = "a join" if isinstance(stage, JoinStage) else "a process stage"
+        if windows_of(stage) is None:
+            kind = "an interval join" if isinstance(stage, JoinStage) else "a process stage"
             raise ValueError(
                 f"stage {stage.name!r} is {kind} and has no windows to explain: give --time (and a join's --side) "
                 "to explain what waits at an event time there"
             )
+        assert not isinstance(stage, ProcessStage)
         return stage
 
     def any_stage(self, name: str | None) -> WindowedStage | JoinStage | ProcessStage:
@@ -190,16 +193,19 @@ def explain_run(
     keys = key if isinstance(key, tuple) else (() if key is None else (key,))
     folder = definition.panes[chosen.name]
     panes = read_folder(folder) if folder is not None else pd.DataFrame()
-    if len(keys) != len(chosen.key_by):
-        if not chosen.key_by:
+    key_columns = chosen.key_columns
+    if len(keys) != len(key_columns):
+        if not key_columns:
             raise ValueError(f"stage {chosen.name!r} has no key columns: leave --key out")
-        example = "" if panes.empty else f" (e.g. {','.join(str(panes[c].iloc[0]) for c in chosen.key_by)})"
+        example = "" if panes.empty else f" (e.g. {','.join(str(panes[c].iloc[0]) for c in key_columns)})"
         raise ValueError(
             f"key {','.join(map(str, keys))} has {len(keys)} value(s) but the run is keyed by "
-            f"{len(chosen.key_by)} column(s), {', '.join(chosen.key_by)}: give one value per column, "
+            f"{len(key_columns)} column(s), {', '.join(key_columns)}: give one value per column, "
             f"comma-separated in that order{example}"
         )
-    window = window_at(chosen.spec, window_start, window_end)
+    spec = windows_of(chosen)
+    assert spec is not None  # definition.stage gave a stage with windows
+    window = window_at(spec, window_start, window_end)
     controller = definition.controller()
     batch = _batch_to_explain(run, controller.log.seqs(), batch)
     key_value = None if not keys else keys[0] if len(keys) == 1 else keys
@@ -207,12 +213,18 @@ def explain_run(
     emitted: list[dict[str, Any]] = []
     if not panes.empty:
         mask = (panes["window_start"] == window.start) & (panes["batch_id"] <= batch)
-        if not chosen.spec.window.is_merging:
+        if not spec.window.is_merging:
             mask &= panes["window_end"] == window.end
-        for column, value in zip(chosen.key_by, keys, strict=True):
+        for column, value in zip(key_columns, keys, strict=True):
             mask &= panes[column].astype(str) == str(value)
+        # A window join's rows are its pairs: their values are the two rows' columns.
+        values = (
+            chosen.result_names
+            if isinstance(chosen, WindowedStage)
+            else [c for c in panes.columns if c.startswith(("left_", "right_"))]
+        )
         for row in panes[mask].sort_values("batch_id").to_dict("records"):
-            row.update({f"value:{name}": row[name] for name in chosen.result_names})
+            row.update({f"value:{name}": row[name] for name in values})
             emitted.append(row)
     return RunExplanation(explanation, batch, emitted)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from floodmark.core.join import WindowJoinSpec
 from floodmark.core.pipeline import JoinStage, ProcessStage, WindowedStage
+from floodmark.core.spec import WindowSpec
 from floodmark.core.time import MAX_TIMESTAMP
 from floodmark.core.watermarks.coordinator import SourceWatermarks
 from floodmark.core.watermarks.graph import StageGraph
@@ -39,6 +40,16 @@ def last_batch(controller: Controller) -> int:
     return seqs[-1] - 1
 
 
+def windows_of(stage: WindowedStage | JoinStage | ProcessStage) -> WindowSpec | None:
+    """The windows a stage's rows wait in: a window stage's spec; a window join's window operator's (its pairs wait in
+    windows, which fire as any window does); None for an interval join or a process stage."""
+    if isinstance(stage, WindowedStage):
+        return stage.spec
+    if isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
+        return stage.spec.window_spec()
+    return None
+
+
 def explain_stage(
     controller: Controller,
     stage: WindowedStage | JoinStage | ProcessStage,
@@ -56,11 +67,8 @@ def explain_stage(
         is an interval join or a process stage (no windows: :func:`floodmark.explain.rows.explain_time` explains
         what waits at an event time there).
     """
-    if isinstance(stage, WindowedStage):
-        spec = stage.spec
-    elif isinstance(stage, JoinStage) and isinstance(stage.spec, WindowJoinSpec):
-        spec = stage.spec.window_spec()  # its pairs wait in windows, which fire as any window does
-    else:
+    spec = windows_of(stage)
+    if spec is None:
         raise ValueError(
             f"stage {stage.name!r} has no windows to explain: explain what waits at an event time instead "
             "(floodmark.explain.rows: a join row's partners and cleanup, a process stage's timer)"
