@@ -16,7 +16,7 @@ from spark_helpers import read_output, recorded_hosts, stamp_in_order
 
 from floodmark import WatermarkStrategy, WindowSpec, aggregates, triggers, windows
 from floodmark.core.pipeline import MicroBatchPipeline, WindowedStage
-from floodmark.spark import Pipeline, SourceTime
+from floodmark.spark import EventTimeAggregation, Pipeline, SourceTime
 
 pytestmark = pytest.mark.spark
 
@@ -136,6 +136,11 @@ def test_a_refused_change_stops_the_start_naming_it(spark, tmp_path):
     query = pipeline(spark, folder, False).start(checkpoint, str(tmp_path / "out"), trigger_interval="0 seconds")
     query.processAllAvailable()
     query.stop()
+    frame = spark.readStream.schema("p LONG, ts LONG, k STRING").parquet(str(folder))
+    ascending = SourceTime(WatermarkStrategy.for_monotonous_timestamps())
+    single = EventTimeAggregation(frame, "ts", ["k"], spec(3, 0), ascending)
+    said = {(c.owner, c.setting, c.kept) for c in single.changes(checkpoint, str(tmp_path / "out"))}
+    assert ("source 'src'", "source removed", False) in said, "another job's checkpoint: its source and stage differ"
     job = pipeline(spark, folder, False)
     job.stages["w"] = WindowedStage("w", ("src",), spec(3, 0), ("k", "p"))
     with pytest.raises(ValueError, match=r"stage 'w': key_by \['k'\] -> \['k', 'p'\]: refused"):

@@ -43,6 +43,7 @@ from floodmark.core.spec import WindowSpec
 from floodmark.core.time import Duration
 from floodmark.core.windows import Window
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE
+from floodmark.driver.definition_changes import Change
 from floodmark.driver.reports import BatchReport
 from floodmark.explain.window import Explanation
 from floodmark.spark import plan as p
@@ -125,6 +126,12 @@ class EventTimeAggregation:
         return self.pipeline.start(
             checkpoint, {STAGE: output}, trigger_interval, query_name, listeners, metrics_port, restarts
         )
+
+    def changes(self, checkpoint: str, output: str | Outputs) -> list[Change]:
+        """What starting this aggregation on ``checkpoint`` with ``output`` would change of the job the checkpoint
+        holds, each change kept or refused, without starting it (:meth:`Pipeline.changes
+        <floodmark.spark.driver.pipeline.Pipeline.changes>`)."""
+        return self.pipeline.changes(checkpoint, {STAGE: output})
 
     def explain(self, checkpoint: str, key: Any, window: Window, batch: int | None = None) -> Explanation:
         """Why ``key``'s ``window`` had (not) fired at the end of ``batch`` (default: the last) of the query at
