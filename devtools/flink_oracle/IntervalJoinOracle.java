@@ -85,6 +85,32 @@ public class IntervalJoinOracle {
         }
     }
 
+    /**
+     * The events of {@code lines} in order, with their timestamps and each event's watermark after it: one task, every
+     * record and watermark flushed at once, no periodic watermarks.
+     */
+    static DataStream<Tuple5<String, String, Long, String, Long>> events(StreamExecutionEnvironment env, String lines) {
+        env.setParallelism(1);
+        env.setBufferTimeout(0); // flush every record / watermark immediately
+        env.getConfig().setAutoWatermarkInterval(0L); // no periodic watermarks at all
+        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
+                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
+        return env.fromData(parseEvents(lines), eventType())
+                .name("events")
+                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks");
+    }
+
+    /** Runs the job and returns what {@code rows} emitted, in order. */
+    static List<String> collect(DataStream<String> rows, String job) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (CloseableIterator<String> it = rows.executeAndCollect(job)) {
+            while (it.hasNext()) {
+                out.add(it.next());
+            }
+        }
+        return out;
+    }
+
     public static class TsAssigner implements SerializableTimestampAssigner<Tuple5<String, String, Long, String, Long>> {
         @Override
         public long extractTimestamp(Tuple5<String, String, Long, String, Long> e, long recordTs) {
@@ -157,17 +183,7 @@ public class IntervalJoinOracle {
     public static List<String> run(StreamExecutionEnvironment env, String lines, long lowerMs, long upperMs,
                                    long pauseMs) throws Exception {
         TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
-        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
-        env.setParallelism(1);
-        env.setBufferTimeout(0); // flush every record / watermark immediately
-        env.getConfig().setAutoWatermarkInterval(0L); // no periodic watermarks at all
-
-        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
-                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
-        DataStream<Tuple5<String, String, Long, String, Long>> src = env.fromData(evs, ti)
-                .name("events")
-                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
-                .map(new Pace(pauseMs), ti).name("pace");
+        DataStream<Tuple5<String, String, Long, String, Long>> src = events(env, lines).map(new Pace(pauseMs), ti).name("pace");
 
         KeyedStream<Tuple5<String, String, Long, String, Long>, String> left =
                 src.filter(new SideFilter("L")).name("L").keyBy(new KeyOf(), Types.STRING);
@@ -188,13 +204,7 @@ public class IntervalJoinOracle {
                 joined.getSideOutput(lateL).map(new Tag("LL"), Types.STRING),
                 joined.getSideOutput(lateR).map(new Tag("LR"), Types.STRING));
 
-        List<String> out = new ArrayList<>();
-        try (CloseableIterator<String> it = all.executeAndCollect("floodmark-interval-join-oracle")) {
-            while (it.hasNext()) {
-                out.add(it.next());
-            }
-        }
-        return out;
+        return collect(all, "floodmark-interval-join-oracle");
     }
 
     public static class EmitWindowPair implements JoinFunction<Tuple5<String, String, Long, String, Long>,
@@ -214,16 +224,7 @@ public class IntervalJoinOracle {
     public static List<String> runWindowJoin(StreamExecutionEnvironment env, String lines, String kind, long sizeMs,
                                              long slideMs, long latenessMs, long pauseMs) throws Exception {
         TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
-        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
-        env.setParallelism(1);
-        env.setBufferTimeout(0);
-        env.getConfig().setAutoWatermarkInterval(0L);
-        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
-                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
-        DataStream<Tuple5<String, String, Long, String, Long>> src = env.fromData(evs, ti)
-                .name("events")
-                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
-                .map(new Pace(pauseMs), ti).name("pace");
+        DataStream<Tuple5<String, String, Long, String, Long>> src = events(env, lines).map(new Pace(pauseMs), ti).name("pace");
         DataStream<Tuple5<String, String, Long, String, Long>> left = src.filter(new SideFilter("L")).name("L");
         DataStream<Tuple5<String, String, Long, String, Long>> right = src.filter(new SideFilter("R")).name("R");
         WindowAssigner<Object, ?> assigner;
@@ -243,13 +244,7 @@ public class IntervalJoinOracle {
                 .window((WindowAssigner) assigner)
                 .allowedLateness(Duration.ofMillis(latenessMs))
                 .apply(new EmitWindowPair(), Types.STRING);
-        List<String> out = new ArrayList<>();
-        try (CloseableIterator<String> it = joined.executeAndCollect("floodmark-window-join-oracle")) {
-            while (it.hasNext()) {
-                out.add(it.next());
-            }
-        }
-        return out;
+        return collect(joined, "floodmark-window-join-oracle");
     }
 
     /**
@@ -318,25 +313,10 @@ public class IntervalJoinOracle {
      * @return "S\tkey\tcount\tfirst\tlast\twatermark" lines in emission order
      */
     public static List<String> runTimers(StreamExecutionEnvironment env, String lines, long gapMs) throws Exception {
-        TypeInformation<Tuple5<String, String, Long, String, Long>> ti = eventType();
-        List<Tuple5<String, String, Long, String, Long>> evs = parseEvents(lines);
-        env.setParallelism(1);
-        env.setBufferTimeout(0);
-        env.getConfig().setAutoWatermarkInterval(0L);
-        WatermarkStrategy<Tuple5<String, String, Long, String, Long>> ws =
-                WatermarkStrategy.forGenerator(new GenSupplier()).withTimestampAssigner(new TsAssigner());
-        DataStream<String> rows = env.fromData(evs, ti)
-                .name("events")
-                .assignTimestampsAndWatermarks(ws).name("punctuated-watermarks")
+        DataStream<String> rows = events(env, lines)
                 .keyBy(new KeyOf(), Types.STRING)
                 .process(new Abandoned(gapMs), Types.STRING)
                 .name("abandoned");
-        List<String> out = new ArrayList<>();
-        try (CloseableIterator<String> it = rows.executeAndCollect("floodmark-timers-oracle")) {
-            while (it.hasNext()) {
-                out.add(it.next());
-            }
-        }
-        return out;
+        return collect(rows, "floodmark-timers-oracle");
     }
 }

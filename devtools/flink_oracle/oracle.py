@@ -146,17 +146,22 @@ def run_cumulate(inp, auto_wm_ms=0):
     return out
 
 
-def run_interval_join(inp, pause_ms):
+def _java_helper():
+    """A stream environment with the Java helper's jar, and the gateway's JVM (its classes under ``jvm.oracle``)."""
     jar = _helper_jar()
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.java_gateway import get_gateway
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.add_jars("file://" + jar)  # also puts the jar on the gateway's context class loader
+    return env, get_gateway().jvm
+
+
+def run_interval_join(inp, pause_ms):
+    env, jvm = _java_helper()
     for e in inp["events"]:
         if e["side"] not in ("L", "R"):
             raise ValueError(f"side must be L or R: {e!r}")
-    jvm = get_gateway().jvm
     res = jvm.oracle.IntervalJoinOracle.run(
         env._j_stream_execution_environment,
         _event_lines(inp["events"], lambda e: e["side"]),
@@ -178,13 +183,7 @@ def run_interval_join(inp, pause_ms):
 
 
 def run_window_join(inp, pause_ms):
-    jar = _helper_jar()
-    from pyflink.datastream import StreamExecutionEnvironment
-    from pyflink.java_gateway import get_gateway
-
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.add_jars("file://" + jar)
-    jvm = get_gateway().jvm
+    env, jvm = _java_helper()
     res = jvm.oracle.IntervalJoinOracle.runWindowJoin(
         env._j_stream_execution_environment,
         _event_lines(inp["events"], lambda e: e["side"]),
@@ -211,13 +210,7 @@ def _event_lines(events, side_of):
 
 
 def run_timers(inp):
-    jar = _helper_jar()
-    from pyflink.datastream import StreamExecutionEnvironment
-    from pyflink.java_gateway import get_gateway
-
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.add_jars("file://" + jar)
-    jvm = get_gateway().jvm
+    env, jvm = _java_helper()
     lines = _event_lines(inp["events"], lambda e: "L")
     res = jvm.oracle.IntervalJoinOracle.runTimers(env._j_stream_execution_environment, lines, int(inp["gap_ms"]))
     out = []

@@ -153,8 +153,8 @@ def job(
     return JobDefinition(source, stages, {"w": {"panes": panes}}).to_dict()
 
 
-def verdicts(earlier, now, hosts=None):
-    return {(c.owner, c.setting): c.kept for c in compare(earlier, now, hosts)}
+def verdicts(earlier, now):
+    return {(c.owner, c.setting): c.kept for c in compare(earlier, now)}
 
 
 def test_watermark_settings_lateness_triggers_and_outputs_keep_the_state():
@@ -197,10 +197,9 @@ def test_early_firings_added_or_removed_keep_the_state():
     assert [(c.setting, c.kept) for c in compare(job(trigger=early), job())] == [("trigger", True)]
 
 
-@pytest.mark.parametrize("hosts", [None, {"w": "jvm"}])
-def test_a_trigger_with_state_of_its_own_is_refused(hosts):
+def test_a_trigger_with_state_of_its_own_is_refused():
     after = triggers.OrFinally(triggers.Repeatedly(triggers.AfterCount(2)), triggers.AfterWatermark())
-    found = compare(job(), job(trigger=after), hosts)
+    found = compare(job(), job(trigger=after))
     assert [(c.setting, c.kept) for c in found] == [("trigger", False)]
     assert "columnar form" in found[0].line()
 

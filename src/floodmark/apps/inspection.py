@@ -33,7 +33,7 @@ from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.control_log import ControlLog
 from floodmark.driver.controller import AGGREGATION_SOURCE, AGGREGATION_STAGE, KEPT_ENTRIES, Controller, SourceSettings
 from floodmark.driver.definition import JobDefinition, definition_path
-from floodmark.driver.definition_changes import NEW_CHECKPOINT, Change, compare, recorded_hosts
+from floodmark.driver.definition_changes import NEW_CHECKPOINT, Change, changes_from
 from floodmark.explain.rows import TimeExplanation, explain_time
 from floodmark.explain.stage import explain_stage, windows_of
 from floodmark.explain.window import Explanation
@@ -312,8 +312,7 @@ def explain_changes(checkpoint: str | Path, definition_file: str | Path) -> Chan
         definition.
     """
     checkpoint, path = Path(checkpoint), Path(definition_file)
-    text = LocalFiles().read_text(definition_path(str(checkpoint)))
-    if text is None:
+    if not Path(definition_path(str(checkpoint))).exists():
         raise FileNotFoundError(f"{checkpoint} holds no job definition ({definition_path(str(checkpoint))})")
     try:
         now = tomllib.loads(path.read_text()) if path.suffix == ".toml" else json.loads(path.read_text())
@@ -321,5 +320,4 @@ def explain_changes(checkpoint: str | Path, definition_file: str | Path) -> Chan
         raise ValueError(f"{path} is not a job definition in JSON or TOML: {error}") from None
     if not isinstance(now, dict) or "sources" not in now or "stages" not in now:
         raise ValueError(f"{path} is not a job definition: it has no sources and stages (see {checkpoint}'s)")
-    earlier = json.loads(text)
-    return ChangesExplanation(checkpoint, compare(earlier, now, recorded_hosts(LocalFiles(), str(checkpoint))))
+    return ChangesExplanation(checkpoint, changes_from(LocalFiles(), str(checkpoint), now))

@@ -92,31 +92,43 @@ class JoinAdvice:
         return "\n".join(lines)
 
 
-def nearest_offsets(
-    left_keys: Sequence[object], left_ts: np.ndarray, right_keys: Sequence[object], right_ts: np.ndarray
-) -> np.ndarray:
-    """Each left row's offset to its nearest right row of the same key (``r - l``; the earlier of two as near), as
-    float64 with NaN for a left row whose key has no right row."""
-    l_codes, r_codes = _key_codes(left_keys, right_keys)
-    l_ts, r_ts = np.asarray(left_ts, dtype=np.int64), np.asarray(right_ts, dtype=np.int64)
-    times = np.unique(np.concatenate([l_ts, r_ts]))
-    span = len(times) + 1
-    # One number per row, ordered by key, then time: its key's code, then its time's rank.
-    order = np.argsort(r_codes * span + np.searchsorted(times, r_ts), kind="stable")
-    r_sorted = (r_codes * span + np.searchsorted(times, r_ts))[order]
-    r_codes, r_ts = r_codes[order], r_ts[order]
-    if not len(r_sorted):
-        return np.full(len(l_ts), np.nan)
-    # The first right row at or after the left row's (key, time), and the one before it: the nearest is one of them.
-    at = np.searchsorted(r_sorted, l_codes * span + np.searchsorted(times, l_ts), side="left")
-    after, before = np.minimum(at, len(r_sorted) - 1), np.maximum(at - 1, 0)
-    above_ok = (at < len(r_sorted)) & (r_codes[after] == l_codes)
-    below_ok = (at > 0) & (r_codes[before] == l_codes)
-    above, below = r_ts[after] - l_ts, r_ts[before] - l_ts
-    take_below = below_ok & (~above_ok | (-below <= above))
-    offsets = np.where(take_below, below, above).astype(np.float64)
-    offsets[~(above_ok | below_ok)] = np.nan
-    return offsets
+class _Partners:
+    """One side's rows, ordered by key, then time, so that a row of the other side finds its partners by binary
+    search: each row is one number, its key's code times ``span`` plus its time's rank among the side's times."""
+
+    def __init__(self, codes: np.ndarray, ts: np.ndarray) -> None:
+        self.times = np.unique(ts)
+        self.span = len(self.times) + 1
+        ranked = codes * self.span + np.searchsorted(self.times, ts)
+        order = np.argsort(ranked, kind="stable")
+        self.ranked, self.codes, self.ts = ranked[order], codes[order], ts[order]
+
+    def _first(self, codes: np.ndarray, ts: np.ndarray, after: bool = False) -> np.ndarray:
+        """Per query row, the index of the first row of its key at or after ``ts`` (strictly after: ``after``)."""
+        at = codes * self.span + np.searchsorted(self.times, ts, side="right" if after else "left")
+        return np.searchsorted(self.ranked, at, side="left")
+
+    def nearest(self, codes: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Per query row, ``partner time - ts`` to its nearest row of the same key (the earlier of two as near);
+        NaN where its key has no row."""
+        n = len(self.ranked)
+        if not n:
+            return np.full(len(ts), np.nan)
+        # The first row at or after the query's (key, time), and the one before it: the nearest is one of them.
+        at = self._first(codes, ts)
+        after, before = np.minimum(at, n - 1), np.maximum(at - 1, 0)
+        above_ok = (at < n) & (self.codes[after] == codes)
+        below_ok = (at > 0) & (self.codes[before] == codes)
+        above, below = self.ts[after] - ts, self.ts[before] - ts
+        take_below = below_ok & (~above_ok | (-below <= above))
+        offsets = np.where(take_below, below, above).astype(np.float64)
+        offsets[~(above_ok | below_ok)] = np.nan
+        return offsets
+
+    def within(self, codes: np.ndarray, ts: np.ndarray, lower: int, upper: int) -> np.ndarray:
+        """Per query row, how many rows of its key lie in ``[ts + lower, ts + upper]`` (none where lower > upper)."""
+        counts = self._first(codes, ts + upper, after=True) - self._first(codes, ts + lower)
+        return np.maximum(counts, 0)
 
 
 def _key_codes(left_keys: Sequence[object], right_keys: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +136,16 @@ def _key_codes(left_keys: Sequence[object], right_keys: Sequence[object]) -> tup
     both = pd.concat([pd.Series(list(left_keys), dtype=object), pd.Series(list(right_keys), dtype=object)])
     codes, _ = pd.factorize(both.reset_index(drop=True))
     return codes[: len(left_keys)].astype(np.int64), codes[len(left_keys) :].astype(np.int64)
+
+
+def nearest_offsets(
+    left_keys: Sequence[object], left_ts: np.ndarray, right_keys: Sequence[object], right_ts: np.ndarray
+) -> np.ndarray:
+    """Each left row's offset to its nearest right row of the same key (``r - l``; the earlier of two as near), as
+    float64 with NaN for a left row whose key has no right row."""
+    l_codes, r_codes = _key_codes(left_keys, right_keys)
+    l_ts, r_ts = np.asarray(left_ts, dtype=np.int64), np.asarray(right_ts, dtype=np.int64)
+    return _Partners(r_codes, r_ts).nearest(l_codes, l_ts)
 
 
 def pairs_within(
@@ -136,16 +158,8 @@ def pairs_within(
 ) -> np.ndarray:
     """How many right rows of its key each left row joins with ``[lower, upper]``: ``l + lower <= r <= l + upper``."""
     l_codes, r_codes = _key_codes(left_keys, right_keys)
-    r_ts = np.asarray(right_ts, dtype=np.int64)
-    times = np.unique(r_ts)
-    span = len(times) + 1
-    # One sorted number per right row: its key's code, then its time's rank among the right rows' times.
-    combined = np.sort(r_codes * span + np.searchsorted(times, r_ts))
-    l_ts = np.asarray(left_ts, dtype=np.int64)
-    low = l_codes * span + np.searchsorted(times, l_ts + lower, side="left")
-    high = l_codes * span + np.searchsorted(times, l_ts + upper, side="right")
-    counts = np.searchsorted(combined, high, side="left") - np.searchsorted(combined, low, side="left")
-    return np.maximum(counts, 0)  # lower > upper: nothing
+    l_ts, r_ts = np.asarray(left_ts, dtype=np.int64), np.asarray(right_ts, dtype=np.int64)
+    return _Partners(r_codes, r_ts).within(l_codes, l_ts, lower, upper)
 
 
 def narrowest(offsets: np.ndarray, count: int) -> tuple[int, int]:
@@ -168,13 +182,16 @@ def advise_join(
     :raises ValueError: no measured row has a row of its key on the other side, a coverage outside ``(0, 1]``, or
         ``per`` neither side.
     """
-    left, right = (left_keys, np.asarray(left_ts, dtype=np.int64)), (right_keys, np.asarray(right_ts, dtype=np.int64))
-    if per == "left":
-        offsets = nearest_offsets(*left, *right)
-    elif per == "right":
-        offsets = -nearest_offsets(*right, *left)  # l - r to the nearest left row (the earlier of two), as r - l
-    else:
+    if per not in ("left", "right"):
         raise ValueError(f"per is 'left' or 'right', not {per!r}")
+    l_codes, r_codes = _key_codes(left_keys, right_keys)
+    l_ts, r_ts = np.asarray(left_ts, dtype=np.int64), np.asarray(right_ts, dtype=np.int64)
+    # The measured rows ask the other side's rows; a sign turns the other side's offsets into r - l.
+    if per == "left":
+        measured, partners, sign = (l_codes, l_ts), _Partners(r_codes, r_ts), 1
+    else:
+        measured, partners, sign = (r_codes, r_ts), _Partners(l_codes, l_ts), -1
+    offsets = sign * partners.nearest(*measured)
     matched = np.sort(offsets[~np.isnan(offsets)]).astype(np.int64)
     if not len(matched):
         raise ValueError(f"no {per} row has a row of its key on the other side: nothing to size the bounds from")
@@ -185,9 +202,8 @@ def advise_join(
         lower, upper = narrowest(matched, math.ceil(coverage * len(matched)))
         kept = float(np.mean((matched >= lower) & (matched <= upper)))
         # A right row at r joins the left rows with r - upper <= l <= r - lower.
-        pairs = (
-            pairs_within(*left, *right, lower, upper) if per == "left" else pairs_within(*right, *left, -upper, -lower)
-        )
+        low, high = sorted((sign * lower, sign * upper))
+        pairs = partners.within(*measured, low, high)
         bounds.append(JoinBounds(coverage, lower, upper, kept, float(pairs.mean())))
     return JoinAdvice(per, len(left_ts), len(right_ts), len(offsets), len(matched), bounds)
 

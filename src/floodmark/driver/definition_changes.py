@@ -11,9 +11,10 @@ Kept (the state follows; the new setting applies from the restart's first batch 
   (a wider bound holds it where it was until records pass it: :mod:`floodmark.core.watermarks.generator`);
 * a stage's **allowed lateness**, raised or lowered (window stages and joins): windows and rows still held follow the
   new horizon; what the old one already dropped stays dropped, and a record for it goes to the late output;
-* a window stage's **trigger** (early and late firings) where both triggers have the columnar form and, on the JVM
-  host, the new spec has a built-in form: the window's bookkeeping (records since its last pane, the oldest pending
-  record's time, whether the watermark fired it) is the trigger's whole state, and the new trigger reads it. Partial
+* a window stage's **trigger** (early and late firings) where both triggers have the columnar form (on the JVM host
+  the new spec then has a built-in form too: its window and aggregate had one already): the window's bookkeeping
+  (records since its last pane, the oldest pending record's time, whether the watermark fired it) is the trigger's
+  whole state, and the new trigger reads it. Partial
   aggregates that waited apart for the watermark (:attr:`~floodmark.core.spec.WindowSpec.defers_partials`) are
   merged into their windows at the restore when early firings are added;
 * a stage's **outputs**: panes, late records and dead letters go to the new places from the restart on.
@@ -33,8 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.core.built_in_spec import built_in_form
-from floodmark.driver import checkpoint_layout
 from floodmark.driver.checkpoint_files import CheckpointFiles
 from floodmark.driver.definition import JobDefinition, NotDescribable, definition_path, spec_from
 
@@ -87,12 +86,9 @@ class Change:
         return f"{self.owner}: {self.setting} {self.before!r} -> {self.after!r}: {verdict} ({self.how})"
 
 
-def compare(earlier: Mapping[str, Any], now: Mapping[str, Any], hosts: Mapping[str, str] | None = None) -> list[Change]:
+def compare(earlier: Mapping[str, Any], now: Mapping[str, Any]) -> list[Change]:
     """Every difference of ``now`` from ``earlier`` (two :meth:`~floodmark.driver.definition.JobDefinition.to_dict`
-    forms, ``earlier`` the checkpoint's), kept or refused by the module docstring's rules.
-
-    :arg hosts: where the checkpoint's stages run (``{stage: "python" | "jvm"}``; absent: Python).
-    """
+    forms, ``earlier`` the checkpoint's), kept or refused by the module docstring's rules."""
     found: list[Change] = []
     for kind in ("source", "stage"):
         before, after = earlier.get(f"{kind}s", {}), now.get(f"{kind}s", {})
@@ -105,7 +101,7 @@ def compare(earlier: Mapping[str, Any], now: Mapping[str, Any], hosts: Mapping[s
             if kind == "source":
                 found += _source_changes(name, old, new)
             else:
-                found += _stage_changes(name, old, new, (hosts or {}).get(name, "python"))
+                found += _stage_changes(name, old, new)
     outputs_before, outputs_after = earlier.get("outputs", {}), now.get("outputs", {})
     for stage in sorted(set(outputs_before) | set(outputs_after)):
         old, new = outputs_before.get(stage), outputs_after.get(stage)
@@ -114,12 +110,11 @@ def compare(earlier: Mapping[str, Any], now: Mapping[str, Any], hosts: Mapping[s
     return found
 
 
-def changes_from(files: CheckpointFiles, checkpoint: str, definition: JobDefinition) -> list[Change]:
-    """What starting ``definition`` on ``checkpoint`` would change (none: a new checkpoint, or the same job)."""
+def changes_from(files: CheckpointFiles, checkpoint: str, now: Mapping[str, Any]) -> list[Change]:
+    """What starting the job ``now`` (a :meth:`~floodmark.driver.definition.JobDefinition.to_dict` form) on
+    ``checkpoint`` would change (none: a new checkpoint, or the same job)."""
     text = files.read_text(definition_path(checkpoint))
-    if text is None:
-        return []
-    return compare(json.loads(text), definition.to_dict(), recorded_hosts(files, checkpoint))
+    return [] if text is None else compare(json.loads(text), now)
 
 
 def check(files: CheckpointFiles, checkpoint: str, definition: JobDefinition) -> list[Change]:
@@ -127,7 +122,7 @@ def check(files: CheckpointFiles, checkpoint: str, definition: JobDefinition) ->
     follow all of them.
 
     :raises ValueError: naming each refused change, and what to do."""
-    found = changes_from(files, checkpoint, definition)
+    found = changes_from(files, checkpoint, definition.to_dict())
     refused = [change for change in found if not change.kept]
     if refused:
         raise ValueError(
@@ -153,7 +148,7 @@ def _source_changes(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -
     return found
 
 
-def _stage_changes(name: str, old: Mapping[str, Any], new: Mapping[str, Any], host: str) -> list[Change]:
+def _stage_changes(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     owner = f"stage {name!r}"
     if old.get("kind") != new.get("kind"):
         why = "its state is of the old kind of stage"
@@ -169,7 +164,7 @@ def _stage_changes(name: str, old: Mapping[str, Any], new: Mapping[str, Any], ho
         if setting == "allowed_lateness":
             found.append(Change(owner, setting, before, after, _LATENESS_KEPT, True))
         elif setting == "trigger":
-            why_not = _trigger_refused(old, new, host)
+            why_not = _trigger_refused(old, new)
             how = why_not or "the window's bookkeeping (records since its last pane, its oldest pending record, "
             how += "" if why_not else "whether the watermark fired it) is read by the new trigger from the restart"
             found.append(Change(owner, setting, before, after, how, why_not is None))
@@ -178,7 +173,7 @@ def _stage_changes(name: str, old: Mapping[str, Any], new: Mapping[str, Any], ho
     return found
 
 
-def _trigger_refused(old: Mapping[str, Any], new: Mapping[str, Any], host: str) -> str | None:
+def _trigger_refused(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
     """Why a window stage's state cannot follow its trigger from ``old`` to ``new`` (None: it can)."""
     try:
         before, after = spec_from(old), spec_from({**old, "trigger": new["trigger"]})
@@ -186,8 +181,6 @@ def _trigger_refused(old: Mapping[str, Any], new: Mapping[str, Any], host: str) 
         return f"the trigger cannot be rebuilt here: {error}"
     if not (before.is_columnar and after.is_columnar):
         return "a trigger without the columnar form keeps state of its own, which another trigger cannot read"
-    if host == "jvm" and built_in_form(after) is None:
-        return "the stage runs on the JVM host, which has no built-in form of the new trigger"
     return None
 
 
@@ -195,9 +188,3 @@ def _same(before: Any, after: Any) -> bool:
     """Equal, or both your own code (a description's text tells nothing: a repr may hold an address)."""
     unnamed = [isinstance(each, Mapping) and each.get("kind") == "unnamed" for each in (before, after)]
     return before == after or all(unnamed)
-
-
-def recorded_hosts(files: CheckpointFiles, checkpoint: str) -> dict[str, str]:
-    """Where the checkpoint's stages run, as it recorded them (none recorded: every stage on Python)."""
-    text = files.read_text(checkpoint_layout.floodmark_path(checkpoint, checkpoint_layout.HOSTS))
-    return {} if text is None else dict(json.loads(text)["hosts"])

@@ -438,7 +438,9 @@ class Pipeline:
         spark = next(iter(self.sources.values())).frame.sparkSession
         checkpoint = client_path(spark, checkpoint)
         definition = self.definition(self._outputs(output))
-        return definition_changes.changes_from(hadoop_files.files_for(checkpoint, spark), checkpoint, definition)
+        return definition_changes.changes_from(
+            hadoop_files.files_for(checkpoint, spark), checkpoint, definition.to_dict()
+        )
 
     def _outputs(self, output: str | Mapping[str, str | Outputs]) -> dict[str, Outputs]:
         """Each stage's outputs, as :meth:`start` takes ``output``, with paths as the client gives them."""
