@@ -19,6 +19,8 @@ class GeneratorView:
     :ivar idle_timeout: the idleness timeout (ms), if idleness detection wraps it.
     :ivar inactive_since: processing time (ms) of the first periodic check that saw no new record, while its
         idleness timer runs (``None``: no idleness, or active).
+    :ivar unread: records of the split its source had not read when it planned the last batch that said
+        (``SplitBatchStats.unread``; ``None``: not said, or no idleness); a split with unread records is never idle.
     """
 
     description: str
@@ -28,6 +30,7 @@ class GeneratorView:
     watermark_lag: int | None = None
     idle_timeout: int | None = None
     inactive_since: int | None = None
+    unread: int | None = None
 
     def timestamp_for(self, watermark: int) -> int | None:
         """The lowest record timestamp (ms, inclusive) that lifts the watermark to ``watermark`` at the next

@@ -70,12 +70,23 @@ class WatermarksWithIdleness(WatermarkGenerator):
     timeout runs from the first batch without its records. A batch that takes longer
     than the timeout (a cold first batch, a slow cluster) then never makes an active
     split idle, which would let the combined watermark jump over its unread records.
+
+    Idle only when caught up: silence is not enough when the source says the split has records it did not read
+    (``SplitBatchStats.unread``: a Kafka partition held back by ``maxOffsetsPerTrigger`` or paused by alignment,
+    files of a split later in the order). Such a split counts as active like one that had records::
+
+        active_in_batch = count > 0 or unread > 0
+        unread          = the batch's ``unread`` if the source said it, else the last batch's that did (0 before)
+
+    so a split is idle once it had no record for the timeout *and* was caught up at every batch in between. A batch
+    whose source does not say (a replayed batch Spark planned in an earlier run) keeps what the last one said.
     """
 
     def __init__(self, generator: WatermarkGenerator, timeout: Duration, clock: Clock) -> None:
         self.generator = generator
         self.timer = IdlenessTimer(clock, timeout)
         self.active_in_batch = False
+        self.unread: int | None = None
 
     def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
         self.generator.on_event(event, timestamp, output)
@@ -84,7 +95,9 @@ class WatermarksWithIdleness(WatermarkGenerator):
 
     def on_batch(self, stats: SplitBatchStats, output: WatermarkOutput) -> None:
         self.generator.on_batch(stats, output)
-        self.active_in_batch = stats.count > 0
+        if stats.unread is not None:
+            self.unread = stats.unread
+        self.active_in_batch = stats.count > 0 or bool(self.unread)
         if self.active_in_batch:
             self.timer.activity()
             output.mark_active()
@@ -110,6 +123,7 @@ class WatermarksWithIdleness(WatermarkGenerator):
             has_seen_records=seen,
             idle_timeout=self.timer.timeout,
             inactive_since=self.timer.start_of_inactivity,
+            unread=self.unread,
         )
 
     def snapshot(self) -> dict[str, Any]:
@@ -117,6 +131,7 @@ class WatermarksWithIdleness(WatermarkGenerator):
             "generator": self.generator.snapshot(),
             "timer": self.timer.snapshot(),
             "active_in_batch": self.active_in_batch,
+            "unread": self.unread,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -128,6 +143,7 @@ class WatermarksWithIdleness(WatermarkGenerator):
         self.generator.restore(state["generator"])
         self.timer.restore(state["timer"])
         self.active_in_batch = state.get("active_in_batch", False)
+        self.unread = state.get("unread")
 
 
 def is_wrapped(state: dict[str, Any]) -> bool:

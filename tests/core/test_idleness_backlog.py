@@ -1,0 +1,100 @@
+"""Idle only when caught up: a split whose source says it has unread records is never idle, whatever its silence."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
+
+BOUND, TIMEOUT, BATCH_MS = 100, 1_000, 500
+
+
+def _late_records(schedule: list[int], says_unread: bool) -> tuple[int, int]:
+    """Split ``slow`` has 40 records (timestamps 0, 100, ..., one every 100 ms of event time) waiting from the
+    start; the batch ``i`` reads ``schedule[i]`` of them (0: held back by a rate limit or a pause) while split
+    ``fast`` reads 5 records a batch, always 500 ms of event time ahead. Returns (records of ``slow`` that arrive
+    below the combined watermark the batch ran with, batches after which ``slow`` was idle with records waiting)."""
+    source = SourceWatermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(BOUND).with_idleness(TIMEOUT), splits=["fast", "slow"]
+    )
+    waiting = [i * 100 for i in range(40)]
+    fast_next, late, idle_batches, now = 0, 0, 0, 0
+    for take in [*schedule, 40]:
+        batch, waiting = waiting[:take], waiting[take:]
+        late += sum(1 for ts in batch if ts <= source.watermark)
+        fast = [fast_next + i * 100 for i in range(5)]
+        fast_next += 500 * 4  # the fast split runs ahead of the slow one's backlog
+        stats = [SplitBatchStats("fast", 5, fast[0], fast[-1])]
+        unread = len(waiting) if says_unread else None
+        if batch:
+            stats.append(SplitBatchStats("slow", len(batch), batch[0], batch[-1], unread=unread))
+        elif says_unread:
+            stats.append(SplitBatchStats("slow", 0, unread=unread))
+        source.on_batch(stats)
+        now += BATCH_MS
+        source.advance_processing_time(now)
+        idle_batches += bool(waiting) and source.split_watermarks()["slow"][1]
+    return late, idle_batches
+
+
+throttles = st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(throttles)
+def test_a_split_with_unread_records_is_never_idle_and_loses_nothing(schedule: list[int]) -> None:
+    late, idle_batches = _late_records(schedule, says_unread=True)
+    assert (late, idle_batches) == (0, 0)
+
+
+def test_the_timeout_alone_makes_a_held_back_split_idle_and_its_records_late() -> None:
+    """The baseline the backlog rule is measured against: three batches without records of ``slow`` (1.5 s > the
+    1 s timeout) while it still has records waiting make it idle, the fast split's watermark takes over, and what
+    ``slow`` reads next is late."""
+    schedule = [2, 0, 0, 0, 0, 2, 2]
+    assert _late_records(schedule, says_unread=False) == (38, 2), "every record read after the pause is late"
+    assert _late_records(schedule, says_unread=True) == (0, 0)
+
+
+def test_a_caught_up_silent_split_goes_idle_as_with_the_timeout_alone() -> None:
+    for unread in (None, 0):
+        source = SourceWatermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT), splits=["a", "b"]
+        )
+        source.on_batch([SplitBatchStats("a", 1, 5_000, 5_000), SplitBatchStats("b", 1, 100, 100, unread=unread)])
+        source.advance_processing_time(500)
+        assert source.watermark == 99
+        for now in range(1_000, 3_001, 500):
+            source.on_batch([SplitBatchStats("a", 1, 5_000, 5_000), SplitBatchStats("b", 0, unread=unread)])
+            source.advance_processing_time(now)
+        assert source.split_watermarks()["b"] == (99, True)
+        assert source.watermark == 4_999, "the caught-up silent split no longer holds the watermark back"
+
+
+def test_a_batch_that_does_not_say_keeps_the_last_backlog_and_a_caught_up_one_releases_it() -> None:
+    source = SourceWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT), splits=["b"])
+    source.on_batch([SplitBatchStats("b", 1, 100, 100, unread=7)])
+    source.advance_processing_time(500)
+    for now in range(1_000, 10_001, 500):
+        source.on_batch([])  # a replayed batch: its source does not say
+        source.advance_processing_time(now)
+    assert source.split_watermarks()["b"] == (99, False)
+    assert source.generators["b"].view().unread == 7
+    twin = source.copy()
+    assert twin.generators["b"].view().unread == 7, "the backlog is in the snapshot"
+    source.on_batch([SplitBatchStats("b", 0, unread=0)])
+    for now in range(10_500, 12_001, 500):
+        source.advance_processing_time(now)
+        source.on_batch([])
+    assert source.split_watermarks()["b"] == (99, True)
+
+
+def test_a_snapshot_written_before_the_backlog_was_kept_restores() -> None:
+    source = SourceWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT), splits=["b"])
+    source.on_batch([SplitBatchStats("b", 1, 100, 100)])
+    saved = source.snapshot()
+    del saved["generators"]["b"]["unread"]
+    twin = SourceWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT))
+    twin.restore(saved)
+    assert twin.generators["b"].view().unread is None
