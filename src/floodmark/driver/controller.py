@@ -65,6 +65,10 @@ def _not_said(batch_id: int) -> bool:
     return False
 
 
+def _no_backlog(batch_id: int) -> dict[str, dict[str, int]]:
+    return {}
+
+
 @dataclass(frozen=True)
 class EngineHooks:
     """What the engine running a query offers its controller, given at construction (the defaults: an engine
@@ -80,6 +84,9 @@ class EngineHooks:
     :ivar ticks: where the next batch without input is asked for (the tick source's schedule), or None.
     :ivar pause: told, before each batch is planned, which splits of each aligned source watermark alignment
         pauses (``{source: splits}``); None when the engine cannot pause splits.
+    :ivar backlog: for a batch the engine planned, ``{source: {split: records it left unread}}`` as it planned the
+        batch (``SplitBatchStats.unread``: a split with unread records is never idle), for the sources and splits
+        it knows that of; empty when it does not say (a batch planned by an earlier run).
     """
 
     first_batch_id: int = 0
@@ -87,6 +94,7 @@ class EngineHooks:
     reads_no_new_input: Callable[[int], bool] = _not_said
     ticks: TickRequests | None = None
     pause: Callable[[dict[str, frozenset[str]]], None] | None = None
+    backlog: Callable[[int], dict[str, dict[str, int]]] = _no_backlog
 
 
 NO_ENGINE = EngineHooks()
@@ -439,7 +447,8 @@ class Controller:
         sources, graph = self._graph(entry)
         merged = merge_split_stats(stats)
         now = max(self.clock.now_ms(), entry.processing_time)
-        self._feed_sources(sources, merged, now)
+        backlog = self.engine.backlog(batch_id)
+        self._feed_sources(sources, merged, backlog, now)
         records = sum(c for c, _, _ in merged.values())
         unread = unread_rows(stats, lambda label: self.source_of(label)[0])
         bad_in = sum(unread.values())
@@ -490,6 +499,11 @@ class Controller:
             open_windows=sum(r.open_windows for r in stage_reports.values()),
             next_processing_time=written.processing_time,
             split_records={label: c for label, (c, _, _) in merged.items()},
+            split_backlog={
+                self.split_label(name, split): unread
+                for name, splits in backlog.items()
+                for split, unread in splits.items()
+            },
             max_event_time=max((hi for _, _, hi in merged.values()), default=None),
             accepted=sum(r.accepted for r in stage_reports.values()),
             stages=stage_reports,
@@ -502,15 +516,24 @@ class Controller:
         return self.record(report, first_dead_letter)
 
     def _feed_sources(
-        self, sources: dict[str, SourceWatermarks], merged: dict[str, tuple[int, int, int]], now: int
+        self,
+        sources: dict[str, SourceWatermarks],
+        merged: dict[str, tuple[int, int, int]],
+        backlog: dict[str, dict[str, int]],
+        now: int,
     ) -> None:
-        """Each source's split statistics of the batch (``merged``: by split label), then processing time ``now``."""
-        per_source: dict[str, list[SplitBatchStats]] = {name: [] for name in sources}
+        """Each source's split statistics of the batch (``merged``: by split label; ``backlog``: the records each
+        source's splits left unread, :attr:`EngineHooks.backlog`), then processing time ``now``."""
+        per_source: dict[str, dict[str, SplitBatchStats]] = {name: {} for name in sources}
         for label, (count, low, high) in merged.items():
             name, split = self.source_of(label)
-            per_source[name].append(SplitBatchStats(split, count, low, high))
+            per_source[name][split] = SplitBatchStats(split, count, low, high, unread=backlog.get(name, {}).get(split))
+        for name, splits in backlog.items():
+            for split, unread in splits.items():
+                if name in per_source and split not in per_source[name]:
+                    per_source[name][split] = SplitBatchStats(split, 0, unread=unread)
         for name, source in sources.items():
-            source.on_batch(per_source[name])
+            source.on_batch(per_source[name].values())
             source.advance_processing_time(now)
 
     @staticmethod

@@ -74,6 +74,10 @@ class BatchReport:
     paused_splits: tuple[str, ...] = ()
     """Split labels that watermark alignment pauses for the next batch (sorted; see :meth:`Controller.paused`)."""
 
+    split_backlog: dict[str, int] = field(default_factory=dict)
+    """Records each split's source left unread when it planned this batch, by split label, for the splits whose
+    source says (Kafka partitions, files read in order); a split with unread records is never idle."""
+
     input_dead_letters: int | None = None
     """Rows read this batch that are no record of their source (not parsed, no usable event time), each counted
     once whatever reads it (:attr:`source_dead_letters` summed). ``bad`` counts every stage's dead letters: these

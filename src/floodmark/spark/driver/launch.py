@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
@@ -14,6 +14,7 @@ from floodmark.driver import checkpoint_files, checkpoint_layout
 from floodmark.driver.checkpoint_layout import floodmark_path
 from floodmark.driver.controller import Controller, EngineHooks
 from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
+from floodmark.spark.sources.backlog import SourcesBacklog
 from floodmark.spark.sources.ticks import TickSchedule, schedule_path
 
 
@@ -21,10 +22,12 @@ def engine_hooks(
     checkpoint: str,
     controller_files: checkpoint_files.CheckpointFiles,
     pause: Callable[[dict[str, frozenset[str]]], None] | None,
+    backlog: SourcesBacklog | None = None,
 ) -> tuple[EngineHooks, SparkCheckpoint]:
     """What Spark offers the controller of the query at ``checkpoint`` (whose control log is on
     ``controller_files``): the first batch it runs and when it planned each batch (Spark's checkpoint), the tick
-    source's schedule, and ``pause`` (watermark alignment's, or None)."""
+    source's schedule, ``pause`` (watermark alignment's, or None) and what the sources that say it left unread as
+    Spark planned each batch (``backlog``)."""
     spark_checkpoint = SparkCheckpoint(checkpoint_files.join(checkpoint, "spark"), controller_files)
     ticks = TickSchedule(schedule_path(checkpoint))
     hooks = EngineHooks(
@@ -34,6 +37,8 @@ def engine_hooks(
         ticks=ticks,
         pause=pause,
     )
+    if backlog is not None:
+        hooks = replace(hooks, backlog=lambda batch_id: backlog.for_batch(spark_checkpoint.offsets(batch_id)))
     return hooks, spark_checkpoint
 
 

@@ -88,6 +88,7 @@ from floodmark.spark.driver.spark_checkpoint import SparkCheckpoint
 from floodmark.spark.outputs.batch_sink import BatchSink
 from floodmark.spark.outputs.sinks import KINDS, FileSink, Outputs
 from floodmark.spark.outputs.unpack import use_jvm_unpack
+from floodmark.spark.sources.backlog import SourcesBacklog
 from floodmark.spark.sources.inputs import MapSide
 from floodmark.spark.sources.kafka import PausePartitions, alignment_keys
 from floodmark.spark.stateful import jvm_level, state_codec
@@ -349,7 +350,7 @@ class Pipeline:
                 f"the checkpoint {checkpoint} runs stages {', '.join(on_jvm)} on the JVM host (fixed when it was "
                 f"created), which this session cannot reach: {unreached}"
             )
-        engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause())
+        engine, spark_checkpoint = engine_hooks(checkpoint, log.files, self._pause(), SourcesBacklog.of(self.sources))
         controller = self._controller(log, metrics, engine, earlier)
         controller.ensure_initial_entry()
         controller.publish_paused()

@@ -49,6 +49,12 @@ class SparkCheckpoint:
             return None
         return int(json.loads(lines[1]).get("batchTimestampMs", 0)) or None
 
+    def offsets(self, batch_id: int) -> list[object]:
+        """The offsets batch ``batch_id`` reads up to, one per source in the log's order (parsed JSON; None for a
+        line that is not JSON), or [] when the batch is not in the log."""
+        text = self.files.read_text(join(self.directory, "offsets", str(batch_id)))
+        return [_parsed(line) for line in text.splitlines()[2:]] if text else []
+
     def planned_no_new_input(self, moving_sources: int = 1) -> bool:
         """Whether the newest batch planned no new input (:meth:`reads_no_new_input`). True when there are fewer
         than two batches.
@@ -82,3 +88,10 @@ def _is_tick_offset(line: str) -> bool:
     except ValueError:
         return False
     return isinstance(offset, dict) and set(offset) == {"seq"}
+
+
+def _parsed(line: str) -> object:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None

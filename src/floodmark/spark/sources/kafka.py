@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,6 +33,7 @@ from floodmark.jvm import missing_data_source
 from floodmark.spark import plan_hints
 from floodmark.spark.connect import is_connect
 from floodmark.spark.plan import TEXT, corrupt_record_column
+from floodmark.spark.source_options import option_values
 from floodmark.spark.sources.json_lines import parse_json
 
 METADATA_COLUMNS = ("partition", "offset", "kafka_timestamp", "kafka_key")
@@ -169,32 +169,10 @@ def _aligned_source_loadable(spark: SparkSession) -> bool:
 
 def alignment_keys(frame: DataFrame) -> list[str]:
     """The names of the :data:`ALIGNED_SOURCE` sources ``frame`` reads (none: it reads no Kafka topic through
-    :func:`read_kafka` with floodmark's jar): the :data:`ALIGNMENT_KEY_OPTION` of each source in its plan (over
-    Spark Connect, the relation the client would send)."""
+    :func:`read_kafka` with floodmark's jar): the :data:`ALIGNMENT_KEY_OPTION` of each source in its plan."""
     if not _aligned_source_loadable(frame.sparkSession):
         return []
-    if is_connect(frame.sparkSession):
-        relation = frame._plan.plan(frame.sparkSession.client)  # type: ignore[attr-defined]
-        return sorted(set(_option_values(relation, ALIGNMENT_KEY_OPTION)))
-    jvm = frame.sparkSession.sparkContext._jvm  # type: ignore[attr-defined]
-    keys = jvm.floodmark.kafka.AlignedKafkaSource.keysIn(frame._jdf)
-    return [key for key in str(keys).split(",") if key]
-
-
-def _option_values(message: Any, name: str) -> list[str]:
-    """The values of option ``name`` in every string map of a Spark Connect relation (a protobuf message) and the
-    messages it holds: a data source's options are such a map."""
-    found = []
-    for field, value in message.ListFields():
-        if field.type != field.TYPE_MESSAGE:
-            continue
-        if field.message_type.GetOptions().map_entry:
-            if field.message_type.fields_by_name["value"].type == field.TYPE_STRING and name in value:
-                found.append(value[name])
-            continue
-        for item in value if field.label == field.LABEL_REPEATED else [value]:
-            found.extend(_option_values(item, name))
-    return found
+    return sorted(set(option_values(frame, ALIGNMENT_KEY_OPTION)))
 
 
 def pause_partitions(spark: SparkSession, key: str, partitions: Iterable[str]) -> None:
@@ -205,6 +183,22 @@ def pause_partitions(spark: SparkSession, key: str, partitions: Iterable[str]) -
     spark.range(0).write.format(PAUSES).mode("append").option("key", key).option("partitions", listed).save()
 
 
+def planned_backlog(spark: SparkSession, keys: Sequence[str], offsets: Sequence[object]) -> dict[str, int]:
+    """``{partition: records unread}`` as the :data:`ALIGNED_SOURCE` sources ``keys`` planned the batch whose
+    offsets are ``offsets`` (each source's, as Spark logged them), through floodmark's data source :data:`BACKLOG`
+    run on the driver; the partitions of a source that planned another batch last (one planned by an earlier run)
+    are left out."""
+    found: dict[str, int] = {}
+    rows = spark.read.format(BACKLOG).option("keys", ",".join(keys)).load().collect()
+    for row in rows:
+        if json.loads(row["end"]) in offsets:
+            found[str(row["partition"])] = found.get(str(row["partition"]), 0) + int(row["unread"])
+    return found
+
+
+BACKLOG = "floodmark.kafka.Backlog"
+"""floodmark's batch data source (in its jar) of what each :data:`ALIGNED_SOURCE` planned last: per partition, the
+records beyond the planned batch's end."""
 PAUSES = "floodmark.kafka.Pauses"
 """floodmark's data source (in its jar) that sets which partitions of an :data:`ALIGNED_SOURCE` are paused."""
 

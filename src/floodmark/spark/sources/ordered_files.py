@@ -16,14 +16,19 @@ Folders named ``key=value`` are partition columns (Spark's partition discovery, 
 JSON lines keep each line's text for its dead letter (as :func:`~floodmark.spark.read_json_lines`); Parquet
 files are read with pyarrow. The files are read in Python on the executors, one file per task.
 
-Offsets are ``{"files": n}``: the first ``n`` files of the list have been read. A restart from a checkpoint
-resumes with file ``n`` of the list the stream was defined with; files added or removed before the restart
-shift that list (define the stream over the same files).
+Offsets are ``{"files": n, "list": digest}``: the first ``n`` files of the list have been read (``digest`` names the
+list: :func:`list_digest`). A restart from a checkpoint resumes with file ``n`` of the list the stream was defined
+with; files added or removed before the restart shift that list (define the stream over the same files).
+
+What a split has left to read (:func:`unread_files`, the backlog that keeps it from going idle) is known when the
+split is a folder column (``gateway=g1/``): its files after the batch's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -93,6 +98,33 @@ def read_files_in_order(
     return stream
 
 
+def list_digest(files: Sequence[str]) -> str:
+    """What names a list of files in the stream's offsets (16 hex digits of the SHA-1 of its JSON)."""
+    return hashlib.sha1(json.dumps(list(files)).encode()).hexdigest()[:16]
+
+
+class FilesBacklog:
+    """What each split of a stream over ``files`` under ``base`` has left to read after a batch, when ``split`` is a
+    folder column of every file (``split_of`` is None otherwise)."""
+
+    def __init__(self, files: Sequence[str], base: str, split: str) -> None:
+        self.digest = list_digest(files)
+        values = [partition_values(Path(base), Path(f)).get(split, _NOT_A_FOLDER) for f in files]
+        self.split_of = None if _NOT_A_FOLDER in values else [str(v) for v in values]
+
+    def unread(self, offsets: Sequence[object]) -> dict[str, int] | None:
+        """``{split: files not read}`` after the batch whose offsets are ``offsets`` (each source's, as Spark
+        logged them), every split among the files included (0: caught up); None when it is not known."""
+        read = next((o["files"] for o in offsets if isinstance(o, dict) and o.get("list") == self.digest), None)
+        if read is None or self.split_of is None:
+            return None
+        unread = Counter(self.split_of[int(read) :])
+        return {split: unread.get(split, 0) for split in dict.fromkeys(self.split_of)}
+
+
+_NOT_A_FOLDER = object()
+
+
 class FilePartition(InputPartition):
     def __init__(self, path: str) -> None:
         super().__init__(path)
@@ -110,10 +142,10 @@ class OrderedFilesReader(DataSourceStreamReader):
         self.schema = schema
 
     def initialOffset(self) -> dict:
-        return {"files": 0}
+        return {"files": 0, "list": list_digest(self.files)}
 
     def latestOffset(self, start: dict, limit: object) -> dict:
-        return {"files": min(int(start["files"]) + self.per_batch, len(self.files))}
+        return {"files": min(int(start["files"]) + self.per_batch, len(self.files)), "list": list_digest(self.files)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return [FilePartition(f) for f in self.files[int(start["files"]) : int(end["files"])]]

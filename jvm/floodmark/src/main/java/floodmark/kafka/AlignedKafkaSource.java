@@ -9,8 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -46,8 +44,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * are the connector's ({@code {"topic":{"partition":offset}}}), logged by Spark before the batch runs, so a
  * replayed batch reads what its first attempt planned.
  *
- * <p>The option {@link #KEY_OPTION} names the source for {@link #pause}; {@link #keysIn} finds the names in a
- * DataFrame's plan. {@code spark.readStream.format("floodmark.kafka.AlignedKafkaSource")} with the connector's
+ * <p>The option {@link #KEY_OPTION} names the source for {@link #pause} and {@link #planned};
+ * {@link floodmark.SourceOptions#valuesIn} finds the names in a DataFrame's plan. {@code spark.readStream.format("floodmark.kafka.AlignedKafkaSource")} with the connector's
  * options.
  */
 public final class AlignedKafkaSource implements TableProvider {
@@ -55,6 +53,7 @@ public final class AlignedKafkaSource implements TableProvider {
   public static final String KEY_OPTION = "floodmark.alignment.key";
 
   private static final Map<String, Set<Integer>> PAUSED = new ConcurrentHashMap<>();
+  private static final Map<String, Plan> PLANS = new ConcurrentHashMap<>();
   private static final Pattern TOPIC = Pattern.compile("\"([^\"]+)\"\\s*:\\s*\\{([^}]*)\\}");
   private static final Pattern PARTITION = Pattern.compile("\"(-?\\d+)\"\\s*:\\s*(-?\\d+)");
 
@@ -71,26 +70,40 @@ public final class AlignedKafkaSource implements TableProvider {
     PAUSED.put(key, paused);
   }
 
+  /**
+   * What source {@code key} planned last: the end offsets of the batch (JSON, as Spark logs them in the query's
+   * offset log) and, per partition, how many records were there to read beyond them as Spark planned it (the
+   * partition's latest offset then, as the connector fetched it, minus the batch's end: records held back by
+   * {@code maxOffsetsPerTrigger} or a pause). Null before the source planned a batch in this JVM (a batch replayed
+   * after a restart was planned by the run before).
+   */
+  public static Plan planned(String key) {
+    return PLANS.get(key);
+  }
+
+  /** A planned batch of one source: see {@link #planned}. */
+  public record Plan(String end, Map<Integer, Long> unread) {}
+
+  /** Per partition of {@code end} (JSON offsets), {@code available} minus {@code end} (at least 0). */
+  static Map<Integer, Long> unread(String end, String available) {
+    Map<String, Map<Integer, Long>> ends = parse(end);
+    Map<String, Map<Integer, Long>> latest = parse(available);
+    Map<Integer, Long> unread = new LinkedHashMap<>();
+    for (Map.Entry<String, Map<Integer, Long>> topic : ends.entrySet()) {
+      Map<Integer, Long> tops = latest.getOrDefault(topic.getKey(), Map.of());
+      topic.getValue().forEach((partition, at) -> {
+        Long top = tops.get(partition);
+        unread.merge(partition, top == null ? 0L : Math.max(0L, top - at), Long::sum);
+      });
+    }
+    return unread;
+  }
+
   /** The partitions of source {@code key} paused now, comma-separated. */
   public static String paused(String key) {
     StringJoiner joined = new StringJoiner(",");
     PAUSED.getOrDefault(key, Set.of()).stream().sorted().forEach(p -> joined.add(p.toString()));
     return joined.toString();
-  }
-
-  /** The {@link #KEY_OPTION} values of the streaming sources of {@code frame}'s plan, comma-separated. */
-  public static String keysIn(org.apache.spark.sql.classic.Dataset<?> frame) {
-    StringJoiner keys = new StringJoiner(",");
-    LogicalPlan plan = frame.queryExecution().logical();
-    for (LogicalPlan leaf : scala.jdk.javaapi.CollectionConverters.asJava(plan.collectLeaves())) {
-      if (leaf instanceof StreamingRelationV2 relation) {
-        String key = relation.extraOptions().get(KEY_OPTION);
-        if (key != null) {
-          keys.add(key);
-        }
-      }
-    }
-    return keys.toString();
   }
 
   @Override
@@ -248,6 +261,15 @@ public final class AlignedKafkaSource implements TableProvider {
 
     @Override
     public Offset latestOffset(Offset start, ReadLimit limit) {
+      Offset end = plannedEnd(start, limit);
+      Offset available = ((SupportsAdmissionControl) kafka).reportLatestOffset();
+      if (end != null && available != null) {
+        PLANS.put(key, new Plan(end.json(), unread(end.json(), available.json())));
+      }
+      return end;
+    }
+
+    private Offset plannedEnd(Offset start, ReadLimit limit) {
       SupportsAdmissionControl admission = (SupportsAdmissionControl) kafka;
       Set<Integer> paused = PAUSED.getOrDefault(key, Set.of());
       if (paused.isEmpty() || start == null) {
