@@ -169,13 +169,16 @@ def replay(spark: Any, servers: str, topic: str, root: Path, aligned: bool) -> F
 
 
 def replay_summary(query: FloodmarkQuery) -> dict[str, Any]:
-    """The peak of open windows, the splits alignment paused and the late records of a :func:`replay`."""
+    """The peak of open windows, the splits alignment paused, the late records of a :func:`replay`, and how many
+    split-batches had unread records (``behind``) and were idle all the same (``idle_behind``)."""
     reports = query.reports
     return {
         "peak": max(r.open_windows for r in reports),
         "paused": sorted({split for r in reports for split in r.paused_splits}),
         "late": sum(r.late for r in reports),
         "batches": len(reports),
+        "behind": sum(1 for r in reports for s, unread in r.split_backlog.items() if unread),
+        "idle_behind": sum(1 for r in reports for s, unread in r.split_backlog.items() if unread and r.splits[s][1]),
     }
 
 

@@ -321,5 +321,6 @@ def test_watermark_alignment_pauses_kafka_partitions_over_spark_connect(spark, c
     # Unaligned, the peak is above 150 (test_kafka.py); aligned on a classic session below 80. Idleness is a matter of
     # processing time, and Connect's batches take longer: a few windows more or less than the classic run's.
     assert got["peak"] < 100 and got["late"] == 0, got
+    assert got["behind"] > 0 and got["idle_behind"] == 0, "the server's controller knows the partitions' backlog"
     panes = read_output(spark, tmp_path / "out" / "panes")
     assert int(panes["count"].sum()) == produced and "Traceback" not in output

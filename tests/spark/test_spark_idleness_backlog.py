@@ -64,3 +64,59 @@ def test_a_gateway_whose_files_come_later_in_the_order_is_never_idle(spark, tmp_
     assert all(not r.split_backlog for r in column), "a split read from the records: the source does not say"
     panes = read_output(tmp_path / "gateway" / "out", "panes")
     assert sum(panes["count"]) == produced
+
+
+KAFKA_SCHEMA = "ts LONG, device STRING"
+
+
+def _counts(source, idleness=500):
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5)).with_idleness(idleness)
+    return EventTimeAggregation(
+        source,
+        event_time="ts",
+        key_by="device",
+        spec=WindowSpec(windows.Tumbling(timedelta(minutes=1)), {"count": aggregates.count()}),
+        time=SourceTime(strategy, split="partition", known_splits=["0", "1", "2"]),
+    )
+
+
+def test_a_throttled_partition_is_behind_never_idle_and_a_caught_up_silent_one_is_idle(spark, kafka_broker, tmp_path):
+    """Partition 0 holds ten minutes of history, read 40 records a batch (``maxOffsetsPerTrigger`` shared by
+    backlog); partition 1 an hour later, a few records; partition 2 is known and silent. Read through
+    ``read_kafka``, partition 0 is behind (its unread records counted) and never idle until it has caught up,
+    partition 2 is idle (caught up) and stops holding the watermark back, and no record is late. The baseline,
+    Spark's Kafka source read directly (floodmark cannot know what is unread: the timeout alone): Spark's rate limit
+    gives every partition with a backlog at least one record a batch, so it never goes silent there either."""
+    from pyspark.sql import functions as F
+
+    from floodmark.spark import read_kafka
+
+    topic = "throttled"
+    kafka_broker.create_topic(topic, partitions=3)
+    history = [json.dumps({"ts": s * SECOND, "device": f"d{s % 4}"}) for s in range(600)]
+    produced = kafka_broker.produce(topic, history, partition=0)
+    ahead = [json.dumps({"ts": (3_600 + s) * SECOND, "device": "d9"}) for s in range(10)]
+    produced += kafka_broker.produce(topic, ahead, partition=1)
+    options = {"maxOffsetsPerTrigger": "40"}
+    servers = kafka_broker.bootstrap_servers
+    told = _counts(read_kafka(spark, servers, topic, schema=KAFKA_SCHEMA, options=options))
+    told_run = told.run_to_completion(str(tmp_path / "told"), str(tmp_path / "told-out"), timeout_s=600)
+    plain = spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", topic)
+    plain = plain.option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "40").load()
+    parsed = plain.select(F.from_json(F.col("value").cast("string"), KAFKA_SCHEMA).alias("v"), "partition")
+    baseline = _counts(parsed.select("v.*", "partition"))
+    baseline_run = baseline.run_to_completion(str(tmp_path / "base"), str(tmp_path / "base-out"), timeout_s=600)
+
+    reports = told_run.reports
+    late = {"told": sum(r.late for r in reports), "baseline": sum(r.late for r in baseline_run.reports)}
+    print(f"\nlate records: {late} of {produced}; batches {len(reports)} and {len(baseline_run.reports)}")
+    assert late["told"] == 0
+    reading = [r for r in reports if r.split_records.get("0")]
+    assert len(reading) >= 10 and all(r.split_records["0"] <= 40 for r in reading)
+    behind = [r for r in reading if r.split_backlog.get("0")]
+    assert len(behind) >= len(reading) - 1, "partition 0 is behind in every batch but its last"
+    assert not any(r.splits["0"][1] for r in behind), "a partition with unread records is never idle"
+    assert any(r.splits["2"][1] and r.split_backlog.get("2") == 0 for r in reports), "2: caught up, silent: idle"
+    assert all(not r.split_backlog for r in baseline_run.reports), "Spark's own source read directly does not say"
+    panes = read_output(tmp_path / "told-out", "panes")
+    assert sum(panes["count"]) == produced
