@@ -256,3 +256,22 @@ def test_live_view_of_a_single_aggregation_has_no_stage_table(tmp_path):
     text, rows = stage_rows([report])
     assert len(report.stages) == 1 and not rows
     assert "output watermark" not in text and "combined watermark" in text
+
+
+def test_live_view_says_which_split_is_behind_and_which_is_idle_because_caught_up():
+    report = BatchReport(
+        batch_id=3,
+        watermark=1_000,
+        next_watermark=50_000,
+        processing_time=90_000,
+        splits={"0": (80_000, False), "1": (50_000, False), "2": (10_000, True), "3": (9_000, True)},
+        records=30,
+        split_records={"0": 20, "1": 10},
+        split_backlog={"0": 0, "1": 1_200, "2": 0},
+    )
+    rows = [line.strip("│ ") for line in rendered(report).splitlines()]
+    line_of = {row.split()[0]: row for row in rows if row[:1].isdigit()}
+    assert "holding the watermark back, behind (1,200 unread)" in line_of["1"]
+    assert "active" in line_of["0"]
+    assert "idle (caught up)" in line_of["2"]
+    assert "IDLE (ignored)" in line_of["3"], "its source did not say: idle by the timeout alone"

@@ -101,6 +101,21 @@ def test_idle_split_is_excluded_and_reported():
     assert any("'b'" in note and "late" in note for note in e.notes)  # b is behind the combined watermark
 
 
+def test_a_split_behind_is_never_idle_and_an_idle_caught_up_one_says_so():
+    from floodmark.core.watermarks import SplitBatchStats
+
+    src = SourceWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(500), splits=["a", "b"])
+    op = WindowOperator(spec(), policy="general")
+    for now in range(100, 2_001, 100):  # neither sends; a's source says it left 40 records unread, b's nothing
+        src.on_batch([SplitBatchStats("a", 0, unread=40), SplitBatchStats("b", 0, unread=0)])
+        feed(op, src, now)
+    e = explain_window(spec(), "k", WINDOW, src, op)
+    assert [s.split for s in e.idle_splits] == ["b"]
+    text = e.text()
+    assert "IDLE (caught up, excluded" in text
+    assert "behind: 40 unread when the last batch was planned, so never idle" in text
+
+
 def test_status_after_firing_lateness_and_expiry():
     lateness = 500
     sp = spec(lateness=lateness)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from floodmark.core.time import MIN_TIMESTAMP
 from floodmark.core.watermarks import SourceWatermarks, SplitBatchStats, WatermarkStrategy
 
 BOUND, TIMEOUT, BATCH_MS = 100, 1_000, 500
@@ -98,3 +99,39 @@ def test_a_snapshot_written_before_the_backlog_was_kept_restores() -> None:
     twin = SourceWatermarks(WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT))
     twin.restore(saved)
     assert twin.generators["b"].view().unread is None
+
+
+def test_the_controller_feeds_what_the_engine_says_was_left_unread_and_reports_it(tmp_path) -> None:
+    """``EngineHooks.backlog`` for the batches the engine planned in this run; a batch it does not know (a replay)
+    gets nothing, and its splits keep what the last batch said."""
+    from controller_rows import gauge_rows, stats
+
+    from floodmark.core.clock import ManualClock
+    from floodmark.driver.control_log import ControlLog
+    from floodmark.driver.controller import (
+        AGGREGATION_SOURCE,
+        AGGREGATION_STAGE,
+        Controller,
+        EngineHooks,
+        SourceSettings,
+    )
+
+    said = {0: {AGGREGATION_SOURCE: {"0": 0, "1": 500}}, 1: {AGGREGATION_SOURCE: {"0": 0, "1": 380}}}
+    clock = ManualClock(0)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT)
+    ctl = Controller.of_aggregation(
+        ControlLog(tmp_path),
+        SourceSettings(strategy, splits=("0", "1")),
+        clock=clock,
+        engine=EngineHooks(backlog=lambda batch_id: said.get(batch_id, {})),
+    )
+    ctl.ensure_initial_entry()
+    reports = []
+    for batch in range(8):
+        clock.advance_to((batch + 1) * 1_000)
+        rows = [stats("0", 1, 10_000 * (batch + 1), 10_000 * (batch + 1))]
+        reports.append(ctl.on_batch(batch, rows, {AGGREGATION_STAGE: gauge_rows(None, None, 0)}, {}))
+    assert [r.split_backlog for r in reports[:2]] == [{"0": 0, "1": 500}, {"0": 0, "1": 380}]
+    assert all(not r.split_backlog for r in reports[2:])
+    assert not any(r.splits["1"][1] for r in reports), "split 1 sent nothing for 8 s but had records unread"
+    assert reports[-1].watermark == MIN_TIMESTAMP, "so it holds the watermark back"

@@ -68,6 +68,7 @@ def test_a_single_aggregation_scraped_over_http_with_a_replay_counted_once(tmp_p
         assert value(s, "floodmark_split_watermark_seconds", split="0") == 18.999  # 20 s - 1 s bound - 1 ms
         assert value(s, "floodmark_split_watermark_seconds", split="1") == 6.999
         assert value(s, "floodmark_split_idle", split="1") == 0
+        assert math.isnan(value(s, "floodmark_split_unread", split="1")), "no engine said what it left unread"
         assert value(s, "floodmark_split_records_total", split="0") == 3
         stage = {"stage": AGGREGATION_STAGE}
         # The first batch ran with no watermark yet: NaN, not -9.2e15 s; so is the lag measured from it.

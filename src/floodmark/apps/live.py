@@ -69,6 +69,17 @@ class Totals:
             totals.bad += stage.bad
 
 
+def _state(idle: bool, unread: int | None, holding: bool) -> Text:
+    """A split's state: idle (``caught up`` when its source said it had nothing left to read), holding the combined
+    watermark back, behind (its source left ``unread`` of it when it planned the batch: never idle) or active."""
+    if idle:
+        return Text("idle (caught up)" if unread == 0 else "IDLE (ignored)", style="yellow")
+    behind = f"behind ({unread:,} unread)" if unread else None
+    if holding:
+        return Text("holding the watermark back" + (f", {behind}" if behind else ""), style="bold red")
+    return Text(behind or "active")
+
+
 def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Group:
     """One frame of the view for the latest report (pure: used by the live view and its test)."""
     combined = report.next_watermark
@@ -81,9 +92,7 @@ def render(report: BatchReport, totals: Totals, title: str = "floodmark") -> Gro
         table.add_column(column, justify="right" if column in ("ahead of combined", "records") else "left")
     for split in sorted(report.splits, key=_split_order):
         watermark, idle = report.splits[split]
-        state = Text("IDLE (ignored)", style="yellow") if idle else Text("active")
-        if split == holder and len(live) > 1:
-            state = Text("holding the watermark back", style="bold red")
+        state = _state(idle, report.split_backlog.get(split), split == holder and len(live) > 1)
         behind = watermark - combined if measured and watermark > MIN_TIMESTAMP else None
         table.add_row(
             split,

@@ -16,6 +16,8 @@ metric                                          labels  what
 ``floodmark_split_watermark_seconds``           split   the split's watermark after the batch
 ``floodmark_split_idle``                        split   1 while the split is idle (ignored), else 0
 ``floodmark_split_records_total``               split   good records read from the split
+``floodmark_split_unread``                      split   left unread by its source as it planned the batch
+                                                        (Kafka records, files read in order; NaN: not said)
 ``floodmark_stage_input_watermark_seconds``     stage   the watermark the stage's last batch ran with
 ``floodmark_stage_output_watermark_seconds``    stage   the stage's output watermark after the batch
 ``floodmark_stage_event_time_lag_seconds``      stage   processing time - output watermark
@@ -115,6 +117,9 @@ class _Families:
         )
         self.split_idle = gauge("floodmark_split_idle", "1 while the split is idle (ignored by the watermark)", split)
         self.split_records = counter("floodmark_split_records", "Good records read from the split", split)
+        self.split_unread = gauge(
+            "floodmark_split_unread", "Left unread by the split's source as it planned the batch (NaN: not said)", split
+        )
         self.stage_input = gauge(
             "floodmark_stage_input_watermark_seconds",
             "Input watermark the stage's latest batch ran with (NaN: none yet, +Inf: end of input)",
@@ -170,7 +175,7 @@ class _Families:
         return [self.batches, self.restarts, self.rows_in, self.dead_letters, self.last_batch_id, self.last_batch_time]
 
     def per_split(self) -> list[Gauge | Counter]:
-        return [self.split_watermark, self.split_idle, self.split_records]
+        return [self.split_watermark, self.split_idle, self.split_records, self.split_unread]
 
     def per_stage(self) -> list[Gauge | Counter | Histogram]:
         return [
@@ -275,6 +280,7 @@ class PrometheusMetrics:
             for split, (watermark, idle) in report.splits.items():
                 f.split_watermark.labels(q, split).set(watermark_seconds(watermark))
                 f.split_idle.labels(q, split).set(1 if idle else 0)
+                f.split_unread.labels(q, split).set(report.split_backlog.get(split, math.nan))
                 f.split_records.labels(q, split)  # at 0 until the split reads a record
                 self._splits.add(split)
             for name, stage in report.stages.items():

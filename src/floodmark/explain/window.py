@@ -128,6 +128,8 @@ class SplitReport:
     :ivar self_advance_at: processing time (ms) at which its own watermark reaches the window's max
         timestamp without any new record (a pending periodic emit, or the idle-advancing
         generator), if it will before being marked idle.
+    :ivar unread: what its source had left unread of it when it planned the last batch that said (records of a
+        Kafka partition, files read in order; ``None``: not said). A split with unread records is never idle.
     """
 
     split: str
@@ -144,6 +146,7 @@ class SplitReport:
     inactive_since: int | None
     idle_at: int | None
     self_advance_at: int | None
+    unread: int | None = None
 
 
 @dataclass(frozen=True)
@@ -316,7 +319,8 @@ def _split_line(report: SplitReport, holding: bool) -> str:
     else:
         head = f"{report.split}: watermark {format_instant(report.watermark)}"
     if report.idle:
-        state = "IDLE (excluded from the combined watermark)"
+        caught_up = "caught up, " if report.unread == 0 else ""
+        state = f"IDLE ({caught_up}excluded from the combined watermark)"
     elif holding:
         behind = "" if report.watermark <= MIN_TIMESTAMP else f", {format_duration(report.gap_ms)} behind"
         state = f"HOLDING THE WINDOW BACK{behind}"
@@ -331,7 +335,9 @@ def _split_line(report: SplitReport, holding: bool) -> str:
         facts.append(f"highest event time {format_instant(report.highest_event_time)}")
     if report.next_emit_watermark is not None:
         facts.append(f"next periodic emit lifts it to {format_instant(report.next_emit_watermark)}")
-    if report.inactive_since is not None and not report.idle:
+    if report.unread and not report.idle:
+        facts.append(f"behind: {report.unread:,} unread when the last batch was planned, so never idle")
+    elif report.inactive_since is not None and not report.idle:
         facts.append(f"no record seen by the idleness checks since {format_instant(report.inactive_since)}")
     return f"{head}: {state} ({'; '.join(facts)})"
 
@@ -369,6 +375,7 @@ class _Split:
             inactive_since=g.inactive_since,
             idle_at=self.future.idle_at,
             self_advance_at=self.reaches_at(max_timestamp) if self.watermark < max_timestamp else None,
+            unread=g.unread,
         )
 
 
