@@ -135,3 +135,48 @@ def test_the_controller_feeds_what_the_engine_says_was_left_unread_and_reports_i
     assert all(not r.split_backlog for r in reports[2:])
     assert not any(r.splits["1"][1] for r in reports), "split 1 sent nothing for 8 s but had records unread"
     assert reports[-1].watermark == MIN_TIMESTAMP, "so it holds the watermark back"
+
+
+def test_idle_and_advancing_the_watermark_goes_on_with_processing_time_and_a_record_then_is_judged_by_it() -> None:
+    """``with_idleness(timeout, advance=True)``: once idle (caught up and silent), W + (now - t)."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT, advance=True)
+    source = SourceWatermarks(strategy, splits=["a", "b"], periodic_interval=100)
+    source.on_batch([SplitBatchStats("a", 1, 65_000, 65_000, unread=0), SplitBatchStats("b", 1, 64_000, 64_000)])
+    source.advance_processing_time(100)
+    assert source.watermark == 63_999
+    marks = {}
+    for now in range(200, 5_001, 100):
+        source.on_batch([SplitBatchStats("a", 0, unread=0)])
+        marks[now] = source.advance_processing_time(now)
+    # Both quiet from 200 (the first check without records), idle once more than 1 s has passed: at 1,300; from
+    # there each goes on from its own watermark; the combined is the highest (every split idle).
+    assert marks[1_200] == 63_999 and source.split_watermarks()["a"] == (64_999 + 5_000 - 1_300, True)
+    assert marks[5_000] == 64_999 + 5_000 - 1_300
+    source.on_batch([SplitBatchStats("b", 1, 66_000, 66_000)])
+    source.advance_processing_time(5_100)
+    assert source.watermark == 68_699, "b woke up: its record at 66 s is at or below the watermark (late)"
+    held = SourceWatermarks(strategy.with_idleness(TIMEOUT), splits=["a"], periodic_interval=100)
+    held.on_batch([SplitBatchStats("a", 1, 65_000, 65_000)])
+    for now in range(100, 5_001, 100):
+        held.on_batch([])
+        held.advance_processing_time(now)
+    assert held.watermark == 64_999, "without advance, an idle source's watermark stays where it was"
+
+
+def test_a_split_behind_does_not_advance_and_the_advance_survives_a_restart() -> None:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(TIMEOUT, advance=True)
+    source = SourceWatermarks(strategy, splits=["a"], periodic_interval=100)
+    source.on_batch([SplitBatchStats("a", 1, 65_000, 65_000, unread=10)])
+    for now in range(100, 5_001, 100):
+        source.on_batch([])
+        source.advance_processing_time(now)
+    assert source.watermark == 64_999, "unread records: never idle, so never advancing"
+    source.on_batch([SplitBatchStats("a", 0, unread=0)])
+    for now in range(5_100, 7_001, 100):
+        source.on_batch([])
+        source.advance_processing_time(now)
+    twin = source.copy()
+    for s in (source, twin):
+        s.advance_processing_time(8_000)
+    assert source.watermark == twin.watermark > 64_999
+    assert "then advancing with processing time" in source.generators["a"].describe()

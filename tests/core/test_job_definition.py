@@ -85,7 +85,7 @@ def module_level_generator():
     "strategy",
     [
         WatermarkStrategy.for_bounded_out_of_orderness("50s").with_idleness("1m"),
-        WatermarkStrategy.for_monotonous_timestamps(),
+        WatermarkStrategy.for_monotonous_timestamps().with_idleness("5s", advance=True),
         WatermarkStrategy.for_legacy_bounded_out_of_orderness(5_000, punctuated=True),
         WatermarkStrategy.for_idle_advancing(5_000, 10_000, 100).with_watermark_alignment("g", "10 minutes"),
         WatermarkStrategy.for_generator(module_level_generator),
@@ -95,6 +95,7 @@ def module_level_generator():
 def test_strategies_round_trip(strategy):
     described = describe_strategy(strategy)
     assert describe_strategy(strategy_from(described)) == described
+    assert strategy_from(described).idle_advance == strategy.idle_advance
 
 
 def test_what_cannot_be_rebuilt_is_refused_with_the_reason():

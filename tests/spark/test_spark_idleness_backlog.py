@@ -4,6 +4,7 @@ one is (the core's rule: tests/core/test_idleness_backlog.py)."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -120,3 +121,35 @@ def test_a_throttled_partition_is_behind_never_idle_and_a_caught_up_silent_one_i
     assert all(not r.split_backlog for r in baseline_run.reports), "Spark's own source read directly does not say"
     panes = read_output(tmp_path / "told-out", "panes")
     assert sum(panes["count"]) == produced
+
+
+def test_with_idleness_that_advances_the_last_window_fires_when_input_stops(spark, tmp_path):
+    """A running query (not a bounded run: nothing ends its input) whose source goes quiet: with
+    ``with_idleness(500 ms, advance=True)`` the watermark goes on with processing time once the split is idle, and the
+    last window fires without another record; without ``advance`` it waits for one."""
+    from floodmark.spark import read_json_lines
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = [json.dumps({"ts": ts, "device": "d1"}) for ts in range(0, 10_500, 100)]
+    (folder / "part-0.jsonl").write_text("\n".join(lines) + "\n")
+    fired = {}
+    for advance in (True, False):
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(500, advance=advance)
+        query = EventTimeAggregation(
+            read_json_lines(spark, str(folder), "ts LONG, device STRING"),
+            event_time="ts",
+            key_by="device",
+            spec=WindowSpec(windows.Tumbling(timedelta(seconds=2)), {"count": aggregates.count()}),
+            time=SourceTime(strategy),
+        ).start(str(tmp_path / f"ckpt-{advance}"), str(tmp_path / f"out-{advance}"), trigger_interval="100 milliseconds")
+        try:
+            query.await_settled(timeout_s=120)
+            if not advance:
+                time.sleep(3)  # six idle timeouts: the watermark stays, nothing more fires
+        finally:
+            query.stop()
+        panes = read_output(tmp_path / f"out-{advance}", "panes")
+        fired[advance] = sorted(zip(panes["window_start"], panes["count"], strict=True))
+    assert fired[True] == [(start, 20) for start in range(0, 10_000, 2_000)] + [(10_000, 5)]
+    assert fired[False] == fired[True][:-1], "without advance the last window waits for a record after it"

@@ -102,7 +102,9 @@ class PipelineConfig(BaseModel):
     :ivar split: column naming the input split (Kafka's ``partition``); ``None`` = one split.
     :ivar out_of_orderness: the bounded-out-of-orderness watermark bound.
     :ivar idleness: a split without records for this long (processing time) stops
-        holding the watermark back; ``None`` = never.
+        holding the watermark back once caught up; ``None`` = never.
+    :ivar idle_advance: with ``idleness``, an idle split's watermark goes on with processing time (the last
+        windows fire when every split has gone quiet).
     :ivar allowed_lateness: records up to this far behind the watermark still
         update their window (LATE panes); later ones go to the late output.
     :ivar trigger: when panes fire, as :func:`floodmark.driver.definition.trigger_from` reads it (default:
@@ -121,6 +123,7 @@ class PipelineConfig(BaseModel):
     window: WindowConfig
     out_of_orderness: Millis = 0
     idleness: Millis | None = None
+    idle_advance: bool = False
     allowed_lateness: Millis = 0
     accumulation: Literal["discarding", "accumulating"] = "discarding"
     aggregations: dict[str, str] = Field(default_factory=lambda: {"count": "count"}, min_length=1)
@@ -171,7 +174,7 @@ class PipelineConfig(BaseModel):
             strategy = strategy_from(self.watermarks)
         else:
             strategy = WatermarkStrategy.for_bounded_out_of_orderness(self.out_of_orderness)
-        return strategy.with_idleness(self.idleness) if self.idleness else strategy
+        return strategy.with_idleness(self.idleness, advance=self.idle_advance) if self.idleness else strategy
 
     def window_spec(self) -> WindowSpec:
         """The core spec of this pipeline (what the operators run)."""

@@ -195,6 +195,8 @@ def describe_strategy(strategy: WatermarkStrategy) -> dict[str, Any]:
     recipe = dict(strategy.recipe) if strategy.recipe else {"kind": "unnamed", "description": strategy.description}
     if strategy.idle_timeout_ms is not None:
         recipe["idleness"] = strategy.idle_timeout_ms
+        if strategy.idle_advance:
+            recipe["idle_advance"] = True
     if strategy.alignment is not None:
         recipe["alignment"] = {"group": strategy.alignment.group, "max_drift": strategy.alignment.max_drift_ms}
     if strategy.timestamp_assigner is not None:
@@ -210,6 +212,7 @@ def strategy_from(data: Mapping[str, Any]) -> WatermarkStrategy:
     fields = dict(data)
     kind = fields.pop("kind", None)
     idleness = fields.pop("idleness", None)
+    idle_advance = bool(fields.pop("idle_advance", False))
     alignment = fields.pop("alignment", None)
     assigner = fields.pop("timestamp_assigner", None)
     if kind == "bounded_out_of_orderness":
@@ -233,7 +236,7 @@ def strategy_from(data: Mapping[str, Any]) -> WatermarkStrategy:
     else:
         raise ValueError(f"unknown watermark strategy {kind!r}")
     if idleness is not None:
-        strategy = strategy.with_idleness(parse_duration(idleness))
+        strategy = strategy.with_idleness(parse_duration(idleness), advance=idle_advance)
     if alignment is not None:
         strategy = strategy.with_watermark_alignment(alignment["group"], parse_duration(alignment["max_drift"]))
     if assigner is not None:

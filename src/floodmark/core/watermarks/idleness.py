@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from floodmark.core.clock import Clock
-from floodmark.core.time import Duration, format_duration, positive_millis
+from floodmark.core.time import MIN_TIMESTAMP, Duration, format_duration, positive_millis
 from floodmark.core.watermarks.batch_stats import SplitBatchStats
 from floodmark.core.watermarks.generator import WatermarkGenerator
 from floodmark.core.watermarks.generator_view import GeneratorView
@@ -80,21 +80,35 @@ class WatermarksWithIdleness(WatermarkGenerator):
 
     so a split is idle once it had no record for the timeout *and* was caught up at every batch in between. A batch
     whose source does not say (a replayed batch Spark planned in an earlier run) keeps what the last one said.
+
+    ``advance``: event time goes on while the split is idle (the idle-advancing generator's idea for any
+    generator). At every periodic check while idle::
+
+        watermark = W + (now - t)      W: its watermark when it was marked idle, at processing time t (ms)
+
+    An idle split does not hold the combined watermark back; once every split is idle the combined watermark is the
+    highest of theirs (:mod:`~floodmark.core.watermarks.multiplexer`), so it keeps pace with processing time and the
+    last windows fire without new input. A record that then arrives wakes the split and is judged by the watermark
+    it finds (late at or below it: LATE panes within the allowed lateness, else the late output). A split that never
+    had a watermark does not advance.
     """
 
-    def __init__(self, generator: WatermarkGenerator, timeout: Duration, clock: Clock) -> None:
+    def __init__(self, generator: WatermarkGenerator, timeout: Duration, clock: Clock, advance: bool = False) -> None:
         self.generator = generator
         self.timer = IdlenessTimer(clock, timeout)
+        self.advance = advance
         self.active_in_batch = False
         self.unread: int | None = None
+        self.emitted = MIN_TIMESTAMP
+        self.idle_since: tuple[int, int] | None = None
 
     def on_event(self, event: Any, timestamp: int, output: WatermarkOutput) -> None:
-        self.generator.on_event(event, timestamp, output)
+        self.generator.on_event(event, timestamp, _Recorded(output, self))
         self.timer.activity()
         output.mark_active()
 
     def on_batch(self, stats: SplitBatchStats, output: WatermarkOutput) -> None:
-        self.generator.on_batch(stats, output)
+        self.generator.on_batch(stats, _Recorded(output, self))
         if stats.unread is not None:
             self.unread = stats.unread
         self.active_in_batch = stats.count > 0 or bool(self.unread)
@@ -106,12 +120,20 @@ class WatermarksWithIdleness(WatermarkGenerator):
         if self.active_in_batch:
             self.timer.activity()
         if self.timer.check_if_idle():
+            if self.advance and self.emitted > MIN_TIMESTAMP:
+                now = self.timer.clock.now_ms()
+                if self.idle_since is None:
+                    self.idle_since = (now, self.emitted)
+                since, watermark = self.idle_since
+                output.emit_watermark(watermark + now - since)
             output.mark_idle()
         else:
-            self.generator.on_periodic_emit(output)
+            self.idle_since = None
+            self.generator.on_periodic_emit(_Recorded(output, self))
 
     def describe(self) -> str:
-        return f"{self.generator.describe()}, idle after {format_duration(self.timer.timeout)} without records"
+        then = ", then advancing with processing time" if self.advance else ""
+        return f"{self.generator.describe()}, idle after {format_duration(self.timer.timeout)} without records{then}"
 
     def view(self) -> GeneratorView:
         """The wrapped generator's view, with this description and the idleness timer's state."""
@@ -132,6 +154,8 @@ class WatermarksWithIdleness(WatermarkGenerator):
             "timer": self.timer.snapshot(),
             "active_in_batch": self.active_in_batch,
             "unread": self.unread,
+            "emitted": self.emitted,
+            "idle_since": self.idle_since,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -144,6 +168,27 @@ class WatermarksWithIdleness(WatermarkGenerator):
         self.timer.restore(state["timer"])
         self.active_in_batch = state.get("active_in_batch", False)
         self.unread = state.get("unread")
+        self.emitted = state.get("emitted", MIN_TIMESTAMP)
+        since = state.get("idle_since")
+        self.idle_since = None if since is None else (int(since[0]), int(since[1]))
+
+
+class _Recorded:
+    """The split's output, the wrapped generator's watermarks noted on the way (what an idle split advances from)."""
+
+    def __init__(self, output: WatermarkOutput, wrapper: WatermarksWithIdleness) -> None:
+        self.output = output
+        self.wrapper = wrapper
+
+    def emit_watermark(self, timestamp: int) -> None:
+        self.wrapper.emitted = max(self.wrapper.emitted, timestamp)
+        self.output.emit_watermark(timestamp)
+
+    def mark_idle(self) -> None:
+        self.output.mark_idle()
+
+    def mark_active(self) -> None:
+        self.output.mark_active()
 
 
 def is_wrapped(state: dict[str, Any]) -> bool:

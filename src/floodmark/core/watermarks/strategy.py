@@ -49,6 +49,7 @@ class WatermarkStrategy:
         :class:`WatermarksWithIdleness` with this timeout.
     :arg timestamp_assigner: extracts the timestamp from a record; ``None`` means
         the record's existing timestamp is used.
+    :arg idle_advance: with idleness, an idle split's watermark goes on with processing time.
     :arg alignment: the source's splits are paused while they run ahead of their alignment group
         (:mod:`~floodmark.core.watermarks.alignment`); None: never.
     :arg recipe: how the generator is made, as data (``{"kind": "bounded_out_of_orderness", "bound": 50000}``):
@@ -61,6 +62,7 @@ class WatermarkStrategy:
     timestamp_assigner: TimestampAssigner | None = None
     description: str = "custom generator"
     alignment: WatermarkAlignment | None = None
+    idle_advance: bool = False
     recipe: Mapping[str, Any] | None = field(default=None, compare=False)
 
     # --- built-in strategies -------------------------------------------------------
@@ -119,9 +121,12 @@ class WatermarkStrategy:
         )
 
     # --- decorations ----------------------------------------------------------------
-    def with_idleness(self, timeout: Duration) -> WatermarkStrategy:
-        """Mark a split idle after ``timeout`` of processing time without records."""
-        return replace(self, idle_timeout_ms=positive_millis(timeout, "the idle timeout"))
+    def with_idleness(self, timeout: Duration, advance: bool = False) -> WatermarkStrategy:
+        """Mark a split idle after ``timeout`` of processing time without records, once caught up (a split whose
+        source says it has records left to read is never idle); ``advance``: while idle, its watermark goes on with
+        processing time, so that the last windows fire when every split has gone quiet
+        (:class:`WatermarksWithIdleness`)."""
+        return replace(self, idle_timeout_ms=positive_millis(timeout, "the idle timeout"), idle_advance=advance)
 
     def with_watermark_alignment(self, group: str, max_drift: Duration) -> WatermarkStrategy:
         """Pause a split while its watermark is more than ``max_drift`` ahead of the lowest watermark of the
@@ -143,7 +148,7 @@ class WatermarkStrategy:
         if not isinstance(generator, WatermarkGenerator):
             raise TypeError(f"the generator factory returned {type(generator).__name__}, not a WatermarkGenerator")
         if self.idle_timeout_ms is not None:
-            generator = WatermarksWithIdleness(generator, self.idle_timeout_ms, clock)
+            generator = WatermarksWithIdleness(generator, self.idle_timeout_ms, clock, self.idle_advance)
         return generator
 
     def extract_timestamp(self, record: Any, previous_timestamp: int | None = None) -> int:
