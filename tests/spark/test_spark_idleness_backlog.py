@@ -142,7 +142,7 @@ def test_with_idleness_that_advances_the_last_window_fires_when_input_stops(spar
             key_by="device",
             spec=WindowSpec(windows.Tumbling(timedelta(seconds=2)), {"count": aggregates.count()}),
             time=SourceTime(strategy),
-        ).start(str(tmp_path / f"ckpt-{advance}"), str(tmp_path / f"out-{advance}"), trigger_interval="100 ms")
+        ).start(str(tmp_path / f"ckpt-{advance}"), str(tmp_path / f"out-{advance}"), trigger_interval="0.1 seconds")
         try:
             query.await_settled(timeout_s=120)
             if not advance:
