@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from floodmark.spark.driver.source_time import Source
 from floodmark.spark.source_options import option_values
 from floodmark.spark.sources.kafka import alignment_keys, planned_backlog
-from floodmark.spark.sources.ordered_files import FilesBacklog
+from floodmark.spark.sources.ordered_files import BASE_OPTION, FILES_OPTION, FilesBacklog
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,8 @@ class SourcesBacklog:
                 keys = alignment_keys(source.frame)
                 if keys:
                     kafka[name] = keys
-            lists = zip(option_values(source.frame, "files"), option_values(source.frame, "base"), strict=False)
+            listed_files = option_values(source.frame, FILES_OPTION)
+            lists = zip(listed_files, option_values(source.frame, BASE_OPTION), strict=True)
             told = [FilesBacklog(json.loads(listed), base, split) for listed, base in lists]
             if told and all(t.split_of is not None for t in told):
                 files[name] = told

@@ -43,6 +43,10 @@ from floodmark.protocol.files import FileOrder, detect_format, list_files, parti
 from floodmark.spark.sources.json_lines import records_of_lines
 
 SOURCE_NAME = "floodmark_ordered_files"
+FILES_OPTION = "floodmark.files"
+"""The source's option holding its list of files (JSON), by which the driver finds the source in a plan."""
+BASE_OPTION = "floodmark.files.base"
+"""The source's option holding the folder its partition columns are relative to."""
 
 
 def read_files_in_order(
@@ -87,8 +91,8 @@ def read_files_in_order(
     stream = (
         spark.readStream.format(SOURCE_NAME)
         .schema(streamed)
-        .option("files", json.dumps([str(f) for f in files]))
-        .option("base", str(base))
+        .option(FILES_OPTION, json.dumps([str(f) for f in files]))
+        .option(BASE_OPTION, str(base))
         .option("format", file_format)
         .option("files_per_batch", str(files_per_batch))
         .load()
@@ -202,8 +206,8 @@ class OrderedFilesSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return OrderedFilesReader(
-            json.loads(self.options["files"]),
-            self.options["base"],
+            json.loads(self.options[FILES_OPTION]),
+            self.options[BASE_OPTION],
             self.options["format"],
             int(self.options["files_per_batch"]),
             schema,
