@@ -5,8 +5,8 @@ controller asks, for every batch, ``{source: {split: unread}}`` (``EngineHooks.b
 
 * a topic read by :func:`~floodmark.spark.read_kafka` with floodmark's jar (its splits the partitions): the
   partition's latest offset as Spark planned the batch minus the batch's end offset, as the aligned source recorded
-  it (:func:`~floodmark.spark.sources.kafka.planned_backlog`: one small Spark job on the driver per batch, asked only
-  for sources with idleness);
+  it (:func:`~floodmark.spark.sources.kafka.planned_backlog`: one read per batch that Spark answers on its driver
+  without a job, ~14 ms; asked only for sources with idleness);
 * :func:`~floodmark.spark.read_files_in_order` split by a folder column: the split's files after the batch's.
 
 Each answer is matched to the batch by its offsets in Spark's offset log, so a batch replayed after a restart
