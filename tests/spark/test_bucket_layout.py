@@ -29,6 +29,25 @@ def test_the_hash_is_sparks_own(spark):
         assert row.htv == murmur3_int(row.v, murmur3_string(row.t)), row
 
 
+LONGS = [0, 1, -1, 2**31, -(2**31) - 1, 2**40 + 7, 2**63 - 1, -(2**63), 1_700_000_000_000]
+
+
+def test_the_hash_of_rows_of_several_types_is_sparks_own(spark):
+    """What bucketing a stage's panes for a join that also reads a source needs: a row's hash over its key columns
+    of Spark types long, int, tinyint, boolean and string, nulls included."""
+    types = ["bigint", "int", "tinyint", "boolean", "string"]
+    values = [
+        (v, i, i % 100 if i is not None else None, bool(i % 2) if i is not None else None, t)
+        for v, i, t in zip(LONGS * 3, [*INTS, None] * 3, [*TEXTS, None] * 3, strict=False)
+    ]
+    rows = spark.createDataFrame(values, "l bigint, i int, b tinyint, z boolean, t string")
+    got = rows.select("*", F.hash("l").alias("hl"), F.hash("l", "i", "b", "z", "t").alias("hall")).collect()
+    assert len(got) == len(values)
+    for row in got:
+        assert row.hl == bucket_layout.murmur3_long(row.l), row
+        assert row.hall == bucket_layout.spark_hash((row.l, row.i, row.b, row.z, row.t), types), row
+
+
 @pytest.mark.parametrize("partitions", [2, 3])
 def test_spark_puts_each_group_in_the_partition_the_layout_says(spark, partitions):
     layout = BucketLayout.balanced(8, partitions, ["a", "b"])

@@ -131,12 +131,12 @@ class StageReconciliation:
         batches = committed(reports)
         mine = [r.stages[stage] for r in batches if stage in r.stages]
         bad = sum(s.bad for s in mine)
-        if any(up in r.stages for r in batches for up in upstream):
-            input_rows = sum(r.stages[up].panes for r in batches for up in upstream if up in r.stages)
-        else:
-            split_records = [item for r in batches for item in r.split_records.items()]
-            unread = sum(n for r in batches for source, n in r.source_dead_letters.items() if source in upstream)
-            input_rows = unread + sum(count for label, count in split_records if source_of(label) in upstream)
+        # The panes of the upstream stages, the records and dead letters of the upstream sources (a join may read one
+        # of each; names of sources and stages are distinct).
+        input_rows = sum(r.stages[up].panes for r in batches for up in upstream if up in r.stages)
+        split_records = [item for r in batches for item in r.split_records.items()]
+        input_rows += sum(n for r in batches for source, n in r.source_dead_letters.items() if source in upstream)
+        input_rows += sum(count for label, count in split_records if source_of(label) in upstream)
         return cls(
             stage=stage,
             input_rows=input_rows,

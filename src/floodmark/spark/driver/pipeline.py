@@ -228,7 +228,7 @@ class Pipeline:
         window: WindowAssigner,
         allowed_lateness: Duration = 0,
     ) -> str:
-        """Add a window join of two sources or two stages (Flink's window join; the rules in
+        """Add a window join of two sources, two stages, or a source and a stage (Flink's window join; the rules in
         :mod:`floodmark.core.join.window_join`); returns its name.
 
         Both inputs' rows are assigned to ``window``'s windows (tumbling, sliding, cumulate, sessions); per key and
@@ -246,7 +246,7 @@ class Pipeline:
         above make theirs and add them here. Returns its name.
 
         :raises ValueError: a name taken, unknown inputs (add sources and stages before the stages that read them),
-            or sources and stages together.
+            or a window or process stage reading sources and stages together (a join may read one of each).
         """
         name = stage.name
         self._check_new(name)
@@ -254,8 +254,11 @@ class Pipeline:
         if unknown:
             raise ValueError(f"stage {name!r} reads {unknown}: add sources and stages before the stages reading them")
         kinds = {up in self.sources for up in stage.upstream}
-        if len(kinds) > 1:
-            raise ValueError(f"stage {name!r} reads sources and stages; a stage reads either sources or stages")
+        if len(kinds) > 1 and not isinstance(stage, JoinStage):
+            raise ValueError(
+                f"stage {name!r} reads sources and stages; a window or process stage reads either sources or stages "
+                "(a join may read one of each)"
+            )
         self.stages[name] = stage
         return name
 
@@ -274,7 +277,8 @@ class Pipeline:
         output_time: str | JoinTime = JoinTime.LEFT,
         allowed_lateness: Duration = 0,
     ) -> str:
-        """Add an interval join of two sources or two stages (:class:`~floodmark.core.pipeline.JoinStage`, the rules
+        """Add an interval join of two sources, two stages, or a source and a stage (:class:`~floodmark.core.pipeline.
+        JoinStage`, the rules
         in :mod:`floodmark.core.join.spec`); returns its name.
 
         A ``left`` row at ``t`` joins the ``right`` rows of its key at ``t + lower .. t + upper`` (``between``, ms or
@@ -292,8 +296,8 @@ class Pipeline:
         the stage's output watermark below the times they can still be emitted at, so a window over the joined
         rows does not see them late.
 
-        :raises ValueError: an unknown input, one source and one stage (their rows are bucketed by different
-            hashes), the same input twice, or bounds that do not make an interval.
+        :raises ValueError: an unknown input, the same input twice, or bounds that do not make an interval (when it
+            starts: a source and a stage whose key columns differ in type, or are not integers, booleans or strings).
         """
         spec = IntervalJoinSpec(between, how, output_time, allowed_lateness)  # type: ignore[arg-type]
         return self.add(JoinStage(name, left, right, on, spec))  # type: ignore[arg-type]

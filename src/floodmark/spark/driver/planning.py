@@ -27,6 +27,7 @@ from floodmark.spark import plan as p
 from floodmark.spark.driver.source_time import Source
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.stateful import jvm_level
+from floodmark.spark.stateful.bucket_layout import HASHED_TYPES
 from floodmark.spark.stateful.jvm_level import Host
 
 _LOG = logging.getLogger("floodmark")
@@ -88,6 +89,9 @@ def plan_query(
     reporting: set[str] = set()  # a source read by several stages reports its split statistics once
     for name in graph.order:
         stage = stages[name]
+        if isinstance(stage, JoinStage) and len({up in sources for up in stage.upstream}) > 1:
+            plans[name], reads[name] = _mixed_join_plan(stage, sources, plans, stages, state, corrupt_column, reporting)
+            continue
         if stage.upstream[0] in sources:
             read = [sources[s] for s in stage.upstream]
             plans[name] = _source_stage_plan(stage, read, plans, state, corrupt_column)
@@ -176,6 +180,47 @@ def _read_plan(
         source=label,
         split_stats=split_stats,
     )
+
+
+def _mixed_join_plan(
+    stage: JoinStage,
+    sources: Mapping[str, Source],
+    plans: Mapping[str, p.RuntimePlan],
+    stages: Mapping[str, Stage],
+    state: p.StateLayout,
+    corrupt_column: str | None,
+    reporting: set[str],
+) -> tuple[p.RuntimePlan, list[SourceRead]]:
+    """The plan of a join of a source and a stage, and the read of its source side. Spark buckets the source's rows
+    by ``functions.hash`` of the key columns; the stage's panes are forwarded in Python and bucketed the same way
+    (:attr:`~floodmark.spark.plan.RuntimePlan.spark_hash_types`), which needs the key columns of one Spark type on
+    both sides, each a type that hash is restated for. ``reporting``: the sources whose split statistics a read
+    reports already (this one is added).
+
+    :raises ValueError: a key column of different types on the two sides, or of a type not restated.
+    """
+    (source,) = [sources[up] for up in stage.upstream if up in sources]
+    (upstream,) = [up for up in stage.upstream if up not in sources]
+    schemas = {source.name: source.frame.schema, upstream: input_schema(plans[upstream].stage, stage)}
+    for column in stage.on:
+        kinds = {up: schema[column].dataType.simpleString() for up, schema in schemas.items() if column in schema.names}
+        if len(set(kinds.values())) > 1:
+            raise ValueError(
+                f"join {stage.name!r} reads key column {column!r} as {kinds}: cast one side so that both have one type"
+            )
+        kind = next(iter(kinds.values()), None)
+        if kind is not None and kind not in HASHED_TYPES:
+            raise ValueError(
+                f"join {stage.name!r} of a source and a stage keys on {column!r} of type {kind}: use a key of "
+                f"type {', '.join(sorted(HASHED_TYPES))} (cast it on the source and in the stage)"
+            )
+    plan = _join_plan(stage, schemas, stages, state, {source.name: source}, corrupt_column)
+    types = tuple(source.frame.schema[c].dataType.simpleString() for c in stage.on)
+    plan = replace(plan, spark_hash_types=types)
+    label = source.name if len(sources) > 1 else None  # Controller.split_label
+    read = _read_plan(stage, source, plan, state, corrupt_column, label, source.name not in reporting)
+    reporting.add(source.name)
+    return plan, [SourceRead(source.name, read)]
 
 
 def _join_plan(

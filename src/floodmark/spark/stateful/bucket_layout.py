@@ -83,6 +83,35 @@ def murmur3_string(text: str, seed: int = SEED) -> int:
     return _signed(_fmix(h1, len(data)))
 
 
+def murmur3_long(value: int, seed: int = SEED) -> int:
+    """Spark's hash of a ``long`` column value (``Murmur3_x86_32.hashLong``: the low 4 bytes, then the high 4), as a
+    signed 32-bit int."""
+    word = value & 0xFFFFFFFFFFFFFFFF
+    h1 = _mix_h1(_mix_h1(seed & _MASK, _mix_k1(word & _MASK)), _mix_k1(word >> 32))
+    return _signed(_fmix(h1, 8))
+
+
+HASHED_TYPES = {"tinyint": "int", "smallint": "int", "int": "int", "boolean": "int", "bigint": "long", "string": "str"}
+"""The Spark types (``simpleString``) whose ``functions.hash`` :func:`spark_hash` restates, by how it hashes them."""
+
+
+def spark_hash(values: Sequence[object], types: Sequence[str], seed: int = SEED) -> int:
+    """Spark's ``hash(c1, c2, ...)`` of one row (``values`` of Spark types ``types``, each in
+    :data:`HASHED_TYPES`): each value hashed with the previous result as its seed, a null leaving it unchanged."""
+    h = seed
+    for value, kind in zip(values, types, strict=True):
+        if value is None or value != value:  # None, NaN (a null that crossed as float)
+            continue
+        how = HASHED_TYPES[kind]
+        if how == "str":
+            h = murmur3_string(str(value), h)
+        elif how == "long":
+            h = murmur3_long(int(value), h)
+        else:
+            h = murmur3_int(int(value), h)
+    return h
+
+
 def partition_of(label: int, partitions: int, stage: str) -> int:
     """The partition Spark's hash partitioning puts group ``(stage, label)`` in (a stage name, an int label)."""
     return murmur3_int(label, murmur3_string(stage)) % partitions

@@ -43,6 +43,7 @@ from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 from floodmark.spark.stateful.bucket_host import BucketHost, BucketKind, BucketOutput
+from floodmark.spark.stateful.bucket_layout import spark_hash
 from floodmark.spark.stateful.bucket_state import BlobState, BucketState
 from floodmark.spark.stateful.join_bucket import JoinBucket
 from floodmark.spark.stateful.process_bucket import ProcessBucket
@@ -182,9 +183,14 @@ def forwarded(
     for target_plan, target in targets:
         rows, keys, side = target.input_rows(panes), target.key_columns, target.input_side(stage)
         state = target_plan.state
-        if keys:
+        labels = np.asarray(state.bucket_values, dtype=_BUCKET_TYPE)
+        if keys and target_plan.spark_hash_types:  # the target reads sources too: as Spark buckets their rows
+            values = rows[list(keys)].astype(object).itertuples(index=False, name=None)
+            types = target_plan.spark_hash_types
+            buckets = labels[[spark_hash(row, types) % state.buckets for row in values]]
+        elif keys:
             hashes = pd.util.hash_pandas_object(rows[list(keys)], index=False).to_numpy()
-            buckets = np.asarray(state.bucket_values, dtype=_BUCKET_TYPE)[hashes % np.uint64(state.buckets)]
+            buckets = labels[hashes % np.uint64(state.buckets)]
         else:
             buckets = np.full(len(rows), state.bucket_values[0], dtype=_BUCKET_TYPE)
         rows = rows.assign(**{wire.ROW: wire.RAW, wire.BUCKET: buckets})
