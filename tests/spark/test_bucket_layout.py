@@ -10,8 +10,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from floodmark.driver.checkpoint_files import LocalFiles
-from floodmark.spark.stateful import bucket_layout
-from floodmark.spark.stateful.bucket_layout import BucketLayout, murmur3_int, murmur3_string, partition_of
+from floodmark.spark.stateful import bucket_layout, spark_hash
+from floodmark.spark.stateful.bucket_layout import BucketLayout, partition_of
+from floodmark.spark.stateful.spark_hash import murmur3_int, murmur3_string
 
 INTS = [0, 1, 2, 7, 8, 42, -1, -42, 2**31 - 1, -(2**31), 123_456_789]
 TEXTS = ["", "a", "ab", "abc", "abcd", "abcde", "sessions", "means-per-user", "é", "stage ü 名前", "😀x"]
@@ -44,8 +45,8 @@ def test_the_hash_of_rows_of_several_types_is_sparks_own(spark):
     got = rows.select("*", F.hash("l").alias("hl"), F.hash("l", "i", "b", "z", "t").alias("hall")).collect()
     assert len(got) == len(values)
     for row in got:
-        assert row.hl == bucket_layout.murmur3_long(row.l), row
-        assert row.hall == bucket_layout.spark_hash((row.l, row.i, row.b, row.z, row.t), types), row
+        assert row.hl == spark_hash.murmur3_long(row.l), row
+        assert row.hall == spark_hash.spark_hash((row.l, row.i, row.b, row.z, row.t), types), row
 
 
 @pytest.mark.parametrize("partitions", [2, 3])

@@ -530,7 +530,7 @@ class RuntimePlan:
     spark_hash_types: tuple[str, ...] = ()
     """For a stage that reads sources and stages: the Spark types of its key columns (``simpleString``), by which
     the panes forwarded to it are bucketed as Spark buckets its sources' rows (``functions.hash``,
-    :func:`~floodmark.spark.stateful.bucket_layout.spark_hash`), so that a key's rows of both meet in one bucket.
+    :func:`~floodmark.spark.stateful.spark_hash.spark_hash`), so that a key's rows of both meet in one bucket.
     Empty: forwarded panes are bucketed by pandas' hash (every input a stage)."""
 
     def side_input(self, side: Side) -> InputBinding:

@@ -27,8 +27,8 @@ from floodmark.spark import plan as p
 from floodmark.spark.driver.source_time import Source
 from floodmark.spark.rows import pandas_dtype
 from floodmark.spark.stateful import jvm_level
-from floodmark.spark.stateful.bucket_layout import HASHED_TYPES
 from floodmark.spark.stateful.jvm_level import Host
+from floodmark.spark.stateful.spark_hash import HASHED_TYPES
 
 _LOG = logging.getLogger("floodmark")
 

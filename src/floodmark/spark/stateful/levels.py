@@ -43,10 +43,10 @@ from floodmark.spark import blocks
 from floodmark.spark import plan as p
 from floodmark.spark.rows import arrow_table, conform, numpy_type, spark_like_pandas
 from floodmark.spark.stateful.bucket_host import BucketHost, BucketKind, BucketOutput
-from floodmark.spark.stateful.bucket_layout import spark_hash
 from floodmark.spark.stateful.bucket_state import BlobState, BucketState
 from floodmark.spark.stateful.join_bucket import JoinBucket
 from floodmark.spark.stateful.process_bucket import ProcessBucket
+from floodmark.spark.stateful.spark_hash import spark_hash
 from floodmark.spark.stateful.window_bucket import WindowBucket
 
 Stage = WindowedStage | JoinStage | ProcessStage
