@@ -20,7 +20,7 @@ Offsets are ``{"files": n, "list": digest}``: the first ``n`` files of the list 
 list: :func:`list_digest`). A restart from a checkpoint resumes with file ``n`` of the list the stream was defined
 with; files added or removed before the restart shift that list (define the stream over the same files).
 
-What a split has left to read (:func:`unread_files`, the backlog that keeps it from going idle) is known when the
+What a split has left to read (:class:`FilesBacklog`, the backlog that keeps it from going idle) is known when the
 split is a folder column (``gateway=g1/``): its files after the batch's.
 """
 
